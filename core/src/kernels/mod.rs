@@ -1,0 +1,102 @@
+//! The kernel trait every backend implements, and the views it works on.
+//! `scalar` is the reference: every method of every backend must equal it
+//! bit for bit (see ARCHITECTURE.md, numerics contract).
+
+pub mod scalar;
+
+use core::ops::Range;
+
+use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
+
+/// A weight matrix: `n_rows` rows of `n_cols` elements of type `ty`.
+#[derive(Clone, Copy, Debug)]
+pub struct QMatrix<'a> {
+    pub ty: GgmlType,
+    pub data: &'a [u8],
+    pub n_cols: usize,
+    pub n_rows: usize,
+}
+
+impl<'a> QMatrix<'a> {
+    pub fn row_bytes(&self) -> usize {
+        self.data.len() / self.n_rows.max(1)
+    }
+    pub fn row(&self, r: usize) -> &'a [u8] {
+        let rb = self.row_bytes();
+        &self.data[r * rb..(r + 1) * rb]
+    }
+}
+
+/// `n_tok` activation rows of `n_cols` elements, in the form a weight type's
+/// dot product consumes: plain f32 (the exact path, and float weights) or
+/// 8-bit blocks.
+#[derive(Clone, Copy, Debug)]
+pub enum Acts<'a> {
+    F32(&'a [f32]),
+    Q8_0(&'a [BlockQ8_0]),
+    Q8_1(&'a [BlockQ8_1]),
+    Q8K(&'a [BlockQ8K]),
+}
+
+pub trait Kernels: Sync {
+    fn name(&self) -> &'static str;
+
+    /// `out[(r - rows.start) * n_tok + t] = W[r] · x[t]` for r in `rows`.
+    /// (Row-major by output row so a range of rows is one contiguous slice.)
+    fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+        scalar::matmul_rows(w, x, n_tok, rows, out)
+    }
+
+    /// Quantize each `n_cols` row of `x` into 8-bit blocks of `ty`
+    /// (Q8_0, Q8_1 or Q8_K), written to the matching scratch vector.
+    fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
+        scalar::quantize_rows_q8_0(x, out)
+    }
+    fn quantize_q8_1(&self, x: &[f32], out: &mut [BlockQ8_1]) {
+        scalar::quantize_rows_q8_1(x, out)
+    }
+    fn quantize_q8_k(&self, x: &[f32], out: &mut [BlockQ8K]) {
+        scalar::quantize_rows_q8_k(x, out)
+    }
+
+    /// `o = x / rms(x) * w` for one row.
+    fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
+        scalar::rms_norm(x, w, eps, o)
+    }
+
+    /// Causal attention of one query head over `n_kv` cached positions:
+    /// `out = softmax(q·K^T * scale) V`, `scores` is scratch of `n_kv`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_head(
+        &self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        kv_stride: usize,
+        n_kv: usize,
+        scale: f32,
+        scores: &mut [f32],
+        out: &mut [f32],
+    ) {
+        scalar::attention_head(q, k, v, kv_stride, n_kv, scale, scores, out)
+    }
+
+    /// `g[i] = silu(g[i]) * u[i]`.
+    fn swiglu(&self, g: &mut [f32], u: &[f32]) {
+        scalar::swiglu(g, u)
+    }
+}
+
+/// The scalar reference as a backend.
+pub struct Scalar;
+
+impl Kernels for Scalar {
+    fn name(&self) -> &'static str {
+        "scalar"
+    }
+}
+
+/// The activation type a weight type's matmul consumes on the quantized path.
+pub fn act_type(ty: GgmlType) -> Option<GgmlType> {
+    ty.vec_dot_type()
+}

@@ -1,0 +1,202 @@
+//! Reference kernels, written plainly. They define the numerics every other
+//! backend reproduces bit for bit:
+//! - quantized blocks: an exact integer dot per block, then floats combined
+//!   per block in a fixed expression, accumulated block 0, 1, 2, ...;
+//! - f32 reductions: 16 lane-strided partial sums (element i to lane i%16),
+//!   then the fixed pairwise tree of `reduce16`;
+//! - no fused multiply-add; `libm` for exp.
+
+use core::ops::Range;
+
+use super::{Acts, QMatrix};
+use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+
+/// Tokens processed together per weight block (bounded stack state).
+const TOK_CHUNK: usize = 8;
+
+/// The fixed pairwise tree over 16 lanes: (0+8, 1+9, ...), then 4, 2, 1.
+#[inline]
+pub fn reduce16(mut l: [f32; 16]) -> f32 {
+    for w in [8, 4, 2, 1] {
+        for j in 0..w {
+            l[j] += l[j + w];
+        }
+    }
+    l[0]
+}
+
+/// Accumulate `a[i] * b[i]` into lane `(base + i) % 16`.
+#[inline]
+fn lanes_mul_add(l: &mut [f32; 16], a: &[f32], b: &[f32]) {
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+        l[i % 16] += x * y;
+    }
+}
+
+/// `Σ a[i] * b[i]` by the contract's 16-lane order.
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    let mut l = [0.0f32; 16];
+    let n16 = a.len() / 16 * 16;
+    for (ca, cb) in a[..n16].chunks_exact(16).zip(b[..n16].chunks_exact(16)) {
+        lanes_mul_add(&mut l, ca, cb);
+    }
+    lanes_mul_add(&mut l, &a[n16..], &b[n16..]);
+    reduce16(l)
+}
+
+/// `Σ a[i]` by the contract's 16-lane order.
+pub fn sum_f32(a: &[f32]) -> f32 {
+    let mut l = [0.0f32; 16];
+    for (i, &x) in a.iter().enumerate() {
+        l[i % 16] += x;
+    }
+    reduce16(l)
+}
+
+pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let n_rows = rows.len();
+    debug_assert_eq!(out.len(), n_rows * n_tok);
+    for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
+        let row = w.row(r);
+        for t0 in (0..n_tok).step_by(TOK_CHUNK) {
+            let toks = t0..(t0 + TOK_CHUNK).min(n_tok);
+            let o = &mut o[toks.clone()];
+            match x {
+                Acts::F32(x) => row_f32(w.ty, row, w.n_cols, x, toks, o),
+                Acts::Q8_0(a) => row_q8_0(w.ty, row, w.n_cols / QK8, a, toks, o),
+                Acts::Q8_1(a) => row_q8_1(w.ty, row, w.n_cols / QK8, a, toks, o),
+                Acts::Q8K(a) => row_q8_k(w.ty, row, w.n_cols / QK_K, a, toks, o),
+            }
+        }
+    }
+}
+
+/// Exact path: each weight block dequantized to f32, then 16-lane dots.
+fn row_f32(ty: GgmlType, row: &[u8], n: usize, x: &[f32], toks: Range<usize>, out: &mut [f32]) {
+    let (bs, ts) = ty.block();
+    // Float types have 1-element "blocks": take them 256 at a time.
+    let step = if bs == 1 { QK_K.min(n) } else { bs };
+    let mut lanes = [[0.0f32; 16]; TOK_CHUNK];
+    let mut wbuf = [0.0f32; QK_K];
+    for c0 in (0..n).step_by(step) {
+        let len = step.min(n - c0);
+        let bytes = &row[c0 / bs * ts..(c0 + len) / bs * ts];
+        let wb = &mut wbuf[..len];
+        // The row was validated at load: its type and length always fit.
+        if quant::dequantize_row(ty, bytes, wb).is_err() {
+            unreachable!("row type checked at load");
+        }
+        for (l, t) in lanes.iter_mut().zip(toks.clone()) {
+            let xs = &x[t * n + c0..t * n + c0 + len];
+            // c0 is a multiple of 16 (blocks are 32/256, float steps 256),
+            // so lane i%16 of the block is lane (c0+i)%16 of the row.
+            lanes_mul_add(l, wb, xs);
+        }
+    }
+    for (o, l) in out.iter_mut().zip(lanes) {
+        *o = reduce16(l);
+    }
+}
+
+fn row_q8_0(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_0], toks: Range<usize>, out: &mut [f32]) {
+    let ts = ty.type_size();
+    let mut acc = [0.0f32; TOK_CHUNK];
+    for b in 0..nb {
+        let Some(u) = quant::unpack_32(ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
+        for (s, t) in acc.iter_mut().zip(toks.clone()) {
+            *s += quant::dot_32_q8_0(&u, &a[t * nb + b]);
+        }
+    }
+    out.copy_from_slice(&acc[..out.len()]);
+}
+
+fn row_q8_1(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_1], toks: Range<usize>, out: &mut [f32]) {
+    let ts = ty.type_size();
+    let mut acc = [0.0f32; TOK_CHUNK];
+    for b in 0..nb {
+        let Some(u) = quant::unpack_32(ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
+        for (s, t) in acc.iter_mut().zip(toks.clone()) {
+            *s += quant::dot_32_q8_1(&u, &a[t * nb + b]);
+        }
+    }
+    out.copy_from_slice(&acc[..out.len()]);
+}
+
+fn row_q8_k(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8K], toks: Range<usize>, out: &mut [f32]) {
+    let ts = ty.type_size();
+    let mut acc = [0.0f32; TOK_CHUNK];
+    for b in 0..nb {
+        let Some(u) = quant::unpack_k(ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
+        for (s, t) in acc.iter_mut().zip(toks.clone()) {
+            *s += quant::dot_k_q8_k(&u, &a[t * nb + b]);
+        }
+    }
+    out.copy_from_slice(&acc[..out.len()]);
+}
+
+pub fn quantize_rows_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
+    for (c, b) in x.chunks_exact(QK8).zip(out) {
+        quant::quantize_q8_0(c, b);
+    }
+}
+
+pub fn quantize_rows_q8_1(x: &[f32], out: &mut [BlockQ8_1]) {
+    for (c, b) in x.chunks_exact(QK8).zip(out) {
+        quant::quantize_q8_1(c, b);
+    }
+}
+
+pub fn quantize_rows_q8_k(x: &[f32], out: &mut [BlockQ8K]) {
+    for (c, b) in x.chunks_exact(QK_K).zip(out) {
+        quant::quantize_q8_k(c, b);
+    }
+}
+
+pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
+    let ss = dot_f32(x, x);
+    let scale = 1.0 / libm::sqrtf(ss / x.len() as f32 + eps);
+    for ((o, &x), &w) in o.iter_mut().zip(x).zip(w) {
+        *o = (x * scale) * w;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn attention_head(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    kv_stride: usize,
+    n_kv: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let hd = q.len();
+    let scores = &mut scores[..n_kv];
+    let mut max = f32::NEG_INFINITY;
+    for (t, s) in scores.iter_mut().enumerate() {
+        *s = dot_f32(q, &k[t * kv_stride..t * kv_stride + hd]) * scale;
+        max = max.max(*s);
+    }
+    for s in scores.iter_mut() {
+        *s = libm::expf(*s - max);
+    }
+    let inv = 1.0 / sum_f32(scores);
+    out.fill(0.0);
+    for (t, &e) in scores.iter().enumerate() {
+        let p = e * inv;
+        for (o, &vv) in out.iter_mut().zip(&v[t * kv_stride..t * kv_stride + hd]) {
+            *o += p * vv;
+        }
+    }
+}
+
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + libm::expf(-x))
+}
+
+pub fn swiglu(g: &mut [f32], u: &[f32]) {
+    for (g, &u) in g.iter_mut().zip(u) {
+        *g = silu(*g) * u;
+    }
+}

@@ -1,0 +1,181 @@
+//! The normalised model configuration, read from GGUF metadata.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    Llama,
+    Qwen2,
+    Qwen3,
+}
+
+impl Arch {
+    pub fn parse(s: &str) -> Result<Arch> {
+        match s {
+            "llama" => Ok(Arch::Llama),
+            "qwen2" => Ok(Arch::Qwen2),
+            "qwen3" => Ok(Arch::Qwen3),
+            _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Llama => "llama",
+            Arch::Qwen2 => "qwen2",
+            Arch::Qwen3 => "qwen3",
+        }
+    }
+}
+
+/// Which elements RoPE rotates together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// ggml "normal" (GGUF llama, whose Q/K rows the converter permuted):
+    /// pairs (2i, 2i+1).
+    Adjacent,
+    /// ggml NEOX / HF `rotate_half`: pairs (i, i + n_rot/2).
+    Neox,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub arch: Arch,
+    pub name: String,
+    pub n_vocab: usize,
+    pub n_embd: usize,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub n_head_kv: usize,
+    pub head_dim: usize,
+    pub n_ff: usize,
+    pub n_ctx_train: usize,
+    pub norm_eps: f32,
+    pub rope_style: RopeStyle,
+    pub rope_base: f32,
+    /// Rotated dimensions per head (≤ head_dim).
+    pub n_rot: usize,
+    /// Linear position scaling: positions are multiplied by this.
+    pub rope_pos_scale: f32,
+    /// `inv_freq[i] = 1 / (base^(2i/n_rot) * freq_factor[i])`, i < n_rot/2.
+    pub rope_inv_freq: Vec<f32>,
+}
+
+fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
+    let v = g.require_u64(key)?;
+    usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or(Error::InvalidValue {
+        field: "metadata",
+        offset: 0,
+        detail: alloc::format!("{key} = {v} is out of range"),
+    })
+}
+
+fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
+    if g.get(key).is_none() {
+        return Ok(None);
+    }
+    usize_key(g, key).map(Some)
+}
+
+impl Config {
+    /// Read the configuration. `n_vocab` and rope frequency factors come
+    /// from tensors, which the caller has already located.
+    pub fn from_gguf(g: &Gguf, n_vocab: usize, rope_freq_factors: Option<&[f32]>) -> Result<Config> {
+        let arch = Arch::parse(g.require_str("general.architecture")?)?;
+        let a = arch.name();
+        let k = |s: &str| alloc::format!("{a}.{s}");
+        let n_embd = usize_key(g, &k("embedding_length"))?;
+        let n_head = usize_key(g, &k("attention.head_count"))?;
+        let n_head_kv = opt_usize_key(g, &k("attention.head_count_kv"))?.unwrap_or(n_head);
+        let head_dim = opt_usize_key(g, &k("attention.key_length"))?.unwrap_or(n_embd / n_head);
+        if let Some(vl) = opt_usize_key(g, &k("attention.value_length"))? {
+            if vl != head_dim {
+                return Err(Error::Unsupported { what: alloc::format!("value_length {vl} != key_length {head_dim}") });
+            }
+        }
+        if n_head % n_head_kv != 0 {
+            return Err(Error::InvalidValue {
+                field: "attention.head_count_kv",
+                offset: 0,
+                detail: alloc::format!("{n_head} heads are not a multiple of {n_head_kv} KV heads"),
+            });
+        }
+        if head_dim > 512 || head_dim % 2 != 0 {
+            return Err(Error::Unsupported { what: alloc::format!("head_dim {head_dim} (even, at most 512)") });
+        }
+        let n_rot = opt_usize_key(g, &k("rope.dimension_count"))?.unwrap_or(head_dim);
+        if n_rot > head_dim || n_rot % 2 != 0 {
+            return Err(Error::InvalidValue {
+                field: "rope.dimension_count",
+                offset: 0,
+                detail: alloc::format!("{n_rot} for head_dim {head_dim}"),
+            });
+        }
+        let rope_base = g.get_f32(&k("rope.freq_base"))?.unwrap_or(10000.0);
+        let mut rope_pos_scale = 1.0f32;
+        let scaling = g.get_str(&k("rope.scaling.type"))?.unwrap_or("none");
+        match scaling {
+            "none" => {}
+            "linear" => {
+                let f = g.get_f32(&k("rope.scaling.factor"))?.unwrap_or(1.0);
+                if !(f > 0.0) {
+                    return Err(Error::InvalidValue {
+                        field: "rope.scaling.factor",
+                        offset: 0,
+                        detail: alloc::format!("{f}"),
+                    });
+                }
+                rope_pos_scale = 1.0 / f;
+            }
+            other => return Err(Error::Unsupported { what: alloc::format!("rope scaling {other:?}") }),
+        }
+        if let Some(ff) = rope_freq_factors {
+            if ff.len() != n_rot / 2 {
+                return Err(Error::TensorShape {
+                    tensor: "rope_freqs.weight".into(),
+                    detail: alloc::format!("{} factors for {} rotated pairs", ff.len(), n_rot / 2),
+                });
+            }
+        }
+        let rope_inv_freq = (0..n_rot / 2)
+            .map(|i| {
+                let f = 1.0 / libm::powf(rope_base, (2 * i) as f32 / n_rot as f32);
+                match rope_freq_factors {
+                    Some(ff) => f / ff[i],
+                    None => f,
+                }
+            })
+            .collect();
+        Ok(Config {
+            arch,
+            name: g.get_str("general.name")?.unwrap_or("").to_string(),
+            n_vocab,
+            n_embd,
+            n_layer: usize_key(g, &k("block_count"))?,
+            n_head,
+            n_head_kv,
+            head_dim,
+            n_ff: usize_key(g, &k("feed_forward_length"))?,
+            n_ctx_train: opt_usize_key(g, &k("context_length"))?.unwrap_or(2048),
+            norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
+            rope_style: match arch {
+                Arch::Llama => RopeStyle::Adjacent,
+                Arch::Qwen2 | Arch::Qwen3 => RopeStyle::Neox,
+            },
+            rope_base,
+            n_rot,
+            rope_pos_scale,
+            rope_inv_freq,
+        })
+    }
+
+    pub fn q_dim(&self) -> usize {
+        self.n_head * self.head_dim
+    }
+    pub fn kv_dim(&self) -> usize {
+        self.n_head_kv * self.head_dim
+    }
+}

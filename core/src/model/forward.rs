@@ -1,0 +1,170 @@
+//! The forward pass over a batch of tokens at consecutive positions.
+
+use super::config::{Config, RopeStyle};
+use super::kv_cache::KvCache;
+use super::matmul::{matmul, Engine};
+use super::scratch::{Scratch, HEAD_TOKENS};
+use super::weights::LayerWeights;
+use super::{rope, Faults, Model};
+use crate::error::Result;
+use crate::quant;
+
+/// Run `tokens` at positions `pos0..`; write logits of the `logits.len() /
+/// n_vocab` tokens starting at batch index `first` into `logits`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn batch<B: AsRef<[u8]>>(
+    m: &Model<B>,
+    e: &Engine,
+    kv: &mut KvCache,
+    s: &mut Scratch,
+    pos0: usize,
+    tokens: &[u32],
+    first: usize,
+    logits: &mut [f32],
+    f: Faults,
+) -> Result<()> {
+    let (c, w) = (&m.config, &m.weights);
+    let (n, ne) = (tokens.len(), c.n_embd);
+
+    // token embeddings
+    let emb = m.matrix(&w.token_embd);
+    for (t, &id) in tokens.iter().enumerate() {
+        quant::dequantize_row(emb.ty, emb.row(id as usize), &mut s.x[t * ne..(t + 1) * ne])?;
+    }
+    rope::tables(c, pos0..pos0 + n, &mut s.rope);
+
+    for (l, lw) in w.layers.iter().enumerate() {
+        layer(m, e, kv, s, l, lw, pos0, n, f);
+    }
+
+    // final norm and output head, for the requested rows only
+    let n_out = logits.len() / c.n_vocab;
+    let head = m.matrix(&w.output);
+    for t in 0..n_out {
+        let x = &s.x[(first + t) * ne..(first + t + 1) * ne];
+        e.kernels.rms_norm(x, &w.output_norm, c.norm_eps, &mut s.xn[t * ne..(t + 1) * ne]);
+    }
+    for t0 in (0..n_out).step_by(HEAD_TOKENS) {
+        let nt = HEAD_TOKENS.min(n_out - t0);
+        let out = &mut logits[t0 * c.n_vocab..(t0 + nt) * c.n_vocab];
+        matmul(e, &head, None, &s.xn[t0 * ne..], nt, &mut s.acts, &mut s.mm, out);
+    }
+    Ok(())
+}
+
+/// One transformer block, in place on the residual stream `s.x`.
+#[allow(clippy::too_many_arguments)]
+fn layer<B: AsRef<[u8]>>(
+    m: &Model<B>,
+    e: &Engine,
+    kv: &mut KvCache,
+    s: &mut Scratch,
+    l: usize,
+    lw: &LayerWeights,
+    pos0: usize,
+    n: usize,
+    f: Faults,
+) {
+    let c = &m.config;
+    let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
+    let k = e.kernels;
+
+    // attention rmsnorm
+    rms_norm_rows(e, &s.x[..n * ne], &lw.attn_norm, c.norm_eps, &mut s.xn);
+
+    // qkv matmuls (+ bias for qwen2)
+    let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
+    matmul(e, &m.matrix(&lw.wq), lw.bq.as_deref(), xn, n, acts, mm, &mut s.q);
+    matmul(e, &m.matrix(&lw.wk), lw.bk.as_deref(), xn, n, acts, mm, &mut s.k);
+    matmul(e, &m.matrix(&lw.wv), lw.bv.as_deref(), xn, n, acts, mm, &mut s.v);
+    if f.swap_qk {
+        for t in 0..n {
+            s.q[t * qd..t * qd + kvd].swap_with_slice(&mut s.k[t * kvd..(t + 1) * kvd]);
+        }
+    }
+
+    // qwen3: RMSNorm of each head of Q and K; then RoPE
+    let style = match (c.rope_style, f.rope_pairing) {
+        (st, false) => st,
+        (RopeStyle::Neox, true) => RopeStyle::Adjacent,
+        (RopeStyle::Adjacent, true) => RopeStyle::Neox,
+    };
+    for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
+        let row = buf.len() / n;
+        for (t, head) in buf.chunks_exact_mut(hd).enumerate() {
+            if let Some(w) = norm {
+                let mut tmp = [0.0f32; 512];
+                let tmp = &mut tmp[..hd];
+                tmp.copy_from_slice(head);
+                k.rms_norm(tmp, w, c.norm_eps, head);
+            }
+            let tok = t * hd / row;
+            rope::apply(style, c.n_rot, &s.rope[tok * c.n_rot..(tok + 1) * c.n_rot], head);
+        }
+    }
+
+    // the new K/V go to the cache; attention reads them back from there
+    kv.write(l, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
+    attention(c, e, kv, s, l, pos0, n, f);
+
+    // output projection and residual
+    matmul(e, &m.matrix(&lw.wo), None, &s.att, n, &mut s.acts, &mut s.mm, &mut s.y);
+    add(&mut s.x[..n * ne], &s.y[..n * ne]);
+
+    // ffn rmsnorm, then w_down(silu(w_gate(x)) * w_up(x)), residual
+    rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
+    let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
+    matmul(e, &m.matrix(&lw.w_gate), None, xn, n, acts, mm, &mut s.gate);
+    matmul(e, &m.matrix(&lw.w_up), None, xn, n, acts, mm, &mut s.up);
+    k.swiglu(&mut s.gate[..n * c.n_ff], &s.up[..n * c.n_ff]);
+    matmul(e, &m.matrix(&lw.w_down), None, &s.gate, n, &mut s.acts, &mut s.mm, &mut s.y);
+    add(&mut s.x[..n * ne], &s.y[..n * ne]);
+}
+
+/// Causal multi-head attention (GQA) of the batch's queries over the cache.
+#[allow(clippy::too_many_arguments)]
+fn attention(c: &Config, e: &Engine, kv: &KvCache, s: &mut Scratch, l: usize, pos0: usize, n: usize, f: Faults) {
+    let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
+    let group = c.n_head / c.n_head_kv;
+    let scale = 1.0 / libm::sqrtf(hd as f32);
+    let (kl, vl) = kv.layer(l);
+    let q = &s.q;
+    let per_head = n * hd + kv.n_ctx;
+    let k = e.kernels;
+    e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
+        let (out, scores) = buf.split_at_mut(n * hd);
+        let g = h / group;
+        for t in 0..n {
+            let pos = pos0 + t;
+            // keys visible to the query at `pos`: 0..=pos
+            let (start, n_kv) = if f.mask_inverted {
+                (pos, pos0 + n - pos)
+            } else if f.frontier_off_by_one {
+                (0, pos.max(1))
+            } else {
+                (0, pos + 1)
+            };
+            let off = start * kvd + g * hd;
+            let qh = &q[t * qd + h * hd..t * qd + (h + 1) * hd];
+            k.attention_head(qh, &kl[off..], &vl[off..], kvd, n_kv, scale, scores, &mut out[t * hd..(t + 1) * hd]);
+        }
+    });
+    for h in 0..c.n_head {
+        for t in 0..n {
+            let src = &s.heads[h * per_head + t * hd..h * per_head + (t + 1) * hd];
+            s.att[t * qd + h * hd..t * qd + (h + 1) * hd].copy_from_slice(src);
+        }
+    }
+}
+
+fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    for (x, o) in x.chunks_exact(w.len()).zip(out.chunks_exact_mut(w.len())) {
+        e.kernels.rms_norm(x, w, eps, o);
+    }
+}
+
+fn add(x: &mut [f32], y: &[f32]) {
+    for (x, &y) in x.iter_mut().zip(y) {
+        *x += y;
+    }
+}

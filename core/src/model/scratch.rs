@@ -1,0 +1,94 @@
+//! Buffers a forward pass works in, allocated once per session for a
+//! maximum batch of `n_batch` tokens.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::config::Config;
+use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
+
+/// Output rows computed per chunk of the output head (bounds `mm`).
+pub const HEAD_TOKENS: usize = 16;
+
+pub struct Scratch {
+    pub n_batch: usize,
+    /// (n_batch, n_embd) residual stream
+    pub x: Vec<f32>,
+    /// (n_batch, n_embd) normed input of a sub-layer
+    pub xn: Vec<f32>,
+    /// (n_batch, q_dim)
+    pub q: Vec<f32>,
+    /// (n_batch, kv_dim)
+    pub k: Vec<f32>,
+    /// (n_batch, kv_dim)
+    pub v: Vec<f32>,
+    /// (n_batch, q_dim) attention output
+    pub att: Vec<f32>,
+    /// (n_head, n_batch * head_dim + n_ctx): per head, outputs then scores
+    pub heads: Vec<f32>,
+    /// (n_batch, n_ff)
+    pub gate: Vec<f32>,
+    /// (n_batch, n_ff)
+    pub up: Vec<f32>,
+    /// (n_batch, n_embd) a sub-layer's output before the residual add
+    pub y: Vec<f32>,
+    /// matmul output by row: (rows, tokens), then transposed
+    pub mm: Vec<f32>,
+    /// (n_batch, n_rot) RoPE cos/sin per position
+    pub rope: Vec<f32>,
+    pub acts: ActBufs,
+}
+
+/// Quantized activations, one vector per 8-bit block format.
+pub struct ActBufs {
+    pub q8_0: Vec<BlockQ8_0>,
+    pub q8_1: Vec<BlockQ8_1>,
+    pub q8k: Vec<BlockQ8K>,
+}
+
+impl Scratch {
+    pub fn new(c: &Config, n_batch: usize, n_ctx: usize) -> Scratch {
+        let b = n_batch;
+        let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
+        let mm_rows = c.n_ff.max(c.q_dim()).max(c.n_embd) * b;
+        Scratch {
+            n_batch,
+            x: vec![0.0; b * c.n_embd],
+            xn: vec![0.0; b * c.n_embd],
+            q: vec![0.0; b * c.q_dim()],
+            k: vec![0.0; b * c.kv_dim()],
+            v: vec![0.0; b * c.kv_dim()],
+            att: vec![0.0; b * c.q_dim()],
+            heads: vec![0.0; c.n_head * (b * c.head_dim + n_ctx)],
+            gate: vec![0.0; b * c.n_ff],
+            up: vec![0.0; b * c.n_ff],
+            y: vec![0.0; b * c.n_embd],
+            mm: vec![0.0; mm_rows.max(c.n_vocab * HEAD_TOKENS.min(b))],
+            rope: vec![0.0; b * c.n_rot],
+            acts: ActBufs {
+                q8_0: vec![BlockQ8_0::ZERO; b * widest.div_ceil(QK8)],
+                q8_1: vec![BlockQ8_1::ZERO; b * widest.div_ceil(QK8)],
+                q8k: vec![BlockQ8K::ZERO; b * widest.div_ceil(QK_K)],
+            },
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        let f = self.x.len()
+            + self.xn.len()
+            + self.q.len()
+            + self.k.len()
+            + self.v.len()
+            + self.att.len()
+            + self.heads.len()
+            + self.gate.len()
+            + self.up.len()
+            + self.y.len()
+            + self.mm.len()
+            + self.rope.len();
+        f * 4
+            + self.acts.q8_0.len() * core::mem::size_of::<BlockQ8_0>()
+            + self.acts.q8_1.len() * core::mem::size_of::<BlockQ8_1>()
+            + self.acts.q8k.len() * core::mem::size_of::<BlockQ8K>()
+    }
+}

@@ -1,0 +1,69 @@
+//! Perplexity the way llama.cpp's llama-perplexity computes it:
+//! non-overlapping windows of `n_ctx` tokens, each evaluated from an empty
+//! cache, the second half of each window scored.
+
+use crate::error::{Error, Result};
+use crate::model::{Engine, Logits, Model};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Perplexity {
+    pub ppl: f64,
+    /// Standard error of the perplexity estimate (as llama.cpp reports).
+    pub stderr: f64,
+    pub n_chunks: usize,
+    pub n_scored: usize,
+}
+
+/// `-log p(target)` from one row of logits, in f64.
+pub fn nll(logits: &[f32], target: u32) -> f64 {
+    let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
+    let sum: f64 = logits.iter().map(|&l| libm::exp(l as f64 - max)).sum();
+    (libm::log(sum) + max) - logits[target as usize] as f64
+}
+
+/// `bos`: replaces each window's first token when the model adds BOS.
+/// `max_chunks`: evaluate only the first windows (None = all).
+pub fn perplexity<B: AsRef<[u8]>>(
+    model: &Model<B>,
+    e: &Engine,
+    tokens: &[u32],
+    n_ctx: usize,
+    bos: Option<u32>,
+    max_chunks: Option<usize>,
+    mut progress: impl FnMut(usize, f64),
+) -> Result<Perplexity> {
+    let mut n_chunks = tokens.len() / n_ctx.max(1);
+    if n_ctx < 4 || n_chunks == 0 {
+        return Err(Error::InvalidArgument {
+            what: alloc::format!("{} tokens make no window of {n_ctx} (need 2 × n_ctx ≥ 8)", tokens.len()),
+        });
+    }
+    if let Some(m) = max_chunks {
+        n_chunks = n_chunks.min(m);
+    }
+    let first = n_ctx / 2;
+    let mut session = model.session(n_ctx, n_ctx);
+    let (mut sum, mut sum2, mut count) = (0.0f64, 0.0f64, 0usize);
+    let mut window = alloc::vec![0u32; n_ctx];
+    for c in 0..n_chunks {
+        window.copy_from_slice(&tokens[c * n_ctx..(c + 1) * n_ctx]);
+        if let Some(b) = bos {
+            window[0] = b;
+        }
+        session.truncate(0);
+        let logits = session.forward(model, e, &window, Logits::All)?;
+        let nv = model.config.n_vocab;
+        for j in first..n_ctx - 1 {
+            // score against the original text's next token
+            let v = nll(&logits[j * nv..(j + 1) * nv], tokens[c * n_ctx + j + 1]);
+            sum += v;
+            sum2 += v * v;
+            count += 1;
+        }
+        progress(c, libm::exp(sum / count as f64));
+    }
+    let mean = sum / count as f64;
+    let var = (sum2 / count as f64 - mean * mean).max(0.0);
+    let ppl = libm::exp(mean);
+    Ok(Perplexity { ppl, stderr: ppl * libm::sqrt(var / (count as f64 - 1.0).max(1.0)), n_chunks, n_scored: count })
+}

@@ -1,0 +1,116 @@
+//! Block formats: byte layouts, unpacking to a common integer form, and the
+//! reference dequantization built on it. Spec of each layout: its module.
+
+mod blocks;
+pub mod q2_k;
+pub mod q3_k;
+pub mod q4_0;
+pub mod q4_1;
+pub mod q4_k;
+pub mod q5_0;
+pub mod q5_1;
+pub mod q5_k;
+pub mod q6_k;
+pub mod q8_0;
+mod types;
+
+pub use blocks::*;
+pub use types::{GgmlType, QK_K};
+
+use crate::error::{Error, Result};
+
+#[inline]
+pub(crate) fn f16_at(b: &[u8], i: usize) -> f32 {
+    half::f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+#[inline]
+pub(crate) fn bf16_at(b: &[u8], i: usize) -> f32 {
+    half::bf16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+/// Unpack one 32-element block of a legacy format; None for other types.
+pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
+    Some(match ty {
+        GgmlType::Q4_0 => q4_0::unpack(b),
+        GgmlType::Q4_1 => q4_1::unpack(b),
+        GgmlType::Q5_0 => q5_0::unpack(b),
+        GgmlType::Q5_1 => q5_1::unpack(b),
+        GgmlType::Q8_0 => q8_0::unpack(b),
+        _ => return None,
+    })
+}
+
+/// Unpack one K-quant super-block; None for other types.
+pub fn unpack_k(ty: GgmlType, b: &[u8]) -> Option<UnpackedK> {
+    Some(match ty {
+        GgmlType::Q2_K => q2_k::unpack(b),
+        GgmlType::Q3_K => q3_k::unpack(b),
+        GgmlType::Q4_K => q4_k::unpack(b),
+        GgmlType::Q5_K => q5_k::unpack(b),
+        GgmlType::Q6_K => q6_k::unpack(b),
+        _ => return None,
+    })
+}
+
+/// Dequantize one block's worth of elements: `x = d * q + m`.
+pub fn dequantize_32(u: &Unpacked32, out: &mut [f32]) {
+    for (o, &q) in out.iter_mut().zip(&u.q) {
+        *o = u.d * q as f32 + u.m;
+    }
+}
+
+/// Dequantize a super-block: `x = (d * sc) * q - (dmin * mn)` per group of 16.
+pub fn dequantize_k(u: &UnpackedK, out: &mut [f32]) {
+    for g in 0..16 {
+        let dl = u.d * u.sc[g] as f32;
+        let ml = u.dmin * u.mn[g] as f32;
+        for i in g * 16..g * 16 + 16 {
+            out[i] = dl * u.q[i] as f32 - ml;
+        }
+    }
+}
+
+/// Whether tern can dequantize (and so compute with) this type.
+pub fn is_supported(ty: GgmlType) -> bool {
+    ty.vec_dot_type().is_some()
+}
+
+/// Reference dequantization of a whole row: `src` holds `dst.len()` elements.
+pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
+    let (bs, ts) = ty.block();
+    if dst.len() % bs != 0 || src.len() != dst.len() / bs * ts {
+        return Err(Error::InvalidArgument {
+            what: alloc::format!("{} row: {} bytes for {} elements", ty.name(), src.len(), dst.len()),
+        });
+    }
+    match ty {
+        GgmlType::F32 => {
+            for (o, c) in dst.iter_mut().zip(src.chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        }
+        GgmlType::F16 => {
+            for (i, o) in dst.iter_mut().enumerate() {
+                *o = f16_at(src, 2 * i);
+            }
+        }
+        GgmlType::BF16 => {
+            for (i, o) in dst.iter_mut().enumerate() {
+                *o = bf16_at(src, 2 * i);
+            }
+        }
+        _ => {
+            for (b, o) in src.chunks_exact(ts).zip(dst.chunks_exact_mut(bs)) {
+                if let Some(u) = unpack_32(ty, b) {
+                    dequantize_32(&u, o);
+                } else if let Some(u) = unpack_k(ty, b) {
+                    dequantize_k(&u, o);
+                } else {
+                    return Err(Error::Unsupported { what: alloc::format!("dequantizing {}", ty.name()) });
+                }
+            }
+        }
+    }
+    Ok(())
+}

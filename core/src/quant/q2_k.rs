@@ -1,0 +1,30 @@
+//! Q2_K: 256 weights in 16 groups of 16, 2-bit values, 4-bit scale and min
+//! per group. `x = (d * sc) * q - (dmin * mn)`.
+//! Layout (84 bytes): scales: [u8; 16] (low nibble scale, high nibble min)
+//! | qs: [u8; 64] | d: f16 | dmin: f16. Byte l of each 32-byte half of qs
+//! holds elements l, l+32, l+64, l+96 of its 128-element half at bits 0,2,4,6.
+
+use super::{f16_at, UnpackedK};
+
+pub const BLOCK_BYTES: usize = 16 + 64 + 2 + 2;
+const _: () = assert!(BLOCK_BYTES == 84);
+
+pub fn unpack(b: &[u8]) -> UnpackedK {
+    let mut u = UnpackedK::ZERO;
+    for g in 0..16 {
+        u.sc[g] = (b[g] & 0x0F) as i16;
+        u.mn[g] = (b[g] >> 4) as i16;
+    }
+    let qs = &b[16..80];
+    for half in 0..2 {
+        for shift in 0..4 {
+            for l in 0..32 {
+                let v = (qs[half * 32 + l] >> (2 * shift)) & 3;
+                u.q[half * 128 + shift * 32 + l] = v as i8;
+            }
+        }
+    }
+    u.d = f16_at(b, 80);
+    u.dmin = f16_at(b, 82);
+    u
+}

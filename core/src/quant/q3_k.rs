@@ -1,0 +1,38 @@
+//! Q3_K: 256 weights in 16 groups of 16, 3-bit values in [-4, 3], 6-bit
+//! signed scales. `x = (d * sc) * q`.
+//! Layout (110 bytes): hmask: [u8; 32] (bit k of byte l is the high bit of
+//! element 32k+l; a set bit means no -4 offset) | qs: [u8; 64] (low two
+//! bits, as in Q2_K) | scales: [u8; 12] (16 six-bit values, see below) | d: f16.
+
+use super::{f16_at, UnpackedK};
+
+pub const BLOCK_BYTES: usize = 32 + 64 + 12 + 2;
+const _: () = assert!(BLOCK_BYTES == 110);
+
+/// Scale g: low four bits from byte g (g < 8) or the high nibble of byte
+/// g-8; high two bits from byte 8 + g%4 at bit 2*(g/4).
+fn scale(s: &[u8], g: usize) -> i16 {
+    let lo = if g < 8 { s[g] & 0x0F } else { s[g - 8] >> 4 };
+    let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+    (lo | (hi << 4)) as i16 - 32
+}
+
+pub fn unpack(b: &[u8]) -> UnpackedK {
+    let mut u = UnpackedK::ZERO;
+    let (hmask, qs, scales) = (&b[0..32], &b[32..96], &b[96..108]);
+    for g in 0..16 {
+        u.sc[g] = scale(scales, g);
+    }
+    for half in 0..2 {
+        for shift in 0..4 {
+            let k = half * 4 + shift; // which 32-element run, 0..8
+            for l in 0..32 {
+                let low = ((qs[half * 32 + l] >> (2 * shift)) & 3) as i8;
+                let high_set = (hmask[l] >> k) & 1 == 1;
+                u.q[k * 32 + l] = if high_set { low } else { low - 4 };
+            }
+        }
+    }
+    u.d = f16_at(b, 108);
+    u
+}

@@ -1,0 +1,17 @@
+//! Q4_0: 32 weights as 4-bit values around 8. `x = d * (q - 8)`.
+//! Layout (18 bytes): d: f16 | qs: [u8; 16] (element j in the low nibble of
+//! qs[j], element j+16 in the high nibble).
+
+use super::{f16_at, Unpacked32};
+
+pub const BLOCK_BYTES: usize = 2 + 16;
+const _: () = assert!(BLOCK_BYTES == 18);
+
+pub fn unpack(b: &[u8]) -> Unpacked32 {
+    let mut q = [0i8; 32];
+    for j in 0..16 {
+        q[j] = (b[2 + j] & 0x0F) as i8 - 8;
+        q[j + 16] = (b[2 + j] >> 4) as i8 - 8;
+    }
+    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
+}

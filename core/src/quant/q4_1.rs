@@ -1,0 +1,16 @@
+//! Q4_1: 32 weights as 4-bit values with an offset. `x = d * q + m`.
+//! Layout (20 bytes): d: f16 | m: f16 | qs: [u8; 16] (nibbles as in Q4_0).
+
+use super::{f16_at, Unpacked32};
+
+pub const BLOCK_BYTES: usize = 2 + 2 + 16;
+const _: () = assert!(BLOCK_BYTES == 20);
+
+pub fn unpack(b: &[u8]) -> Unpacked32 {
+    let mut q = [0i8; 32];
+    for j in 0..16 {
+        q[j] = (b[4 + j] & 0x0F) as i8;
+        q[j + 16] = (b[4 + j] >> 4) as i8;
+    }
+    Unpacked32 { q, d: f16_at(b, 0), m: f16_at(b, 2) }
+}

@@ -1,0 +1,19 @@
+//! Q5_1: 32 weights as 5-bit values with an offset. `x = d * q + m`.
+//! Layout (24 bytes): d: f16 | m: f16 | qh: u32 | qs: [u8; 16] (as Q5_0).
+
+use super::{f16_at, Unpacked32};
+
+pub const BLOCK_BYTES: usize = 2 + 2 + 4 + 16;
+const _: () = assert!(BLOCK_BYTES == 24);
+
+pub fn unpack(b: &[u8]) -> Unpacked32 {
+    let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    let mut q = [0i8; 32];
+    for j in 0..16 {
+        let h0 = ((qh >> j) & 1) as u8;
+        let h1 = ((qh >> (j + 16)) & 1) as u8;
+        q[j] = ((b[8 + j] & 0x0F) | (h0 << 4)) as i8;
+        q[j + 16] = ((b[8 + j] >> 4) | (h1 << 4)) as i8;
+    }
+    Unpacked32 { q, d: f16_at(b, 0), m: f16_at(b, 2) }
+}

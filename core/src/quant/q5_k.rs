@@ -1,0 +1,27 @@
+//! Q5_K: as Q4_K with a fifth bit. `x = (d * sc) * q - (dmin * mn)`.
+//! Layout (176 bytes): d: f16 | dmin: f16 | scales: [u8; 12] (as Q4_K) |
+//! qh: [u8; 32] (bit k of byte l is the fifth bit of element 32k+l) |
+//! qs: [u8; 128] (low four bits, as Q4_K).
+
+use super::{f16_at, q4_k, UnpackedK};
+
+pub const BLOCK_BYTES: usize = 2 + 2 + 12 + 32 + 128;
+const _: () = assert!(BLOCK_BYTES == 176);
+
+pub fn unpack(b: &[u8]) -> UnpackedK {
+    let mut u = UnpackedK::ZERO;
+    q4_k::set_scales(&mut u, &b[4..16]);
+    let (qh, qs) = (&b[16..48], &b[48..176]);
+    for i in 0..4 {
+        for l in 0..32 {
+            let (k0, k1) = (2 * i, 2 * i + 1);
+            let h0 = ((qh[l] >> k0) & 1) << 4;
+            let h1 = ((qh[l] >> k1) & 1) << 4;
+            u.q[k0 * 32 + l] = ((qs[i * 32 + l] & 0x0F) | h0) as i8;
+            u.q[k1 * 32 + l] = ((qs[i * 32 + l] >> 4) | h1) as i8;
+        }
+    }
+    u.d = f16_at(b, 0);
+    u.dmin = f16_at(b, 2);
+    u
+}

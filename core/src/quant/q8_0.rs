@@ -1,0 +1,15 @@
+//! Q8_0: 32 weights as signed bytes. `x = d * q`.
+//! Layout (34 bytes): d: f16 | qs: [i8; 32].
+
+use super::{f16_at, Unpacked32};
+
+pub const BLOCK_BYTES: usize = 2 + 32;
+const _: () = assert!(BLOCK_BYTES == 34);
+
+pub fn unpack(b: &[u8]) -> Unpacked32 {
+    let mut q = [0i8; 32];
+    for (o, &v) in q.iter_mut().zip(&b[2..34]) {
+        *o = v as i8;
+    }
+    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
+}

@@ -1,0 +1,229 @@
+//! The tokenizer, built from a GGUF's embedded vocabulary with the
+//! `tokenizers` crate: byte-level BPE with the pre-tokenizer the file names.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use std::collections::HashMap;
+
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::models::bpe::BPE;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
+
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+
+/// Split regexes of the pre-tokenizers tern knows (as llama.cpp names them).
+const QWEN2_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// GGUF token types.
+const TOKEN_CONTROL: i64 = 3;
+const TOKEN_USER_DEFINED: i64 = 4;
+
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    /// The bytes each token stands for (special tokens: their text).
+    token_bytes: Vec<Vec<u8>>,
+    is_control: Vec<bool>,
+    pub bos: Option<u32>,
+    pub eos: Option<u32>,
+    /// End-of-turn / other ids that end generation (EOS included).
+    pub eog: Vec<u32>,
+    pub add_bos: bool,
+    pub chat_template: Option<String>,
+    pub model: String,
+    pub pre: String,
+}
+
+fn tok_err(e: impl core::fmt::Display) -> Error {
+    Error::Tokenizer { detail: e.to_string() }
+}
+
+/// GPT-2's byte ↔ printable-char table: char for each byte.
+fn byte_chars() -> [char; 256] {
+    let mut table = ['\0'; 256];
+    let mut n = 0u32;
+    for b in 0..256u32 {
+        let printable = (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+        table[b as usize] = if printable {
+            char::from_u32(b).unwrap_or('\0')
+        } else {
+            n += 1;
+            char::from_u32(255 + n).unwrap_or('\0')
+        };
+    }
+    table
+}
+
+fn strings<'a>(g: &Gguf<'a>, key: &str) -> Result<Vec<&'a str>> {
+    let arr = g.get_array(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })?;
+    arr.iter()
+        .map(|v| v.as_str().ok_or_else(|| Error::KeyType { key: key.into(), expected: "an array of strings" }))
+        .collect()
+}
+
+fn id_key(g: &Gguf, key: &str, n: usize) -> Result<Option<u32>> {
+    match g.get_u64(key)? {
+        Some(id) if (id as usize) < n => Ok(Some(id as u32)),
+        Some(id) => Err(Error::TokenOutOfRange { id: id as u32, n_vocab: n }),
+        None => Ok(None),
+    }
+}
+
+impl Tokenizer {
+    pub fn from_gguf(g: &Gguf) -> Result<Tokenizer> {
+        let model = g.require_str("tokenizer.ggml.model")?;
+        if model != "gpt2" {
+            return Err(Error::UnsupportedTokenizer { model: model.to_string() });
+        }
+        let pre = g.get_str("tokenizer.ggml.pre")?.unwrap_or("default");
+        let pre_tok: PreTokenizerWrapper = match pre {
+            "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_REGEX)?,
+            "llama3" | "llama-bpe" | "smaug-bpe" => split_then_bytes(LLAMA3_REGEX)?,
+            "smollm" | "gpt2" | "default" => ByteLevel::new(false, true, true).into(),
+            other => return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") }),
+        };
+        let tokens = strings(g, "tokenizer.ggml.tokens")?;
+        let n = tokens.len();
+        let types: Vec<i64> = match g.get_array("tokenizer.ggml.token_type")? {
+            None => alloc::vec![1; n],
+            Some(a) if a.len() == n => a.iter().map(|v| v.as_i64().unwrap_or(1)).collect(),
+            Some(a) => {
+                return Err(Error::Tokenizer { detail: alloc::format!("{} token types for {n} tokens", a.len()) })
+            }
+        };
+        let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges")?
+            .into_iter()
+            .map(|m| {
+                m.split_once(' ')
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .ok_or_else(|| Error::Tokenizer { detail: alloc::format!("merge {m:?} has no space") })
+            })
+            .collect::<Result<_>>()?;
+
+        let mut vocab = tokenizers::models::bpe::Vocab::default();
+        for (i, t) in tokens.iter().enumerate() {
+            vocab.entry(t.to_string()).or_insert(i as u32);
+        }
+        let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(tok_err)?;
+        let mut inner = tokenizers::Tokenizer::new(bpe);
+        inner.with_pre_tokenizer(Some(pre_tok));
+        inner.with_decoder(Some(ByteLevelDecoder::default()));
+
+        let special: Vec<AddedToken> = (0..n)
+            .filter(|&i| types[i] == TOKEN_CONTROL)
+            .map(|i| AddedToken::from(tokens[i].to_string(), true).normalized(false))
+            .collect();
+        let user: Vec<AddedToken> = (0..n)
+            .filter(|&i| types[i] == TOKEN_USER_DEFINED)
+            .map(|i| AddedToken::from(tokens[i].to_string(), false).normalized(false))
+            .collect();
+        inner.add_special_tokens(&special);
+        inner.add_tokens(&user);
+
+        let chars = byte_chars();
+        let mut char_byte: HashMap<char, u8> = HashMap::new();
+        for (b, &c) in chars.iter().enumerate() {
+            char_byte.insert(c, b as u8);
+        }
+        let token_bytes = tokens
+            .iter()
+            .zip(&types)
+            .map(|(t, &ty)| {
+                if ty == TOKEN_CONTROL || ty == TOKEN_USER_DEFINED {
+                    return t.as_bytes().to_vec();
+                }
+                let mut out = Vec::with_capacity(t.len());
+                for c in t.chars() {
+                    match char_byte.get(&c) {
+                        Some(&b) => out.push(b),
+                        None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                    }
+                }
+                out
+            })
+            .collect();
+
+        let bos = id_key(g, "tokenizer.ggml.bos_token_id", n)?;
+        let eos = id_key(g, "tokenizer.ggml.eos_token_id", n)?;
+        let eot = id_key(g, "tokenizer.ggml.eot_token_id", n)?;
+        let eom = id_key(g, "tokenizer.ggml.eom_token_id", n)?;
+        let mut eog: Vec<u32> = [eos, eot, eom].into_iter().flatten().collect();
+        // Chat models end turns with these whatever the file names as EOS.
+        for (i, t) in tokens.iter().enumerate() {
+            let end = matches!(*t, "<|im_end|>" | "<|endoftext|>" | "<|eot_id|>" | "<|end_of_text|>" | "<end_of_turn>");
+            if end && types[i] == TOKEN_CONTROL {
+                eog.push(i as u32);
+            }
+        }
+        eog.sort_unstable();
+        eog.dedup();
+        Ok(Tokenizer {
+            inner,
+            token_bytes,
+            is_control: types.iter().map(|&t| t == TOKEN_CONTROL).collect(),
+            bos,
+            eos,
+            eog,
+            add_bos: g.get_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(false),
+            chat_template: g.get_str("tokenizer.chat_template")?.map(str::to_string),
+            model: model.to_string(),
+            pre: pre.to_string(),
+        })
+    }
+
+    pub fn n_vocab(&self) -> usize {
+        self.token_bytes.len()
+    }
+
+    /// Token ids of `text`; special-token strings in it become their ids.
+    /// `add_special`: prepend BOS if the model asks for it.
+    pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
+        let enc = self.inner.encode(text, false).map_err(tok_err)?;
+        let mut ids = Vec::with_capacity(enc.len() + 1);
+        if add_special && self.add_bos {
+            ids.extend(self.bos);
+        }
+        ids.extend_from_slice(enc.get_ids());
+        Ok(ids)
+    }
+
+    /// The bytes a token stands for.
+    pub fn token_bytes(&self, id: u32) -> &[u8] {
+        self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
+    }
+
+    pub fn is_control(&self, id: u32) -> bool {
+        self.is_control.get(id as usize).copied().unwrap_or(false)
+    }
+
+    pub fn is_eog(&self, id: u32) -> bool {
+        self.eog.contains(&id)
+    }
+
+    /// Text of `ids`, special tokens included; invalid UTF-8 becomes U+FFFD.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        let bytes: Vec<u8> = ids.iter().flat_map(|&i| self.token_bytes(i).iter().copied()).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The token string as stored in the vocabulary.
+    pub fn token_str(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+}
+
+fn split_then_bytes(regex: &str) -> Result<PreTokenizerWrapper> {
+    let split = Split::new(SplitPattern::Regex(regex.to_string()), SplitDelimiterBehavior::Isolated, false)
+        .map_err(tok_err)?;
+    Ok(Sequence::new(alloc::vec![split.into(), ByteLevel::new(false, true, false).into()]).into())
+}
+
+impl core::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Tokenizer({} {}, {} tokens)", self.model, self.pre, self.n_vocab())
+    }
+}

@@ -1,0 +1,43 @@
+//! Subcommands of the `tern` CLI.
+
+mod info;
+mod perplexity;
+mod run;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use tern::{models, Result};
+
+#[derive(Parser)]
+#[command(name = "tern", version, about = "Run local LLMs (GGUF) on the CPU")]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Generate text from a prompt, streamed as it is produced.
+    Run(run::Args),
+    /// Print a model's architecture, dimensions, tensor types, tokenizer.
+    Info(info::Args),
+    /// Perplexity of a text file, computed as llama.cpp's llama-perplexity does.
+    Perplexity(perplexity::Args),
+}
+
+pub fn dispatch(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Run(a) => run::run(a),
+        Cmd::Info(a) => info::run(a),
+        Cmd::Perplexity(a) => perplexity::run(a),
+    }
+}
+
+/// `-m` if given, else the default model from the cache (fetched if absent).
+fn model_path(m: Option<PathBuf>) -> Result<PathBuf> {
+    match m {
+        Some(p) => Ok(p),
+        None => models::ensure(models::DEFAULT_MODEL),
+    }
+}

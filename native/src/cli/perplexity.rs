@@ -1,0 +1,56 @@
+//! `tern perplexity`: llama-perplexity's measure on a text file.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tern::{Error, Result, Threads};
+use tern_core::perplexity::perplexity;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[arg(short, long)]
+    model: Option<PathBuf>,
+    /// Text file to score
+    #[arg(short, long)]
+    file: PathBuf,
+    /// Window size in tokens
+    #[arg(long, default_value_t = 512)]
+    ctx: usize,
+    /// Score only the first N windows
+    #[arg(long)]
+    chunks: Option<usize>,
+    #[arg(long)]
+    exact: bool,
+    #[arg(short, long, default_value_t = 0)]
+    threads: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let path = super::model_path(a.model)?;
+    let lm = tern::load(&path)?;
+    let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io { path: a.file.clone(), source })?;
+    let tokens = lm.tokenizer.encode(&text, false)?;
+    let bos = lm.tokenizer.add_bos.then_some(lm.tokenizer.bos).flatten();
+    let threads = Threads::new(a.threads);
+    let engine = tern::engine(&threads, a.exact);
+    let t0 = Instant::now();
+    let r = perplexity(&lm.model, &engine, &tokens, a.ctx, bos, a.chunks, |c, p| {
+        if !a.json {
+            eprint!("[{}]{p:.4} ", c + 1);
+        }
+    })?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"ppl": r.ppl, "stderr": r.stderr, "ctx": a.ctx, "n_chunks": r.n_chunks,
+                "n_tokens": tokens.len(), "n_scored": r.n_scored, "seconds": t0.elapsed().as_secs_f64()})
+        );
+    } else {
+        eprintln!();
+        println!("Final estimate: PPL = {:.4} +/- {:.5} ({} chunks of {}, {} tokens)", r.ppl, r.stderr, r.n_chunks, a.ctx, tokens.len());
+    }
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! The native crate's error: core errors plus I/O and fetching.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    Core(tern_core::Error),
+    Io { path: PathBuf, source: std::io::Error },
+    Fetch { detail: String },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Core(e) => e.fmt(f),
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Fetch { detail } => write!(f, "fetching the model: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Core(e) => Some(e),
+            Error::Io { source, .. } => Some(source),
+            Error::Fetch { .. } => None,
+        }
+    }
+}
+
+impl From<tern_core::Error> for Error {
+    fn from(e: tern_core::Error) -> Self {
+        Error::Core(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,18 @@
+//! The `tern` command line.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::dispatch(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tern: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
