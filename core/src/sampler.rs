@@ -20,11 +20,22 @@ pub struct SamplerConfig {
     /// How many recent tokens the penalty looks at.
     pub repeat_last_n: usize,
     pub seed: u64,
+    /// Added to the logits of these tokens first (`f32::NEG_INFINITY` bans).
+    pub logit_bias: Vec<(u32, f32)>,
 }
 
 impl Default for SamplerConfig {
     fn default() -> Self {
-        SamplerConfig { temperature: 0.8, top_k: 40, top_p: 0.95, min_p: 0.05, repeat_penalty: 1.0, repeat_last_n: 64, seed: 0 }
+        SamplerConfig {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            repeat_penalty: 1.0,
+            repeat_last_n: 64,
+            seed: 0,
+            logit_bias: Vec::new(),
+        }
     }
 }
 
@@ -116,9 +127,14 @@ impl Sampler {
 
     /// Pick the next token from `logits`, given the tokens so far.
     pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
-        let cfg = self.config.clone();
+        let cfg = &self.config;
         self.cands.clear();
         self.cands.extend(logits.iter().enumerate().map(|(i, &l)| Candidate { id: i as u32, logit: l, p: 0.0 }));
+        for &(id, bias) in &cfg.logit_bias {
+            if let Some(c) = self.cands.get_mut(id as usize) {
+                c.logit += bias;
+            }
+        }
         if cfg.repeat_penalty != 1.0 {
             apply_repeat_penalty(&mut self.cands, history, cfg.repeat_last_n, cfg.repeat_penalty);
         }

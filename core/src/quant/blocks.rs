@@ -30,14 +30,15 @@ impl UnpackedK {
     pub const ZERO: UnpackedK = UnpackedK { q: [0; QK_K], sc: [0; 16], mn: [0; 16], d: 0.0, dmin: 0.0 };
 }
 
-/// Activations for Q4_0 / Q5_0 / Q8_0 weights: `x[i] ≈ d * qs[i]`.
+/// Activations for Q4_0 / Q5_0 / Q8_0 weights: `x[i] ≈ d * qs[i]`. As in
+/// ggml, `d` is rounded to f16 after quantizing with the unrounded scale.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ8_0 {
     pub d: f32,
     pub qs: [i8; QK8],
 }
 
-/// Activations for Q4_1 / Q5_1 weights: as Q8_0 plus `s = d * Σ qs`.
+/// Activations for Q4_1 / Q5_1 weights: as Q8_0 plus `s = d * Σ qs` (f16-rounded).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ8_1 {
     pub d: f32,
@@ -75,9 +76,14 @@ fn q8(v: f32) -> i8 {
     libm::rintf(v).clamp(-127.0, 127.0) as i8
 }
 
+/// The scale as ggml stores it in Q8_0/Q8_1 blocks: rounded to f16.
+fn f16_round(v: f32) -> f32 {
+    half::f16::from_f32(v).to_f32()
+}
+
 pub fn quantize_q8_0(x: &[f32], out: &mut BlockQ8_0) {
     let (d, id) = scale_of(x);
-    out.d = d;
+    out.d = f16_round(d);
     for (q, &v) in out.qs.iter_mut().zip(x) {
         *q = q8(v * id);
     }
@@ -90,8 +96,8 @@ pub fn quantize_q8_1(x: &[f32], out: &mut BlockQ8_1) {
         *q = q8(v * id);
         sum += *q as i32;
     }
-    out.d = d;
-    out.s = d * sum as f32;
+    out.d = f16_round(d);
+    out.s = f16_round(d * sum as f32);
 }
 
 pub fn quantize_q8_k(x: &[f32], out: &mut BlockQ8K) {

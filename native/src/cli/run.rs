@@ -50,7 +50,8 @@ pub struct Args {
     /// of every generated step to this file
     #[arg(long)]
     logits_out: Option<PathBuf>,
-    /// Keep generating past end-of-generation tokens
+    /// Never sample end-of-generation tokens (their logits are set to -inf,
+    /// as llama.cpp's --ignore-eos does)
     #[arg(long)]
     ignore_eos: bool,
     /// Threads [default: all cores]
@@ -83,6 +84,7 @@ pub fn run(a: Args) -> Result<()> {
         repeat_penalty: a.repeat_penalty,
         repeat_last_n: a.repeat_last_n,
         seed,
+        logit_bias: if a.ignore_eos { tok.eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect() } else { Vec::new() },
     });
     let threads = Threads::new(a.threads);
     let engine = tern::engine(&threads, a.exact);
@@ -96,7 +98,6 @@ pub fn run(a: Args) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     let t0 = Instant::now();
     let mut t_first = None;
-    let ignore = a.ignore_eos;
     let (ids, finish) = generate(
         &lm.model,
         &engine,
@@ -104,14 +105,14 @@ pub fn run(a: Args) -> Result<()> {
         &mut sampler,
         &prompt,
         a.n_predict,
-        |t| !ignore && tok.is_eog(t),
+        |t| tok.is_eog(t),
         |step: Step| {
             t_first.get_or_insert_with(|| t0.elapsed());
             if let Some(f) = logits_file.as_mut() {
                 let bytes: Vec<u8> = step.logits.iter().flat_map(|v| v.to_le_bytes()).collect();
                 f.write_all(&bytes).map_err(io_err)?;
             }
-            if !a.json && !(tok.is_eog(step.token) && !ignore) {
+            if !a.json && !tok.is_eog(step.token) {
                 let _ = stdout.write_all(utf8.push(tok.token_bytes(step.token)).as_bytes());
                 let _ = stdout.flush();
             }
@@ -125,7 +126,7 @@ pub fn run(a: Args) -> Result<()> {
     let prefill = t_first.unwrap_or(total);
     let n_decode = ids.len().saturating_sub(1);
     let decode_s = (total - prefill).as_secs_f64();
-    let shown: Vec<u32> = ids.iter().copied().filter(|&t| ignore || !tok.is_eog(t)).collect();
+    let shown: Vec<u32> = ids.iter().copied().filter(|&t| !tok.is_eog(t)).collect();
     if a.json {
         let j = serde_json::json!({
             "model": path.display().to_string(),
