@@ -121,3 +121,20 @@ pub fn run_full(lm: &Loaded, e: &Engine, seq: &[u32]) -> Vec<f32> {
 pub fn bits_equal(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
+
+/// The largest relative error against the oracle over a run's recorded
+/// positions (last prompt row, then one row per step), with each row's name.
+pub fn recorded_errors(model: &str, prompt: &str, run: &Run, n_vocab: usize) -> Vec<(String, f64, bool)> {
+    let n = run.prompt_rows.len() / n_vocab;
+    let mut rows = vec![("last".to_string(), &run.prompt_rows[(n - 1) * n_vocab..])];
+    for (k, r) in run.steps.iter().enumerate() {
+        rows.push((format!("gen{}", k + 1), &r[..]));
+    }
+    rows.into_iter()
+        .map(|(kind, got)| {
+            let want = oracle_logits(model, prompt, &kind);
+            let same_top1 = argmax(got) == argmax(&want);
+            (kind, rel_err(got, &want), same_top1)
+        })
+        .collect()
+}

@@ -3,7 +3,10 @@
 //! tensor data are zero-copy views into the input.
 
 mod reader;
+#[cfg(test)]
+mod tests;
 mod value;
+pub mod write;
 
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
@@ -223,11 +226,4 @@ impl core::fmt::Display for TensorInfo<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{} {:?} {}", self.name, self.dims, self.ty.name())
     }
-}
-
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<Gguf<'static>>();
-    let _ = ToString::to_string("");
 }

@@ -12,6 +12,8 @@ pub mod q5_1;
 pub mod q5_k;
 pub mod q6_k;
 pub mod q8_0;
+#[cfg(test)]
+mod tests;
 mod types;
 
 pub use blocks::*;
