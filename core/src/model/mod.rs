@@ -7,6 +7,8 @@ pub mod kv_cache;
 pub mod matmul;
 pub mod rope;
 pub mod scratch;
+#[cfg(test)]
+mod tests;
 pub mod weights;
 
 use alloc::vec::Vec;
