@@ -1,0 +1,71 @@
+//! The `tern` binary end to end on the small test model: `run --json` with
+//! token ids in, greedy ids and logits out; `info`; errors on bad input.
+
+use std::process::Command;
+
+fn tern() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tern"))
+}
+
+fn smollm2() -> String {
+    let p = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
+    p.display().to_string()
+}
+
+#[test]
+fn run_json_with_prompt_ids_and_logits_out() {
+    let logits = std::env::temp_dir().join(format!("tern-cli-logits-{}.bin", std::process::id()));
+    let out = tern()
+        .args(["run", "-m", &smollm2(), "--prompt-ids", "504,3575,282,4649,314", "-n", "4", "--temp", "0", "--json"])
+        .args(["--ignore-eos", "-t", "1", "--logits-out", logits.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // llama.cpp's (and the HF oracle's) greedy start for "The capital of France is"
+    assert_eq!(j["ids"], serde_json::json!([7042, 30, 198, 198]));
+    assert_eq!(j["prompt_ids"], serde_json::json!([504, 3575, 282, 4649, 314]));
+    assert_eq!(j["text"], " Paris.\n\n");
+    assert_eq!(j["finish_reason"], "length");
+    assert!(j["timings"]["tokens_per_s"].as_f64().unwrap() > 0.0);
+    let bytes = std::fs::read(&logits).unwrap();
+    std::fs::remove_file(&logits).ok();
+    assert_eq!(bytes.len(), 4 * 49152 * 4, "one f32 row per generated token");
+    let row0: Vec<f32> = bytes[..49152 * 4].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(tern_core::sampler::argmax(&row0), 7042);
+}
+
+#[test]
+fn text_prompt_streams_and_seed_repeats() {
+    let run = || {
+        let out = tern()
+            .args(["run", "-m", &smollm2(), "-p", "Once upon a time", "-n", "6", "--seed", "42", "-t", "1"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let a = run();
+    assert!(!a.trim().is_empty());
+    assert_eq!(a, run(), "same seed, same text");
+}
+
+#[test]
+fn info_and_errors() {
+    let out = tern().args(["info", &smollm2()]).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("arch        llama") && s.contains("Q4_1: 210"), "{s}");
+
+    let out = tern().args(["info", "/nonexistent.gguf"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.gguf"));
+
+    let junk = std::env::temp_dir().join(format!("tern-junk-{}.gguf", std::process::id()));
+    std::fs::write(&junk, b"GGUF\x03\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff").unwrap();
+    let out = tern().args(["run", "-m", junk.to_str().unwrap(), "-p", "x"]).output().unwrap();
+    std::fs::remove_file(&junk).ok();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tensor count at offset 8"), "{err}");
+}
