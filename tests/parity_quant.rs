@@ -10,7 +10,8 @@
 //!   top-2 are exactly tern's and llama.cpp's tokens;
 //! - cached decode bit-identical to a full-prefix recompute.
 
-use tern_core::sampler::{Sampler, SamplerConfig};
+use tern_core::generate::{GenerateConfig, Generator};
+use tern_core::sampler::SamplerConfig;
 use tern_tests::*;
 
 const STEPS: usize = 4;
@@ -100,10 +101,13 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
         let want = ids(&rec["generated_ids"]);
         let mut s = lm.model.session(prompt.len() + want.len(), 512);
         let ban = lm.tokenizer.eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect();
-        let mut sampler = Sampler::new(SamplerConfig { logit_bias: ban, ..SamplerConfig::greedy() });
-        let (got, _) =
-            tern_core::generate::generate(&lm.model, &e, &mut s, &mut sampler, &prompt, want.len(), |_| false, |_| Ok(()))
-                .unwrap();
+        let cfg = GenerateConfig {
+            max_tokens: want.len(),
+            sampler: SamplerConfig { logit_bias: ban, ..SamplerConfig::greedy() },
+            ignore_eos: true,
+            ..Default::default()
+        };
+        let got = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &prompt, cfg).run(|_, _| {}).unwrap().tokens;
         let first_diff = got.iter().zip(&want).position(|(a, b)| a != b);
         let accepted = ACCEPTED_DIVERGENCES.iter().find(|a| a.0 == model && a.1 == p).map(|a| (a.2, a.3));
         match first_diff {

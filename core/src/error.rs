@@ -32,6 +32,8 @@ pub enum Error {
     UnsupportedTensorType { arch: String, tensor: String, type_name: &'static str },
     UnsupportedTokenizer { model: String },
     Tokenizer { detail: String },
+    /// A chat template that does not compile or render.
+    Template { detail: String },
     Unsupported { what: String },
     /// A token id outside the vocabulary.
     TokenOutOfRange { id: u32, n_vocab: usize },
@@ -76,6 +78,7 @@ impl fmt::Display for Error {
             }
             UnsupportedTokenizer { model } => write!(f, "unsupported tokenizer model {model:?} (supported: gpt2 byte-level BPE)"),
             Tokenizer { detail } => write!(f, "tokenizer: {detail}"),
+            Template { detail } => write!(f, "chat template: {detail}"),
             Unsupported { what } => write!(f, "unsupported: {what}"),
             TokenOutOfRange { id, n_vocab } => write!(f, "token id {id} is outside the vocabulary of {n_vocab}"),
             ContextFull { n_ctx, needed } => write!(f, "context full: {needed} positions needed, the session holds {n_ctx}"),

@@ -1,18 +1,66 @@
-//! The decode loop: prefill the prompt, then sample, check stops and feed
-//! each new token back, reusing the KV cache (the prefix is never re-run).
+//! Generation as a stream of events: prefill what the cache lacks, then
+//! sample, check stops, feed each token back, until a stop, the length
+//! limit or cancellation. Reuses the session's cache for any prefix it holds.
+//!
+//! Stop precedence, checked after each sampled token: (1) a stop token —
+//! the model's end-of-generation tokens unless `ignore_eos`, and
+//! `stop_tokens` — ends with `stop`, the token reported with empty text;
+//! (2) a stop string anywhere in the generated text ends with `stop`, the
+//! text cut before it (no byte of it is ever emitted: text that could be the
+//! start of a stop string is held back until it cannot); (3) `max_tokens`
+//! ends with `length`. Cancellation, checked before each forward step, ends
+//! with `cancelled`.
 
+use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
-use crate::sampler::Sampler;
+use crate::sampler::{Rng, Sampler, SamplerConfig};
+use crate::utf8::Utf8Stream;
+
+/// What generation needs of a tokenizer.
+pub trait Vocab {
+    /// The bytes a token stands for.
+    fn token_bytes(&self, id: u32) -> &[u8];
+    /// Whether a token ends generation (EOS, end of turn).
+    fn is_eog(&self, id: u32) -> bool;
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateConfig {
+    pub max_tokens: usize,
+    pub sampler: SamplerConfig,
+    /// Stop strings (never emitted).
+    pub stop: Vec<String>,
+    /// Extra stop token ids.
+    pub stop_tokens: Vec<u32>,
+    /// Do not stop at the model's end-of-generation tokens.
+    pub ignore_eos: bool,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig {
+            max_tokens: 256,
+            sampler: SamplerConfig::default(),
+            stop: Vec::new(),
+            stop_tokens: Vec::new(),
+            ignore_eos: false,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FinishReason {
-    /// An end-of-generation token was sampled.
+    /// A stop token or stop string.
     Stop,
     /// `max_tokens` were generated.
     Length,
+    /// Cancelled by the caller.
+    Cancelled,
 }
 
 impl FinishReason {
@@ -20,49 +68,470 @@ impl FinishReason {
         match self {
             FinishReason::Stop => "stop",
             FinishReason::Length => "length",
+            FinishReason::Cancelled => "cancelled",
         }
     }
 }
 
-/// What the loop reports for each step.
-pub struct Step<'a> {
-    pub index: usize,
-    pub token: u32,
-    /// The logits the token was sampled from.
-    pub logits: &'a [f32],
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    /// Tokens of the prompt (the whole sequence the cache had to hold).
+    pub prompt_tokens: usize,
+    /// Of those, already in the session's cache (not prefilled again).
+    pub cached_tokens: usize,
+    pub completion_tokens: usize,
 }
 
-/// Generate up to `max_tokens` after `prompt` (which must be non-empty and
-/// is appended to whatever `session` already holds). `is_stop` says which
-/// sampled tokens end generation (they are reported but not fed back).
-#[allow(clippy::too_many_arguments)]
-pub fn generate<B: AsRef<[u8]>>(
+/// Milliseconds, from the clock given to the generator.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    pub prefill_ms: f64,
+    /// From the start to the first sampled token.
+    pub first_token_ms: f64,
+    /// Between consecutive tokens (decode steps), percentiles.
+    pub per_token_p50_ms: f64,
+    pub per_token_p90_ms: f64,
+    pub per_token_p99_ms: f64,
+    pub total_ms: f64,
+    /// Prefilled tokens per second.
+    pub prompt_tokens_per_s: f64,
+    /// Decoded tokens per second after the first.
+    pub tokens_per_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerationResult {
+    pub tokens: Vec<u32>,
+    pub text: String,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    pub timings: Timings,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A sampled token and the text it completes (may be empty: held back
+    /// or an incomplete UTF-8 sequence). Deltas concatenate to the result's text.
+    Token { id: u32, text: String },
+    Done(GenerationResult),
+}
+
+/// A monotonic clock in nanoseconds (the host provides it; core has none).
+pub type Clock = fn() -> u64;
+
+fn no_clock() -> u64 {
+    0
+}
+
+/// Set to cancel a generation from another thread.
+pub type CancelFlag = Arc<AtomicBool>;
+
+/// What one sequence has produced so far, and the stop rules over it: the
+/// part of generation shared by single and batched runs.
+pub struct Output {
+    stop: Vec<String>,
+    stop_tokens: Vec<u32>,
+    ignore_eos: bool,
+    max_tokens: usize,
+    pub tokens: Vec<u32>,
+    text: String,
+    emitted: usize,
+    utf8: Utf8Stream,
+}
+
+impl Output {
+    pub fn new(cfg: &GenerateConfig) -> Output {
+        Output {
+            stop: cfg.stop.clone(),
+            stop_tokens: cfg.stop_tokens.clone(),
+            ignore_eos: cfg.ignore_eos,
+            max_tokens: cfg.max_tokens,
+            tokens: Vec::with_capacity(cfg.max_tokens.min(1 << 16)),
+            text: String::new(),
+            emitted: 0,
+            utf8: Utf8Stream::new(),
+        }
+    }
+
+    /// Take a sampled token: the text it releases, and whether (and why)
+    /// generation ends with it.
+    pub fn accept(&mut self, vocab: &dyn Vocab, id: u32) -> (String, Option<FinishReason>) {
+        self.tokens.push(id);
+        if self.stop_tokens.contains(&id) || (!self.ignore_eos && vocab.is_eog(id)) {
+            return (self.flush(), Some(FinishReason::Stop));
+        }
+        let delta = self.utf8.push(vocab.token_bytes(id));
+        self.text.push_str(&delta);
+        if let Some(at) = self.find_stop() {
+            self.text.truncate(at);
+            let text = String::from(&self.text[self.emitted.min(at)..]);
+            self.emitted = at;
+            return (text, Some(FinishReason::Stop));
+        }
+        if self.tokens.len() >= self.max_tokens {
+            return (self.flush(), Some(FinishReason::Length));
+        }
+        let safe = self.text.len() - self.held_back();
+        let text = String::from(&self.text[self.emitted..safe]);
+        self.emitted = safe;
+        (text, None)
+    }
+
+    /// Earliest stop string in the text (they cannot lie wholly in text
+    /// emitted already, so search from just before it).
+    fn find_stop(&self) -> Option<usize> {
+        let longest = self.stop.iter().map(String::len).max()?;
+        let mut from = self.emitted.saturating_sub(longest);
+        while !self.text.is_char_boundary(from) {
+            from -= 1;
+        }
+        self.stop.iter().filter(|s| !s.is_empty()).filter_map(|s| self.text[from..].find(s.as_str()).map(|i| from + i)).min()
+    }
+
+    /// Length of the longest text suffix that begins some stop string.
+    fn held_back(&self) -> usize {
+        let mut held = 0;
+        for s in &self.stop {
+            for k in (1..s.len()).rev() {
+                if k <= held || k > self.text.len() - self.emitted {
+                    continue;
+                }
+                let start = self.text.len() - k;
+                if self.text.is_char_boundary(start) && s.as_bytes().starts_with(&self.text.as_bytes()[start..]) {
+                    held = k;
+                    break;
+                }
+            }
+        }
+        held
+    }
+
+    /// All remaining text, at the end of generation.
+    pub fn flush(&mut self) -> String {
+        let tail = self.utf8.finish();
+        self.text.push_str(&tail);
+        let out = String::from(&self.text[self.emitted..]);
+        self.emitted = self.text.len();
+        out
+    }
+
+    /// The final tokens and text.
+    pub fn take(&mut self) -> (Vec<u32>, String) {
+        (core::mem::take(&mut self.tokens), core::mem::take(&mut self.text))
+    }
+}
+
+/// Times of one generation, in clock nanoseconds.
+#[derive(Default)]
+pub struct Stopwatch {
+    t0: u64,
+    t_prefill: u64,
+    t_first: u64,
+    t_last: u64,
+    n: usize,
+    steps_ns: Vec<u64>,
+}
+
+impl Stopwatch {
+    pub fn start(now: u64, cap: usize) -> Stopwatch {
+        Stopwatch { t0: now, steps_ns: Vec::with_capacity(cap), ..Default::default() }
+    }
+    pub fn prefilled(&mut self, now: u64) {
+        self.t_prefill = now;
+    }
+    pub fn token(&mut self, now: u64) {
+        if self.n == 0 {
+            self.t_first = now;
+        } else {
+            self.steps_ns.push(now - self.t_last);
+        }
+        self.n += 1;
+        self.t_last = now;
+    }
+    pub fn timings(&mut self, end: u64, prefilled: usize) -> Timings {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let steps = &mut self.steps_ns;
+        steps.sort_unstable();
+        let pct = |p: usize| steps.get((steps.len() * p / 100).min(steps.len().saturating_sub(1))).map_or(0.0, |&v| ms(v));
+        let prefill = self.t_prefill.saturating_sub(self.t0);
+        let decode = self.t_last.saturating_sub(self.t_first);
+        let per_s = |n: usize, ns: u64| if ns > 0 { n as f64 / (ns as f64 / 1e9) } else { 0.0 };
+        Timings {
+            prefill_ms: ms(prefill),
+            first_token_ms: if self.n > 0 { ms(self.t_first.saturating_sub(self.t0)) } else { 0.0 },
+            per_token_p50_ms: pct(50),
+            per_token_p90_ms: pct(90),
+            per_token_p99_ms: pct(99),
+            total_ms: ms(end.saturating_sub(self.t0)),
+            prompt_tokens_per_s: per_s(prefilled, prefill),
+            tokens_per_s: per_s(steps.len(), decode),
+        }
+    }
+}
+
+pub struct Generator<'a, B> {
+    model: &'a Model<B>,
+    engine: Engine<'a>,
+    vocab: &'a dyn Vocab,
+    session: &'a mut Session,
+    sampler: Sampler,
+    cfg: GenerateConfig,
+    prompt: Vec<u32>,
+    cancel: Option<CancelFlag>,
+    clock: Clock,
+    started: bool,
+    /// The last sampled token, still to be fed to the model.
+    pending: Option<u32>,
+    done: Option<GenerationResult>,
+    finished: bool,
+    out: Output,
+    usage: Usage,
+    watch: Stopwatch,
+}
+
+impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
+    /// Generate after `prompt`: the whole token sequence the session should
+    /// hold before the first new token (a chat's full rendered history). The
+    /// part of it already in the session's cache is not prefilled again.
+    pub fn new(
+        model: &'a Model<B>,
+        engine: Engine<'a>,
+        vocab: &'a dyn Vocab,
+        session: &'a mut Session,
+        prompt: &[u32],
+        cfg: GenerateConfig,
+    ) -> Self {
+        Generator {
+            model,
+            engine,
+            vocab,
+            session,
+            sampler: Sampler::new(cfg.sampler.clone()),
+            out: Output::new(&cfg),
+            prompt: prompt.to_vec(),
+            cfg,
+            cancel: None,
+            clock: no_clock,
+            started: false,
+            pending: None,
+            done: None,
+            finished: false,
+            usage: Usage::default(),
+            watch: Stopwatch::default(),
+        }
+    }
+
+    pub fn with_cancel(mut self, flag: CancelFlag) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The logits the latest token was sampled from.
+    pub fn last_logits(&mut self) -> &[f32] {
+        self.session.sampling_parts().0
+    }
+
+    /// Run to the end, calling `on_token` for each token event.
+    pub fn run(mut self, mut on_token: impl FnMut(u32, &str)) -> Result<GenerationResult> {
+        loop {
+            match self.next() {
+                Some(Ok(Event::Token { id, text })) => on_token(id, &text),
+                Some(Ok(Event::Done(r))) => return Ok(r),
+                Some(Err(e)) => return Err(e),
+                None => unreachable!("a generator always ends with Done"),
+            }
+        }
+    }
+
+    fn step(&mut self) -> Result<Event> {
+        if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Ok(self.finish(FinishReason::Cancelled));
+        }
+        if !self.started {
+            if self.prompt.is_empty() {
+                return Err(crate::Error::InvalidArgument { what: "an empty prompt".into() });
+            }
+            self.started = true;
+            self.watch = Stopwatch::start((self.clock)(), self.cfg.max_tokens.min(1 << 16));
+            let keep = prefill_start(self.session, &self.prompt);
+            self.usage = Usage { prompt_tokens: self.prompt.len(), cached_tokens: keep, completion_tokens: 0 };
+            if self.cfg.max_tokens == 0 {
+                return Ok(self.finish(FinishReason::Length));
+            }
+            self.session.forward(self.model, &self.engine, &self.prompt[keep..], Logits::Last)?;
+            self.watch.prefilled((self.clock)());
+            if let Some(seed) = self.cfg.sampler.seed {
+                self.session.rng = Rng::new(seed);
+            }
+        } else if let Some(t) = self.pending.take() {
+            self.session.forward(self.model, &self.engine, &[t], Logits::Last)?;
+        }
+        let id = self.session.sample_last(&mut self.sampler);
+        self.watch.token((self.clock)());
+        let (text, end) = self.out.accept(self.vocab, id);
+        match end {
+            Some(reason) => self.queue_finish(reason),
+            None => self.pending = Some(id),
+        }
+        Ok(Event::Token { id, text })
+    }
+
+    fn queue_finish(&mut self, reason: FinishReason) {
+        if let Event::Done(r) = self.finish(reason) {
+            self.done = Some(r);
+        }
+    }
+
+    fn finish(&mut self, reason: FinishReason) -> Event {
+        self.finished = true;
+        let timings = self.watch.timings((self.clock)(), self.usage.prompt_tokens - self.usage.cached_tokens);
+        let (tokens, text) = self.out.take();
+        self.usage.completion_tokens = tokens.len();
+        Event::Done(GenerationResult { tokens, text, finish_reason: reason, usage: self.usage, timings })
+    }
+}
+
+/// Keep the cached prefix of `prompt` (all but its last token at most: that
+/// one must run to give logits); return how many tokens are kept.
+pub fn prefill_start(session: &mut Session, prompt: &[u32]) -> usize {
+    let keep = session.common_prefix(prompt).min(prompt.len().saturating_sub(1));
+    session.truncate(keep);
+    keep
+}
+
+impl<B: AsRef<[u8]>> Iterator for Generator<'_, B> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(r) = self.done.take() {
+            return Some(Ok(Event::Done(r)));
+        }
+        if self.finished {
+            return None;
+        }
+        let r = self.step();
+        if r.is_err() {
+            self.finished = true;
+        }
+        Some(r)
+    }
+}
+
+impl Session {
+    /// Sample from the last logits this session computed, with its RNG.
+    pub fn sample_last(&mut self, sampler: &mut Sampler) -> u32 {
+        let (logits, rng, history) = self.sampling_parts();
+        sampler.sample(logits, history, rng)
+    }
+}
+
+/// One request of a batch.
+#[derive(Debug, Clone)]
+pub struct BatchItem {
+    pub prompt: Vec<u32>,
+    pub cfg: GenerateConfig,
+}
+
+/// Generate for every item, each in its own session (its cache, RNG,
+/// sampler, stops and length), decoding all unfinished sequences together in
+/// one forward per step so the weights are read once per step. Each
+/// sequence's logits are bit-identical to running it alone.
+pub fn generate_batch<B: AsRef<[u8]>>(
     model: &Model<B>,
     engine: &Engine,
-    session: &mut Session,
-    sampler: &mut Sampler,
-    prompt: &[u32],
-    max_tokens: usize,
-    is_stop: impl Fn(u32) -> bool,
-    mut on_step: impl FnMut(Step) -> Result<()>,
-) -> Result<(Vec<u32>, FinishReason)> {
-    let mut history: Vec<u32> = prompt.to_vec();
-    let mut out = Vec::with_capacity(max_tokens);
-    if max_tokens == 0 {
-        return Ok((out, FinishReason::Length));
+    vocab: &dyn Vocab,
+    sessions: &mut [Session],
+    items: &[BatchItem],
+    clock: Clock,
+) -> Result<Vec<GenerationResult>> {
+    if sessions.len() != items.len() {
+        return Err(crate::Error::InvalidArgument {
+            what: alloc::format!("{} sessions for {} batch items", sessions.len(), items.len()),
+        });
     }
-    let mut logits = session.forward(model, engine, prompt, Logits::Last)?;
-    loop {
-        let token = sampler.sample(logits, &history);
-        on_step(Step { index: out.len(), token, logits })?;
-        out.push(token);
-        history.push(token);
-        if is_stop(token) {
-            return Ok((out, FinishReason::Stop));
+    let nv = model.config.n_vocab;
+    let mut samplers: Vec<Sampler> = items.iter().map(|it| Sampler::new(it.cfg.sampler.clone())).collect();
+    let mut outs: Vec<Output> = items.iter().map(|it| Output::new(&it.cfg)).collect();
+    let mut results: Vec<Option<GenerationResult>> = items.iter().map(|_| None).collect();
+    let mut watches = Vec::with_capacity(items.len());
+    let mut usages = Vec::with_capacity(items.len());
+    let mut pending = alloc::vec![0u32; items.len()];
+
+    // prefill each sequence on its own, then sample its first token
+    for (i, (sess, it)) in sessions.iter_mut().zip(items).enumerate() {
+        if it.prompt.is_empty() {
+            return Err(crate::Error::InvalidArgument { what: alloc::format!("batch item {i} has an empty prompt") });
         }
-        if out.len() >= max_tokens {
-            return Ok((out, FinishReason::Length));
+        let mut w = Stopwatch::start(clock(), it.cfg.max_tokens.min(1 << 16));
+        let keep = prefill_start(sess, &it.prompt);
+        usages.push(Usage { prompt_tokens: it.prompt.len(), cached_tokens: keep, completion_tokens: 0 });
+        if it.cfg.max_tokens > 0 {
+            sess.forward(model, engine, &it.prompt[keep..], Logits::Last)?;
         }
-        logits = session.forward(model, engine, &[token], Logits::Last)?;
+        w.prefilled(clock());
+        if let Some(seed) = it.cfg.sampler.seed {
+            sess.rng = Rng::new(seed);
+        }
+        watches.push(w);
     }
+    let mut finish = |i: usize, reason: FinishReason, outs: &mut [Output], watches: &mut [Stopwatch]| {
+        let u = &mut usages[i];
+        let timings = watches[i].timings(clock(), u.prompt_tokens - u.cached_tokens);
+        let (tokens, text) = outs[i].take();
+        u.completion_tokens = tokens.len();
+        results[i] = Some(GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings });
+    };
+    let mut active: Vec<usize> = Vec::new();
+    for (i, sess) in sessions.iter_mut().enumerate() {
+        if items[i].cfg.max_tokens == 0 {
+            finish(i, FinishReason::Length, &mut outs, &mut watches);
+            continue;
+        }
+        let id = sess.sample_last(&mut samplers[i]);
+        watches[i].token(clock());
+        match outs[i].accept(vocab, id).1 {
+            Some(reason) => finish(i, reason, &mut outs, &mut watches),
+            None => {
+                pending[i] = id;
+                active.push(i);
+            }
+        }
+    }
+
+    // decode: one forward per step over every unfinished sequence
+    let n_ctx = sessions.iter().map(Session::n_ctx).max().unwrap_or(1);
+    let mut scratch = model.batch_scratch(items.len(), n_ctx);
+    let mut logits = Vec::new();
+    while !active.is_empty() {
+        let toks: Vec<[u32; 1]> = active.iter().map(|&i| [pending[i]]).collect();
+        {
+            let mut work: Vec<(&mut Session, &[u32])> = Vec::with_capacity(active.len());
+            let mut next = active.iter().zip(&toks).peekable();
+            for (i, sess) in sessions.iter_mut().enumerate() {
+                if let Some((_, t)) = next.next_if(|(&a, _)| a == i) {
+                    work.push((sess, &t[..]));
+                }
+            }
+            model.forward_batch(engine, &mut scratch, &mut work, &mut logits)?;
+        }
+        let mut still = Vec::with_capacity(active.len());
+        for (row, &i) in active.iter().enumerate() {
+            let id = sessions[i].sample_with(&mut samplers[i], &logits[row * nv..(row + 1) * nv]);
+            watches[i].token(clock());
+            match outs[i].accept(vocab, id).1 {
+                Some(reason) => finish(i, reason, &mut outs, &mut watches),
+                None => {
+                    pending[i] = id;
+                    still.push(i);
+                }
+            }
+        }
+        active = still;
+    }
+    Ok(results.into_iter().map(|r| r.expect("every item finished")).collect())
 }

@@ -8,6 +8,10 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "std")]
+pub mod chat;
+#[cfg(feature = "std")]
+pub mod conversation;
 pub mod error;
 pub mod generate;
 pub mod gguf;

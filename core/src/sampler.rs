@@ -1,5 +1,7 @@
-//! The sampler chain: repetition penalty → top-k → top-p → min-p →
-//! temperature → draw; temperature 0 is greedy. The RNG is the sampler's
+//! The sampler chain, in llama.cpp's order: logit bias → penalties
+//! (repetition, presence, frequency, over the last `penalty_last_n` tokens)
+//! → top-k → typical-p → top-p → min-p → temperature → draw. Temperature 0
+//! is greedy (after bias and penalties). The RNG is the sampler's
 //! own (xoshiro256**, seeded by SplitMix64), so a seed gives the same tokens
 //! on every target.
 
@@ -15,11 +17,19 @@ pub struct SamplerConfig {
     pub top_p: f32,
     /// 0 = off.
     pub min_p: f32,
+    /// 1 = off. Locally typical sampling: keep the tokens whose surprise is
+    /// closest to the distribution's entropy, up to this much probability.
+    pub typical_p: f32,
     /// 1 = off. Logits of recent tokens: positive ÷ p, negative × p.
     pub repeat_penalty: f32,
-    /// How many recent tokens the penalty looks at.
+    /// 0 = off. Subtracted once from the logit of every recent token.
+    pub presence_penalty: f32,
+    /// 0 = off. Subtracted per occurrence of a recent token.
+    pub frequency_penalty: f32,
+    /// How many recent tokens the penalties look at.
     pub repeat_last_n: usize,
-    pub seed: u64,
+    /// Seeds the session's RNG when generation starts (None: continue it).
+    pub seed: Option<u64>,
     /// Added to the logits of these tokens first (`f32::NEG_INFINITY` bans).
     pub logit_bias: Vec<(u32, f32)>,
 }
@@ -31,9 +41,12 @@ impl Default for SamplerConfig {
             top_k: 40,
             top_p: 0.95,
             min_p: 0.05,
+            typical_p: 1.0,
             repeat_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
             repeat_last_n: 64,
-            seed: 0,
+            seed: None,
             logit_bias: Vec::new(),
         }
     }
@@ -64,6 +77,13 @@ impl Rng {
         Rng { s: [next(), next(), next(), next()] }
     }
 
+    pub fn state(&self) -> [u64; 4] {
+        self.s
+    }
+    pub fn from_state(s: [u64; 4]) -> Rng {
+        Rng { s }
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;
         let r = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
@@ -90,10 +110,12 @@ pub struct Candidate {
     pub p: f32,
 }
 
+/// A sampler chain. Its randomness comes from the caller's `Rng` (a
+/// session's), so a session can save and restore it.
 pub struct Sampler {
     pub config: SamplerConfig,
-    rng: Rng,
     cands: Vec<Candidate>,
+    counts: Vec<(u32, u32)>,
 }
 
 /// Logit descending, then id ascending.
@@ -114,19 +136,11 @@ pub fn argmax(logits: &[f32]) -> u32 {
 
 impl Sampler {
     pub fn new(config: SamplerConfig) -> Sampler {
-        let rng = Rng::new(config.seed);
-        Sampler { config, rng, cands: Vec::new() }
-    }
-
-    pub fn rng(&self) -> &Rng {
-        &self.rng
-    }
-    pub fn set_rng(&mut self, rng: Rng) {
-        self.rng = rng;
+        Sampler { config, cands: Vec::new(), counts: Vec::new() }
     }
 
     /// Pick the next token from `logits`, given the tokens so far.
-    pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
+    pub fn sample(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> u32 {
         let cfg = &self.config;
         self.cands.clear();
         self.cands.extend(logits.iter().enumerate().map(|(i, &l)| Candidate { id: i as u32, logit: l, p: 0.0 }));
@@ -135,39 +149,62 @@ impl Sampler {
                 c.logit += bias;
             }
         }
-        if cfg.repeat_penalty != 1.0 {
-            apply_repeat_penalty(&mut self.cands, history, cfg.repeat_last_n, cfg.repeat_penalty);
+        let penalize = cfg.repeat_penalty != 1.0 || cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0;
+        if penalize {
+            count_recent(&mut self.counts, history, cfg.repeat_last_n);
+            apply_penalties(&mut self.cands, &self.counts, cfg.repeat_penalty, cfg.presence_penalty, cfg.frequency_penalty);
         }
         if cfg.temperature <= 0.0 {
             return self.cands.iter().copied().min_by(by_logit).map_or(0, |c| c.id);
         }
         top_k(&mut self.cands, cfg.top_k);
+        typical(&mut self.cands, cfg.typical_p);
         top_p(&mut self.cands, cfg.top_p);
         min_p(&mut self.cands, cfg.min_p);
+        let t = cfg.temperature;
         for c in self.cands.iter_mut() {
-            c.logit /= cfg.temperature;
+            c.logit /= t;
         }
         softmax(&mut self.cands);
-        let u = self.rng.next_f64();
-        let mut cum = 0.0f64;
-        for c in &self.cands {
-            cum += c.p as f64;
-            if u < cum {
-                return c.id;
-            }
-        }
-        self.cands.last().map_or(0, |c| c.id)
+        draw(&self.cands, rng.next_f64())
     }
 }
 
-pub fn apply_repeat_penalty(c: &mut [Candidate], history: &[u32], last_n: usize, penalty: f32) {
-    let recent = &history[history.len().saturating_sub(last_n)..];
-    let mut seen: Vec<u32> = recent.to_vec();
-    seen.sort_unstable();
-    seen.dedup();
-    for &id in &seen {
+/// The candidate where the cumulative probability passes `u`.
+pub fn draw(c: &[Candidate], u: f64) -> u32 {
+    let mut cum = 0.0f64;
+    for x in c {
+        cum += x.p as f64;
+        if u < cum {
+            return x.id;
+        }
+    }
+    c.last().map_or(0, |x| x.id)
+}
+
+/// (token, occurrences) among the last `last_n` tokens, sorted by token.
+pub fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n: usize) {
+    counts.clear();
+    counts.extend(history[history.len().saturating_sub(last_n)..].iter().map(|&t| (t, 1)));
+    counts.sort_unstable();
+    counts.dedup_by(|b, a| {
+        let same = a.0 == b.0;
+        if same {
+            a.1 += 1;
+        }
+        same
+    });
+}
+
+/// Repetition (÷/× `repeat`), presence (−once) and frequency (−per count)
+/// penalties on candidates still indexed by token id.
+pub fn apply_penalties(c: &mut [Candidate], counts: &[(u32, u32)], repeat: f32, presence: f32, frequency: f32) {
+    for &(id, n) in counts {
         if let Some(x) = c.get_mut(id as usize).filter(|x| x.id == id) {
-            x.logit = if x.logit > 0.0 { x.logit / penalty } else { x.logit * penalty };
+            if repeat != 1.0 {
+                x.logit = if x.logit > 0.0 { x.logit / repeat } else { x.logit * repeat };
+            }
+            x.logit -= n as f32 * frequency + presence;
         }
     }
 }
@@ -212,6 +249,29 @@ pub fn top_p(c: &mut Vec<Candidate>, p: f32) {
     c.truncate(keep.max(1));
 }
 
+/// Locally typical sampling (Meister et al.): order by |surprise −
+/// entropy|, keep the smallest such set reaching probability `p`.
+pub fn typical(c: &mut Vec<Candidate>, p: f32) {
+    if p >= 1.0 || c.len() < 2 {
+        return;
+    }
+    softmax(c);
+    let entropy: f32 = c.iter().filter(|x| x.p > 0.0).map(|x| -x.p * libm::logf(x.p)).sum();
+    let dev = |x: &Candidate| libm::fabsf(-libm::logf(x.p) - entropy);
+    c.sort_by(|a, b| dev(a).total_cmp(&dev(b)).then(a.id.cmp(&b.id)));
+    let mut cum = 0.0f32;
+    let mut keep = c.len();
+    for (i, x) in c.iter().enumerate() {
+        cum += x.p;
+        if cum >= p {
+            keep = i + 1;
+            break;
+        }
+    }
+    c.truncate(keep.max(1));
+    c.sort_unstable_by(by_logit);
+}
+
 /// Keep candidates with probability at least `p` × the best one's.
 pub fn min_p(c: &mut Vec<Candidate>, p: f32) {
     if p <= 0.0 || c.is_empty() {
@@ -235,7 +295,7 @@ mod tests {
     #[test]
     fn greedy_picks_first_max() {
         let mut s = Sampler::new(SamplerConfig::greedy());
-        assert_eq!(s.sample(&[0.0, 3.0, 3.0, 1.0], &[]), 1);
+        assert_eq!(s.sample(&[0.0, 3.0, 3.0, 1.0], &[], &mut Rng::new(0)), 1);
         assert_eq!(argmax(&[0.0, 3.0, 3.0, 1.0]), 1);
     }
 
@@ -274,19 +334,48 @@ mod tests {
     }
 
     #[test]
-    fn repeat_penalty_divides_positive_multiplies_negative() {
+    fn penalties_follow_their_definitions() {
+        let mut counts = Vec::new();
+        count_recent(&mut counts, &[2, 0, 1, 1, 9], 4); // window: 0 1 1 9
+        assert_eq!(counts, vec![(0, 1), (1, 2), (9, 1)]);
         let mut c = cands(&[2.0, -2.0, 2.0]);
-        apply_repeat_penalty(&mut c, &[0, 1, 1], 64, 2.0);
+        apply_penalties(&mut c, &counts, 2.0, 0.0, 0.0);
         assert_eq!(c.iter().map(|x| x.logit).collect::<Vec<_>>(), vec![1.0, -4.0, 2.0]);
+        let mut c = cands(&[2.0, -2.0, 2.0]);
+        apply_penalties(&mut c, &counts, 1.0, 0.5, 0.25);
+        assert_eq!(c.iter().map(|x| x.logit).collect::<Vec<_>>(), vec![1.25, -3.0, 2.0]);
+    }
+
+    #[test]
+    fn typical_keeps_tokens_nearest_the_entropy() {
+        // p = .4 .3 .2 .1: H = 1.2799 nats; surprises 0.916 1.204 1.609 2.303
+        // → order by |surprise − H|: .3 (0.076), .2 (0.329), .4 (0.364), .1
+        let l = [libm::logf(4.0), libm::logf(3.0), libm::logf(2.0), 0.0];
+        let mut c = cands(&l);
+        top_k(&mut c, 0);
+        typical(&mut c, 0.5); // .3 + .2 reaches 0.5
+        assert_eq!(c.iter().map(|x| x.id).collect::<Vec<_>>(), vec![1, 2]);
+        let mut c = cands(&l);
+        top_k(&mut c, 0);
+        typical(&mut c, 0.25); // .3 alone
+        assert_eq!(c.iter().map(|x| x.id).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn logit_bias_bans_and_boosts() {
+        let cfg = SamplerConfig { logit_bias: vec![(0, f32::NEG_INFINITY), (2, 5.0)], ..SamplerConfig::greedy() };
+        let mut s = Sampler::new(cfg);
+        assert_eq!(s.sample(&[9.0, 3.0, 0.0], &[], &mut Rng::new(0)), 2);
     }
 
     #[test]
     fn draws_follow_the_distribution_and_repeat_with_the_seed() {
         let l = [libm::logf(4.0), libm::logf(3.0), libm::logf(2.0), 0.0];
-        let cfg = SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, seed: 7, ..Default::default() };
+        let cfg = SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, ..Default::default() };
         let mut s = Sampler::new(cfg.clone());
         let mut counts = [0u32; 4];
-        let draws: Vec<u32> = (0..20000).map(|_| s.sample(&l, &[])).collect();
+        let mut rng = Rng::new(7);
+        let draws: Vec<u32> = (0..20000).map(|_| s.sample(&l, &[], &mut rng)).collect();
         for &d in &draws {
             counts[d as usize] += 1;
         }
@@ -294,6 +383,7 @@ mod tests {
             assert!((*c as f64 / 20000.0 - p).abs() < 0.015, "{counts:?}");
         }
         let mut again = Sampler::new(cfg);
-        assert!(draws.iter().all(|&d| d == again.sample(&l, &[])));
+        let mut rng = Rng::new(7);
+        assert!(draws.iter().all(|&d| d == again.sample(&l, &[], &mut rng)));
     }
 }

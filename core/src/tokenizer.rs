@@ -227,3 +227,12 @@ impl core::fmt::Debug for Tokenizer {
         write!(f, "Tokenizer({} {}, {} tokens)", self.model, self.pre, self.n_vocab())
     }
 }
+
+impl crate::generate::Vocab for Tokenizer {
+    fn token_bytes(&self, id: u32) -> &[u8] {
+        Tokenizer::token_bytes(self, id)
+    }
+    fn is_eog(&self, id: u32) -> bool {
+        Tokenizer::is_eog(self, id)
+    }
+}

@@ -42,6 +42,12 @@ pub fn kernels() -> &'static dyn Kernels {
     &Scalar
 }
 
+/// Nanoseconds since the first call: the clock given to generators.
+pub fn clock() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
 /// An engine over the given thread pool.
 pub fn engine(par: &Threads, exact: bool) -> Engine<'_> {
     Engine { kernels: kernels(), par, exact }

@@ -1,4 +1,8 @@
-//! The forward pass over a batch of tokens at consecutive positions.
+//! The forward pass over a batch: one or more sequences, each a run of
+//! tokens at consecutive positions of its own KV cache. Matmuls see all the
+//! batch's tokens at once (weights read once); attention reads each
+//! sequence's own cache. Every token's arithmetic is the same whatever else
+//! is in the batch, so results are batch-invariant bit for bit.
 
 use super::config::{Config, RopeStyle};
 use super::kv_cache::KvCache;
@@ -9,39 +13,51 @@ use super::{rope, Faults, Model};
 use crate::error::Result;
 use crate::quant;
 
-/// Run `tokens` at positions `pos0..`; write logits of the `logits.len() /
-/// n_vocab` tokens starting at batch index `first` into `logits`.
-#[allow(clippy::too_many_arguments)]
+/// One sequence's part of a batch.
+pub(super) struct Seq<'a> {
+    pub kv: &'a mut KvCache,
+    /// Position of the first token (tokens before it are in `kv`).
+    pub pos0: usize,
+    pub tokens: &'a [u32],
+    pub faults: Faults,
+}
+
+/// Run the batch; write the logits of batch rows `out_rows` (indices into
+/// the concatenated tokens) into `logits`, one n_vocab row each.
 pub(super) fn batch<B: AsRef<[u8]>>(
     m: &Model<B>,
     e: &Engine,
-    kv: &mut KvCache,
     s: &mut Scratch,
-    pos0: usize,
-    tokens: &[u32],
-    first: usize,
+    seqs: &mut [Seq],
+    out_rows: &[usize],
     logits: &mut [f32],
-    f: Faults,
 ) -> Result<()> {
     let (c, w) = (&m.config, &m.weights);
-    let (n, ne) = (tokens.len(), c.n_embd);
+    let ne = c.n_embd;
+    let n: usize = seqs.iter().map(|q| q.tokens.len()).sum();
 
-    // token embeddings
+    // token embeddings; which sequence and position each token has
     let emb = m.matrix(&w.token_embd);
-    for (t, &id) in tokens.iter().enumerate() {
-        quant::dequantize_row(emb.ty, emb.row(id as usize), &mut s.x[t * ne..(t + 1) * ne])?;
+    let mut t = 0;
+    for (i, q) in seqs.iter().enumerate() {
+        for (j, &id) in q.tokens.iter().enumerate() {
+            quant::dequantize_row(emb.ty, emb.row(id as usize), &mut s.x[t * ne..(t + 1) * ne])?;
+            s.tok_seq[t] = i;
+            s.tok_pos[t] = q.pos0 + j;
+            t += 1;
+        }
     }
-    rope::tables(c, pos0..pos0 + n, &mut s.rope);
+    rope::tables(c, s.tok_pos[..n].iter().copied(), &mut s.rope);
 
     for (l, lw) in w.layers.iter().enumerate() {
-        layer(m, e, kv, s, l, lw, pos0, n, f);
+        layer(m, e, s, seqs, l, lw, n);
     }
 
     // final norm and output head, for the requested rows only
-    let n_out = logits.len() / c.n_vocab;
+    let n_out = out_rows.len();
     let head = m.matrix(&w.output);
-    for t in 0..n_out {
-        let x = &s.x[(first + t) * ne..(first + t + 1) * ne];
+    for (t, &r) in out_rows.iter().enumerate() {
+        let x = &s.x[r * ne..(r + 1) * ne];
         e.kernels.rms_norm(x, &w.output_norm, c.norm_eps, &mut s.xn[t * ne..(t + 1) * ne]);
     }
     for t0 in (0..n_out).step_by(HEAD_TOKENS) {
@@ -53,18 +69,7 @@ pub(super) fn batch<B: AsRef<[u8]>>(
 }
 
 /// One transformer block, in place on the residual stream `s.x`.
-#[allow(clippy::too_many_arguments)]
-fn layer<B: AsRef<[u8]>>(
-    m: &Model<B>,
-    e: &Engine,
-    kv: &mut KvCache,
-    s: &mut Scratch,
-    l: usize,
-    lw: &LayerWeights,
-    pos0: usize,
-    n: usize,
-    f: Faults,
-) {
+fn layer<B: AsRef<[u8]>>(m: &Model<B>, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize) {
     let c = &m.config;
     let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
     let k = e.kernels;
@@ -77,14 +82,14 @@ fn layer<B: AsRef<[u8]>>(
     matmul(e, &m.matrix(&lw.wq), lw.bq.as_deref(), xn, n, acts, mm, &mut s.q);
     matmul(e, &m.matrix(&lw.wk), lw.bk.as_deref(), xn, n, acts, mm, &mut s.k);
     matmul(e, &m.matrix(&lw.wv), lw.bv.as_deref(), xn, n, acts, mm, &mut s.v);
-    if f.swap_qk {
+    if seqs[0].faults.swap_qk {
         for t in 0..n {
             s.q[t * qd..t * qd + kvd].swap_with_slice(&mut s.k[t * kvd..(t + 1) * kvd]);
         }
     }
 
     // qwen3: RMSNorm of each head of Q and K; then RoPE
-    let style = match (c.rope_style, f.rope_pairing) {
+    let style = match (c.rope_style, seqs[0].faults.rope_pairing) {
         (st, false) => st,
         (RopeStyle::Neox, true) => RopeStyle::Adjacent,
         (RopeStyle::Adjacent, true) => RopeStyle::Neox,
@@ -103,9 +108,14 @@ fn layer<B: AsRef<[u8]>>(
         }
     }
 
-    // the new K/V go to the cache; attention reads them back from there
-    kv.write(l, pos0, &s.k[..n * kvd], &s.v[..n * kvd]);
-    attention(c, e, kv, s, l, pos0, n, f);
+    // the new K/V go to the caches; attention reads them back from there
+    let mut t = 0;
+    for q in seqs.iter_mut() {
+        let r = t * kvd..(t + q.tokens.len()) * kvd;
+        q.kv.write(l, q.pos0, &s.k[r.clone()], &s.v[r]);
+        t += q.tokens.len();
+    }
+    attention(c, e, s, seqs, l, n);
 
     // output projection and residual
     matmul(e, &m.matrix(&lw.wo), None, &s.att, n, &mut s.acts, &mut s.mm, &mut s.y);
@@ -121,24 +131,25 @@ fn layer<B: AsRef<[u8]>>(
     add(&mut s.x[..n * ne], &s.y[..n * ne]);
 }
 
-/// Causal multi-head attention (GQA) of the batch's queries over the cache.
-#[allow(clippy::too_many_arguments)]
-fn attention(c: &Config, e: &Engine, kv: &KvCache, s: &mut Scratch, l: usize, pos0: usize, n: usize, f: Faults) {
+/// Causal multi-head attention (GQA) of the batch's queries, each over
+/// its own sequence's cache.
+fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n: usize) {
     let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
     let group = c.n_head / c.n_head_kv;
     let scale = 1.0 / libm::sqrtf(hd as f32);
-    let (kl, vl) = kv.layer(l);
-    let q = &s.q;
-    let per_head = n * hd + kv.n_ctx;
+    let (q, tok_seq, tok_pos) = (&s.q, &s.tok_seq, &s.tok_pos);
+    let per_head = n * hd + s.n_ctx;
     let k = e.kernels;
     e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
         let (out, scores) = buf.split_at_mut(n * hd);
         let g = h / group;
         for t in 0..n {
-            let pos = pos0 + t;
+            let (sq, pos) = (&seqs[tok_seq[t]], tok_pos[t]);
+            let (kl, vl) = sq.kv.layer(l);
             // keys visible to the query at `pos`: 0..=pos
+            let f = sq.faults;
             let (start, n_kv) = if f.mask_inverted {
-                (pos, pos0 + n - pos)
+                (pos, sq.pos0 + sq.tokens.len() - pos)
             } else if f.frontier_off_by_one {
                 (0, pos.max(1))
             } else {

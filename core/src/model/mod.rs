@@ -7,6 +7,7 @@ pub mod kv_cache;
 pub mod matmul;
 pub mod rope;
 pub mod scratch;
+mod snapshot;
 #[cfg(test)]
 mod tests;
 pub mod weights;
@@ -20,6 +21,7 @@ pub use weights::{TensorRef, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::kernels::QMatrix;
+use crate::sampler::Rng;
 use kv_cache::KvCache;
 use scratch::Scratch;
 
@@ -77,10 +79,62 @@ impl<B: AsRef<[u8]>> Model<B> {
         Session {
             kv: KvCache::new(&self.config, n_ctx),
             scratch: Scratch::new(&self.config, n_batch, n_ctx),
-            n_past: 0,
+            tokens: Vec::new(),
             logits: Vec::new(),
+            n_vocab: self.config.n_vocab,
+            rng: Rng::new(0),
             faults: Faults::default(),
         }
+    }
+
+    /// Scratch for `forward_batch`: up to `n_batch` tokens per call, over
+    /// sessions of up to `n_ctx` positions.
+    pub fn batch_scratch(&self, n_batch: usize, n_ctx: usize) -> Scratch {
+        Scratch::new(&self.config, n_batch.max(1), n_ctx)
+    }
+
+    /// One forward over several sessions at once: each runs its tokens at
+    /// its own next positions, against its own cache. `logits` gets the
+    /// last token's logits of each item, in order. Each row is bit-identical
+    /// to running that session alone.
+    pub fn forward_batch(
+        &self,
+        e: &Engine,
+        scratch: &mut Scratch,
+        items: &mut [(&mut Session, &[u32])],
+        logits: &mut Vec<f32>,
+    ) -> Result<()> {
+        let total: usize = items.iter().map(|it| it.1.len()).sum();
+        if total > scratch.n_batch {
+            return Err(Error::InvalidArgument {
+                what: alloc::format!("{total} tokens in a batch of at most {}", scratch.n_batch),
+            });
+        }
+        let mut out_rows = Vec::with_capacity(items.len());
+        let mut row = 0;
+        for (sess, toks) in items.iter() {
+            sess.check(&self.config, toks)?;
+            if sess.kv.n_ctx > scratch.n_ctx {
+                return Err(Error::InvalidArgument {
+                    what: alloc::format!("a session of {} positions in scratch for {}", sess.kv.n_ctx, scratch.n_ctx),
+                });
+            }
+            if toks.is_empty() {
+                return Err(Error::InvalidArgument { what: "an empty item in a batch".into() });
+            }
+            row += toks.len();
+            out_rows.push(row - 1);
+        }
+        logits.resize(items.len() * self.config.n_vocab, 0.0);
+        let mut seqs: Vec<forward::Seq> = items
+            .iter_mut()
+            .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks, faults: sess.faults })
+            .collect();
+        forward::batch(self, e, scratch, &mut seqs, &out_rows, logits)?;
+        for (sess, toks) in items.iter_mut() {
+            sess.tokens.extend_from_slice(toks);
+        }
+        Ok(())
     }
 }
 
@@ -97,59 +151,97 @@ pub enum Logits {
 pub struct Session {
     kv: KvCache,
     scratch: Scratch,
-    /// Positions already in the cache.
-    n_past: usize,
+    /// The tokens whose K/V are in the cache, position by position.
+    tokens: Vec<u32>,
     logits: Vec<f32>,
+    n_vocab: usize,
+    /// The session's random state (sampling draws from it).
+    pub rng: Rng,
     faults: Faults,
 }
 
 impl Session {
+    /// Positions already in the cache.
     pub fn n_past(&self) -> usize {
-        self.n_past
+        self.tokens.len()
     }
     pub fn n_ctx(&self) -> usize {
         self.kv.n_ctx
     }
+    /// The tokens in the cache.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
     /// Forget everything after the first `n` positions.
     pub fn truncate(&mut self, n: usize) {
-        self.n_past = self.n_past.min(n);
+        self.tokens.truncate(n);
+    }
+    /// How many leading tokens of `tokens` the cache already holds.
+    pub fn common_prefix(&self, tokens: &[u32]) -> usize {
+        self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count()
     }
     /// Bytes held by the KV cache and the scratch buffers.
     pub fn bytes(&self) -> usize {
         self.kv.bytes() + self.scratch.bytes()
     }
 
-    /// Run `tokens` at positions `n_past..`, append them to the cache, and
-    /// return the requested logits: (rows, n_vocab) row-major.
-    pub fn forward<B: AsRef<[u8]>>(&mut self, m: &Model<B>, e: &Engine, tokens: &[u32], want: Logits) -> Result<&[f32]> {
-        let c = &m.config;
-        let needed = self.n_past + tokens.len();
+    fn check(&self, c: &Config, tokens: &[u32]) -> Result<()> {
+        let needed = self.tokens.len() + tokens.len();
         if needed > self.kv.n_ctx {
             return Err(Error::ContextFull { n_ctx: self.kv.n_ctx, needed });
         }
         if let Some(&id) = tokens.iter().find(|&&id| id as usize >= c.n_vocab) {
             return Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab });
         }
+        Ok(())
+    }
+
+    /// Run `tokens` at the next positions, append them to the cache, and
+    /// return the requested logits: (rows, n_vocab) row-major.
+    pub fn forward<B: AsRef<[u8]>>(&mut self, m: &Model<B>, e: &Engine, tokens: &[u32], want: Logits) -> Result<&[f32]> {
+        let nv = m.config.n_vocab;
+        self.check(&m.config, tokens)?;
         let n_rows = match want {
             Logits::Last => tokens.len().min(1),
             Logits::All => tokens.len(),
             Logits::None => 0,
         };
-        self.logits.resize(n_rows * c.n_vocab, 0.0);
+        self.logits.resize(n_rows * nv, 0.0);
         let mut row = 0;
-        for (i, batch) in tokens.chunks(self.scratch.n_batch).enumerate() {
-            let last_batch = (i + 1) * self.scratch.n_batch >= tokens.len();
-            let (first, n) = match want {
-                Logits::All => (0, batch.len()),
-                Logits::Last if last_batch => (batch.len() - 1, 1),
-                _ => (0, 0),
-            };
-            let out = &mut self.logits[row * c.n_vocab..(row + n) * c.n_vocab];
-            forward::batch(m, e, &mut self.kv, &mut self.scratch, self.n_past, batch, first, out, self.faults)?;
-            self.n_past += batch.len();
-            row += n;
+        let n_batch = self.scratch.n_batch;
+        let mut out_rows = core::mem::take(&mut self.scratch.out_rows);
+        for (i, batch) in tokens.chunks(n_batch).enumerate() {
+            let last_batch = (i + 1) * n_batch >= tokens.len();
+            out_rows.clear();
+            match want {
+                Logits::All => out_rows.extend(0..batch.len()),
+                Logits::Last if last_batch => out_rows.push(batch.len() - 1),
+                _ => {}
+            }
+            let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
+            let seq = forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults };
+            let r = forward::batch(m, e, &mut self.scratch, &mut [seq], &out_rows, out);
+            if let Err(err) = r {
+                self.scratch.out_rows = out_rows;
+                return Err(err);
+            }
+            self.tokens.extend_from_slice(batch);
+            row += out_rows.len();
         }
+        self.scratch.out_rows = out_rows;
         Ok(&self.logits)
+    }
+
+    /// The last computed logits row, the RNG and the token history, for
+    /// sampling (borrowed together).
+    pub fn sampling_parts(&mut self) -> (&[f32], &mut Rng, &[u32]) {
+        let start = self.logits.len().saturating_sub(self.n_vocab);
+        (&self.logits[start..], &mut self.rng, &self.tokens)
+    }
+
+    /// Sample from `logits` with this session's RNG and token history.
+    pub fn sample_with(&mut self, sampler: &mut crate::sampler::Sampler, logits: &[f32]) -> u32 {
+        sampler.sample(logits, &self.tokens, &mut self.rng)
     }
 
     #[cfg(feature = "faults")]

@@ -12,6 +12,13 @@ pub const HEAD_TOKENS: usize = 16;
 
 pub struct Scratch {
     pub n_batch: usize,
+    /// Longest cache the attention scratch can serve.
+    pub n_ctx: usize,
+    /// (n_batch) sequence index and position of each batch token
+    pub tok_seq: Vec<usize>,
+    pub tok_pos: Vec<usize>,
+    /// (n_batch) batch rows whose logits a call wants
+    pub out_rows: Vec<usize>,
     /// (n_batch, n_embd) residual stream
     pub x: Vec<f32>,
     /// (n_batch, n_embd) normed input of a sub-layer
@@ -53,6 +60,10 @@ impl Scratch {
         let mm_rows = c.n_ff.max(c.q_dim()).max(c.n_embd) * b;
         Scratch {
             n_batch,
+            n_ctx,
+            tok_seq: vec![0; b],
+            tok_pos: vec![0; b],
+            out_rows: Vec::with_capacity(b),
             x: vec![0.0; b * c.n_embd],
             xn: vec![0.0; b * c.n_embd],
             q: vec![0.0; b * c.q_dim()],

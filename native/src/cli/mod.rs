@@ -1,8 +1,10 @@
 //! Subcommands of the `tern` CLI.
 
+mod chat;
 mod info;
 mod perplexity;
 mod run;
+mod sampling;
 
 use std::path::PathBuf;
 
@@ -20,6 +22,8 @@ pub struct Cli {
 enum Cmd {
     /// Generate text from a prompt, streamed as it is produced.
     Run(run::Args),
+    /// Chat with a model in the terminal (multi-turn, streamed).
+    Chat(chat::Args),
     /// Print a model's architecture, dimensions, tensor types, tokenizer.
     Info(info::Args),
     /// Perplexity of a text file, computed as llama.cpp's llama-perplexity does.
@@ -29,6 +33,7 @@ enum Cmd {
 pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Run(a) => run::run(a),
+        Cmd::Chat(a) => chat::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Perplexity(a) => perplexity::run(a),
     }

@@ -1,0 +1,157 @@
+//! Chat templates: the model's own Jinja template rendered with minijinja,
+//! with what HF templates rely on (`raise_exception`, `tojson`,
+//! `strftime_now`, loop controls, Python string methods). The template
+//! alone decides BOS/EOS and role markers.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use minijinja::{context, Environment, ErrorKind};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// system, user, assistant or tool
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn new(role: &str, content: &str) -> Message {
+        Message { role: role.to_string(), content: content.to_string() }
+    }
+}
+
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    pub bos_token: String,
+    pub eos_token: String,
+}
+
+fn template_err(e: minijinja::Error) -> Error {
+    let mut detail = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        detail += &alloc::format!(": {s}");
+        src = s.source();
+    }
+    Error::Template { detail }
+}
+
+impl ChatTemplate {
+    /// Compile `source`. `bos_token`/`eos_token` are the strings templates
+    /// may print (empty if the model has none).
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
+        let mut env = Environment::new();
+        minijinja_contrib::add_to_environment(&mut env);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> core::result::Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+        });
+        env.add_function("strftime_now", |fmt: String| strftime(&fmt, unix_now()));
+        env.add_template_owned("chat", source.to_string()).map_err(template_err)?;
+        Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
+    }
+
+    /// Render a conversation; `add_generation_prompt` opens the assistant's
+    /// turn. `tools`: JSON tool definitions, if any.
+    pub fn render(&self, messages: &[Message], add_generation_prompt: bool, tools: Option<&serde_json::Value>) -> Result<String> {
+        let t = self.env.get_template("chat").map_err(template_err)?;
+        let tools = tools.map(minijinja::Value::from_serialize);
+        t.render(context! {
+            messages => messages,
+            add_generation_prompt => add_generation_prompt,
+            bos_token => self.bos_token,
+            eos_token => self.eos_token,
+            tools => tools,
+        })
+        .map_err(template_err)
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `strftime` for the codes chat templates use: %Y %m %d %e %H %M %S %B %b
+/// %A %a %j %%; other codes are kept as written.
+pub fn strftime(fmt: &str, unix: i64) -> String {
+    const MONTHS: [&str; 12] =
+        ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+    const DAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
+    let days = unix.div_euclid(86400);
+    let secs = unix.rem_euclid(86400);
+    // civil date from days since 1970-01-01 (H. Hinnant's algorithm)
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let cum = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+    let yday = cum[(m - 1) as usize] + d + (leap && m > 2) as i64;
+    let weekday = DAYS[days.rem_euclid(7) as usize];
+    let mut out = String::new();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let s = match chars.next() {
+            Some('Y') => alloc::format!("{y}"),
+            Some('m') => alloc::format!("{m:02}"),
+            Some('d') => alloc::format!("{d:02}"),
+            Some('e') => alloc::format!("{d:2}"),
+            Some('H') => alloc::format!("{:02}", secs / 3600),
+            Some('M') => alloc::format!("{:02}", secs / 60 % 60),
+            Some('S') => alloc::format!("{:02}", secs % 60),
+            Some('B') => MONTHS[(m - 1) as usize].to_string(),
+            Some('b') => MONTHS[(m - 1) as usize][..3].to_string(),
+            Some('A') => weekday.to_string(),
+            Some('a') => weekday[..3].to_string(),
+            Some('j') => alloc::format!("{yday:03}"),
+            Some('%') => "%".to_string(),
+            Some(o) => alloc::format!("%{o}"),
+            None => "%".to_string(),
+        };
+        out.push_str(&s);
+    }
+    out
+}
+
+/// Messages from a JSON array of `{role, content}` objects.
+pub fn messages_from_json(v: &serde_json::Value) -> Result<Vec<Message>> {
+    serde_json::from_value(v.clone()).map_err(|e| Error::InvalidArgument { what: alloc::format!("messages: {e}") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strftime_known_dates() {
+        assert_eq!(strftime("%d %b %Y", 0), "01 Jan 1970");
+        // 2024-02-29 12:34:56 UTC, a Thursday, day 60
+        assert_eq!(strftime("%Y-%m-%d %H:%M:%S %A %j %B %%", 1709210096), "2024-02-29 12:34:56 Thursday 060 February %");
+    }
+
+    #[test]
+    fn hf_template_features() {
+        let src = "{%- for m in messages %}{% if m.role == 'bad' %}{{ raise_exception('no ' + m.role) }}{% endif %}\
+            {% if loop.index > 2 %}{% break %}{% endif %}<{{ m.role }}>{{ m.content.strip() | tojson }}{% endfor %}\
+            {% if add_generation_prompt %}{{ bos_token }}go{% endif %}";
+        let t = ChatTemplate::new(src, "<s>", "</s>").unwrap();
+        let msgs = [Message::new("user", " hi "), Message::new("assistant", "yo"), Message::new("user", "x")];
+        assert_eq!(t.render(&msgs, true, None).unwrap(), "<user>\"hi\"<assistant>\"yo\"<s>go");
+        let err = t.render(&[Message::new("bad", "")], false, None).unwrap_err();
+        assert!(err.to_string().contains("no bad"), "{err}");
+        assert!(matches!(ChatTemplate::new("{% if %}", "", ""), Err(Error::Template { .. })));
+    }
+}

@@ -1,0 +1,135 @@
+//! A multi-turn chat over one live session: messages rendered with the
+//! model's template, the cache reused across turns (a new turn prefills
+//! only what the cache lacks), save/load, and a context-overflow policy.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use crate::chat::{ChatTemplate, Message};
+use crate::error::{Error, Result};
+use crate::generate::{Clock, GenerateConfig, GenerationResult, Generator};
+use crate::model::{Engine, Model, Session};
+use crate::tokenizer::Tokenizer;
+
+/// What to do when a conversation no longer fits the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overflow {
+    /// Fail with `Error::ContextFull` (the default).
+    #[default]
+    Error,
+    /// Drop the oldest turns (never the system message) until the prompt
+    /// and the reply's `max_tokens` fit; the cache is re-filled from there.
+    DropOldest,
+}
+
+pub struct Conversation {
+    template: ChatTemplate,
+    pub messages: Vec<Message>,
+    pub session: Session,
+    pub overflow: Overflow,
+}
+
+impl Conversation {
+    pub fn new<B: AsRef<[u8]>>(model: &Model<B>, tok: &Tokenizer, n_ctx: usize, system: Option<&str>) -> Result<Self> {
+        let src = tok.chat_template.as_deref().ok_or_else(|| Error::Template { detail: "the model has no chat template".into() })?;
+        let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
+        let template = ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))?;
+        let messages = system.map(|s| alloc::vec![Message::new("system", s)]).unwrap_or_default();
+        Ok(Conversation { template, messages, session: model.session(n_ctx, 512), overflow: Overflow::Error })
+    }
+
+    /// The rendered conversation, opening the assistant's turn.
+    pub fn render(&self) -> Result<String> {
+        self.template.render(&self.messages, true, None)
+    }
+
+    /// Token ids of the whole conversation so far plus the assistant opener,
+    /// after applying the overflow policy for a reply of `reserve` tokens.
+    pub fn prompt(&mut self, tok: &Tokenizer, reserve: usize) -> Result<Vec<u32>> {
+        loop {
+            let ids = tok.encode(&self.render()?, true)?;
+            let needed = ids.len() + reserve;
+            if needed <= self.session.n_ctx() {
+                return Ok(ids);
+            }
+            let first = self.messages.iter().position(|m| m.role != "system");
+            match (self.overflow, first) {
+                // keep at least the newest message
+                (Overflow::DropOldest, Some(i)) if i + 1 < self.messages.len() => {
+                    self.messages.remove(i);
+                }
+                _ => return Err(Error::ContextFull { n_ctx: self.session.n_ctx(), needed }),
+            }
+        }
+    }
+
+    /// Add a user message and return a generator for the reply. When it is
+    /// done, call `push_reply` with the result's text.
+    pub fn generator<'a, B: AsRef<[u8]>>(
+        &'a mut self,
+        model: &'a Model<B>,
+        engine: Engine<'a>,
+        tok: &'a Tokenizer,
+        user: &str,
+        cfg: GenerateConfig,
+    ) -> Result<Generator<'a, B>> {
+        self.messages.push(Message::new("user", user));
+        let ids = match self.prompt(tok, cfg.max_tokens) {
+            Ok(ids) => ids,
+            Err(e) => {
+                self.messages.pop();
+                return Err(e);
+            }
+        };
+        Ok(Generator::new(model, engine, tok, &mut self.session, &ids, cfg))
+    }
+
+    pub fn push_reply(&mut self, text: &str) {
+        self.messages.push(Message::new("assistant", text));
+    }
+
+    /// A whole turn: user message in, streamed reply out, reply recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reply<B: AsRef<[u8]>>(
+        &mut self,
+        model: &Model<B>,
+        engine: Engine,
+        tok: &Tokenizer,
+        user: &str,
+        cfg: GenerateConfig,
+        clock: Clock,
+        on_token: impl FnMut(u32, &str),
+    ) -> Result<GenerationResult> {
+        let r = self.generator(model, engine, tok, user, cfg)?.with_clock(clock).run(on_token)?;
+        self.push_reply(&r.text);
+        Ok(r)
+    }
+
+    /// Back to the system message alone, cache emptied.
+    pub fn reset(&mut self) {
+        self.messages.retain(|m| m.role == "system");
+        self.session.truncate(0);
+    }
+
+    /// Messages and session (cache, RNG) as bytes: a JSON line, then the
+    /// session state.
+    pub fn save<B: AsRef<[u8]>>(&self, model: &Model<B>) -> Vec<u8> {
+        let mut out = serde_json::to_vec(&self.messages).unwrap_or_default();
+        out.push(b'\n');
+        out.extend_from_slice(&self.session.save(&model.config));
+        out
+    }
+
+    pub fn load<B: AsRef<[u8]>>(&mut self, model: &Model<B>, bytes: &[u8]) -> Result<()> {
+        let nl = bytes.iter().position(|&b| b == b'\n').ok_or_else(|| Error::InvalidValue {
+            field: "conversation file",
+            offset: 0,
+            detail: "no message header".to_string(),
+        })?;
+        let messages: Vec<Message> = serde_json::from_slice(&bytes[..nl])
+            .map_err(|e| Error::InvalidValue { field: "conversation messages", offset: 0, detail: e.to_string() })?;
+        self.session.restore(&model.config, &bytes[nl + 1..])?;
+        self.messages = messages;
+        Ok(())
+    }
+}

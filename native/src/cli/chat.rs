@@ -1,0 +1,132 @@
+//! `tern chat`: interactive multi-turn chat in the terminal. The history
+//! lives in one session, so each turn prefills only its new tokens.
+//! Commands: /reset, /save FILE, /load FILE, /quit. Ctrl-C cancels the
+//! reply being written (and quits at the prompt).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tern::{Error, Result, Threads};
+use tern_core::conversation::{Conversation, Overflow};
+use tern_core::generate::FinishReason;
+
+use super::sampling::SamplingArgs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[arg(short, long)]
+    model: Option<PathBuf>,
+    /// System message
+    #[arg(long)]
+    system: Option<String>,
+    #[command(flatten)]
+    sampling: SamplingArgs,
+    /// Context size
+    #[arg(short, long, default_value_t = 4096)]
+    ctx: usize,
+    /// When the context is full, drop the oldest turns instead of failing
+    #[arg(long)]
+    drop_oldest: bool,
+    #[arg(short, long, default_value_t = 0)]
+    threads: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let path = super::model_path(a.model)?;
+    let lm = tern::load(&path)?;
+    let tok = &lm.tokenizer;
+    let threads = Threads::new(a.threads);
+    let engine = tern::engine(&threads, false);
+    let mut conv = Conversation::new(&lm.model, tok, a.ctx, a.system.as_deref())?;
+    if a.drop_oldest {
+        conv.overflow = Overflow::DropOldest;
+    }
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    let busy = Arc::new(AtomicBool::new(false));
+    {
+        let (cancel, busy) = (cancel.clone(), busy.clone());
+        let _ = ctrlc::set_handler(move || {
+            if busy.load(Ordering::SeqCst) {
+                cancel.store(true, Ordering::SeqCst);
+            } else {
+                eprintln!();
+                std::process::exit(130);
+            }
+        });
+    }
+
+    eprintln!("tern chat: {} — /reset, /save FILE, /load FILE, /quit; Ctrl-C stops a reply", lm.model.config.name);
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout();
+    let mut seed = a.sampling.seed();
+    loop {
+        eprint!("> ");
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line).map_err(|source| Error::Io { path: "stdin".into(), source })? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end_matches(['\n', '\r']);
+        let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
+        match cmd {
+            "" => continue,
+            "/quit" | "/exit" => return Ok(()),
+            "/reset" => {
+                conv.reset();
+                eprintln!("(conversation reset)");
+                continue;
+            }
+            "/save" => {
+                let r = std::fs::write(arg, conv.save(&lm.model));
+                match r {
+                    Ok(()) => eprintln!("(saved {} messages to {arg})", conv.messages.len()),
+                    Err(e) => eprintln!("tern: {arg}: {e}"),
+                }
+                continue;
+            }
+            "/load" => {
+                let r = std::fs::read(arg).map_err(|e| e.to_string()).and_then(|b| conv.load(&lm.model, &b).map_err(|e| e.to_string()));
+                match r {
+                    Ok(()) => eprintln!("(loaded {} messages, {} cached tokens)", conv.messages.len(), conv.session.n_past()),
+                    Err(e) => eprintln!("tern: {arg}: {e}"),
+                }
+                continue;
+            }
+            _ => {}
+        }
+        cancel.store(false, Ordering::SeqCst);
+        busy.store(true, Ordering::SeqCst);
+        let cfg = a.sampling.config(seed, &tok.eog);
+        seed = seed.wrapping_add(1);
+        let gen = conv.generator(&lm.model, engine, tok, line, cfg);
+        let r = gen.and_then(|g| {
+            g.with_cancel(cancel.clone()).with_clock(tern::clock).run(|_, text| {
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+            })
+        });
+        busy.store(false, Ordering::SeqCst);
+        match r {
+            Ok(r) => {
+                conv.push_reply(&r.text);
+                let note = match r.finish_reason {
+                    FinishReason::Cancelled => " [cancelled]",
+                    FinishReason::Length => " [length]",
+                    FinishReason::Stop => "",
+                };
+                println!("{note}");
+                eprintln!(
+                    "({} new prompt tokens, {} cached; {} tokens at {:.1} tok/s)",
+                    r.usage.prompt_tokens - r.usage.cached_tokens,
+                    r.usage.cached_tokens,
+                    r.usage.completion_tokens,
+                    r.timings.tokens_per_s
+                );
+            }
+            Err(e) => eprintln!("tern: error: {e}"),
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Sampling and stop options shared by `run` and `chat`.
+
+use tern_core::generate::GenerateConfig;
+use tern_core::sampler::SamplerConfig;
+
+#[derive(clap::Args, Clone)]
+pub struct SamplingArgs {
+    /// Tokens to generate
+    #[arg(short = 'n', long, default_value_t = 256)]
+    pub n_predict: usize,
+    /// Temperature (0 = greedy)
+    #[arg(long, default_value_t = 0.8)]
+    pub temp: f32,
+    #[arg(long, default_value_t = 40)]
+    pub top_k: usize,
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f32,
+    #[arg(long, default_value_t = 0.05)]
+    pub min_p: f32,
+    /// Locally typical sampling mass (1 = off)
+    #[arg(long, default_value_t = 1.0)]
+    pub typical: f32,
+    #[arg(long, default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    #[arg(long, default_value_t = 0.0)]
+    pub presence_penalty: f32,
+    #[arg(long, default_value_t = 0.0)]
+    pub frequency_penalty: f32,
+    /// Window of recent tokens the penalties look at
+    #[arg(long, default_value_t = 64)]
+    pub repeat_last_n: usize,
+    /// RNG seed [default: from the clock; printed with --json]
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Stop string (repeatable); never part of the output
+    #[arg(long)]
+    pub stop: Vec<String>,
+    /// Never sample end-of-generation tokens (their logits set to -inf, as
+    /// llama.cpp's --ignore-eos does)
+    #[arg(long)]
+    pub ignore_eos: bool,
+}
+
+impl SamplingArgs {
+    pub fn seed(&self) -> u64 {
+        self.seed.unwrap_or_else(|| std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64))
+    }
+
+    pub fn config(&self, seed: u64, eog: &[u32]) -> GenerateConfig {
+        let ban = if self.ignore_eos { eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect() } else { Vec::new() };
+        GenerateConfig {
+            max_tokens: self.n_predict,
+            sampler: SamplerConfig {
+                temperature: self.temp,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                min_p: self.min_p,
+                typical_p: self.typical,
+                repeat_penalty: self.repeat_penalty,
+                presence_penalty: self.presence_penalty,
+                frequency_penalty: self.frequency_penalty,
+                repeat_last_n: self.repeat_last_n,
+                seed: Some(seed),
+                logit_bias: ban,
+            },
+            stop: self.stop.clone(),
+            stop_tokens: Vec::new(),
+            ignore_eos: self.ignore_eos,
+        }
+    }
+}
