@@ -17,7 +17,8 @@ pub enum Overflow {
     /// Fail with `Error::ContextFull` (the default).
     #[default]
     Error,
-    /// Drop the oldest turns (never the system message) until the prompt
+    /// Drop the oldest turns (never the system message, never the newest
+    /// message; a turn is a user message and the replies after it) until the prompt
     /// and the reply's `max_tokens` fit; the cache is re-filled from there.
     DropOldest,
 }
@@ -56,7 +57,12 @@ impl Conversation {
             match (self.overflow, first) {
                 // keep at least the newest message
                 (Overflow::DropOldest, Some(i)) if i + 1 < self.messages.len() => {
+                    // a whole turn: the oldest message and what follows up
+                    // to the next user message
                     self.messages.remove(i);
+                    while i + 1 < self.messages.len() && self.messages[i].role != "user" {
+                        self.messages.remove(i);
+                    }
                 }
                 _ => return Err(Error::ContextFull { n_ctx: self.session.n_ctx(), needed }),
             }

@@ -535,3 +535,94 @@ pub fn generate_batch<B: AsRef<[u8]>>(
     }
     Ok(results.into_iter().map(|r| r.expect("every item finished")).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    /// Token i is the i-th string of a tiny vocabulary; 0 is EOS.
+    struct Toy(Vec<&'static [u8]>);
+    impl Vocab for Toy {
+        fn token_bytes(&self, id: u32) -> &[u8] {
+            self.0[id as usize]
+        }
+        fn is_eog(&self, id: u32) -> bool {
+            id == 0
+        }
+    }
+
+    fn toy() -> Toy {
+        let crab = "🦀".as_bytes();
+        Toy(vec![b"</s>", b"Hel", b"lo", b" wor", b"ld", b"!", b"EN", b"D", &crab[..2], &crab[2..], b"E"])
+    }
+
+    fn feed(cfg: GenerateConfig, ids: &[u32]) -> (Vec<String>, String, Option<FinishReason>) {
+        let v = toy();
+        let mut out = Output::new(&cfg);
+        let mut deltas = Vec::new();
+        let mut end = None;
+        for &id in ids {
+            let (t, e) = out.accept(&v, id);
+            deltas.push(t);
+            if e.is_some() {
+                end = e;
+                break;
+            }
+        }
+        let text = out.take().1;
+        (deltas, text, end)
+    }
+
+    fn cfg(stop: &[&str], max: usize) -> GenerateConfig {
+        GenerateConfig { max_tokens: max, stop: stop.iter().map(|s| s.to_string()).collect(), ..Default::default() }
+    }
+
+    #[test]
+    fn stop_string_across_tokens_is_never_emitted() {
+        // "Hello world!END": the stop "END" spans tokens 6 ("EN") and 7 ("D")
+        let (d, text, end) = feed(cfg(&["END"], 100), &[1, 2, 3, 4, 5, 6, 7, 1]);
+        assert_eq!(end, Some(FinishReason::Stop));
+        assert_eq!(text, "Hello world!");
+        assert_eq!(d.concat(), "Hello world!");
+        assert_eq!(d[4], "!", "'!' cannot start END: emitted at once");
+        assert_eq!(d[5], "", "'EN' is held back");
+    }
+
+    #[test]
+    fn held_back_text_is_released_when_it_cannot_be_a_stop() {
+        // "EN" then "!" : not "END", so "EN!" comes out
+        let (d, text, end) = feed(cfg(&["END"], 100), &[6, 5, 0]);
+        assert_eq!((d[0].as_str(), d[1].as_str()), ("", "EN!"));
+        assert_eq!(text, "EN!");
+        assert_eq!(end, Some(FinishReason::Stop)); // EOS
+        // at the length limit held-back text is flushed
+        let (d, text, end) = feed(cfg(&["END"], 2), &[5, 6]);
+        assert_eq!((d.concat(), text, end), ("!EN".into(), "!EN".into(), Some(FinishReason::Length)));
+    }
+
+    #[test]
+    fn precedence_stop_token_then_string_then_length() {
+        // EOS wins: not in the text
+        let (_, text, end) = feed(cfg(&[], 1), &[0]);
+        assert_eq!((text.as_str(), end), ("", Some(FinishReason::Stop)));
+        // a stop string completed by the last allowed token is a stop
+        let (_, text, end) = feed(cfg(&["lo"], 2), &[1, 2]);
+        assert_eq!((text.as_str(), end), ("Hel", Some(FinishReason::Stop)));
+        // extra stop ids and ignore_eos
+        let c = GenerateConfig { stop_tokens: vec![5], ignore_eos: true, ..cfg(&[], 10) };
+        let (_, text, end) = feed(c, &[0, 1, 5, 2]);
+        assert_eq!((text.as_str(), end), ("</s>Hel", Some(FinishReason::Stop)));
+    }
+
+    #[test]
+    fn deltas_are_whole_characters() {
+        let (d, text, _) = feed(cfg(&[], 3), &[8, 9, 5]);
+        assert_eq!(d, vec!["".to_string(), "🦀".to_string(), "!".to_string()]);
+        assert_eq!(text, "🦀!");
+        // a stop string after a multi-byte char
+        let (d, text, end) = feed(cfg(&["!E"], 10), &[8, 9, 5, 10]);
+        assert_eq!((d.concat(), text, end), ("🦀".into(), "🦀".into(), Some(FinishReason::Stop)));
+    }
+}

@@ -362,6 +362,22 @@ mod tests {
     }
 
     #[test]
+    fn temperature_sharpens_as_hand_computed() {
+        // T = 0.5 squares the odds: 16 : 9 : 4 : 1 out of 30
+        let l = [libm::logf(4.0), libm::logf(3.0), libm::logf(2.0), 0.0];
+        let cfg = SamplerConfig { temperature: 0.5, top_k: 0, top_p: 1.0, min_p: 0.0, ..Default::default() };
+        let mut s = Sampler::new(cfg);
+        let mut rng = Rng::new(3);
+        let mut counts = [0u32; 4];
+        for _ in 0..30000 {
+            counts[s.sample(&l, &[], &mut rng) as usize] += 1;
+        }
+        for (c, p) in counts.iter().zip([16.0 / 30.0, 9.0 / 30.0, 4.0 / 30.0, 1.0 / 30.0]) {
+            assert!((*c as f64 / 30000.0 - p).abs() < 0.012, "{counts:?}");
+        }
+    }
+
+    #[test]
     fn logit_bias_bans_and_boosts() {
         let cfg = SamplerConfig { logit_bias: vec![(0, f32::NEG_INFINITY), (2, 5.0)], ..SamplerConfig::greedy() };
         let mut s = Sampler::new(cfg);

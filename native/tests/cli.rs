@@ -69,3 +69,76 @@ fn info_and_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("tensor count at offset 8"), "{err}");
 }
+
+#[test]
+fn chat_keeps_history_in_the_session_and_saves_it() {
+    use std::io::Write;
+    let save = std::env::temp_dir().join(format!("tern-chat-{}.bin", std::process::id()));
+    let mut child = tern()
+        .args(["chat", "-m", &smollm2(), "--temp", "0", "-n", "8", "-t", "1", "--system", "Be brief."])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let script = format!("Hi!\nAnd again?\n/save {0}\n/reset\n/load {0}\nBye.\n/quit\n", save.display());
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    std::fs::remove_file(&save).ok();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let cached: Vec<usize> = err
+        .lines()
+        .filter_map(|l| l.split(" cached;").next().and_then(|h| h.rsplit(", ").next()).and_then(|n| n.parse().ok()))
+        .collect();
+    assert_eq!(cached.len(), 3, "{err}");
+    assert_eq!(cached[0], 0);
+    assert!(cached[1] > 0 && cached[2] > cached[1], "turns reuse the cache, also after /load: {cached:?}\n{err}");
+    assert!(err.contains("(saved 5 messages") && err.contains("(loaded 5 messages"), "{err}");
+}
+
+#[test]
+fn run_chat_template_and_stop_string() {
+    let out = tern()
+        .args(["run", "-m", &smollm2(), "-p", "Count from 1 to 9, separated by commas.", "--chat", "--temp", "0"])
+        .args(["-n", "40", "--stop", "5", "--json", "-t", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = j["text"].as_str().unwrap();
+    assert_eq!(j["finish_reason"], "stop", "{j}");
+    assert!(!text.contains('5') && text.contains('4'), "{text:?}");
+    // the template wrapped the prompt: far more tokens than the bare text
+    assert!(j["prompt_ids"].as_array().unwrap().len() > 20);
+}
+
+#[test]
+fn ctrl_c_cancels_the_reply_not_the_chat() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = tern()
+        .args(["chat", "-m", &smollm2(), "--temp", "0.7", "--seed", "3", "-n", "400", "--ignore-eos", "-t", "1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"Write a long story about a dragon.\n").unwrap();
+    stdin.flush().unwrap();
+    // wait until the reply is streaming, then interrupt
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let first = String::from_utf8_lossy(stdout.fill_buf().unwrap()).into_owned();
+    assert!(!first.is_empty());
+    let consumed = first.len();
+    stdout.consume(consumed);
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    stdin.write_all(b"/quit\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the chat survives Ctrl-C: {:?}", out.status);
+    assert!((first + &rest).contains("[cancelled]"), "{rest}");
+}
