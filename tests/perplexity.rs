@@ -29,3 +29,8 @@ fn check(file: &str) {
 fn perplexity_matches_llamacpp_smollm2() {
     check(tern::models::SMOLLM2);
 }
+
+#[test]
+fn perplexity_matches_llamacpp_qwen() {
+    check(tern::models::DEFAULT_MODEL);
+}
