@@ -2,6 +2,7 @@
 //! kernels of `tern-core` on a thread pool, and backs the `tern` CLI.
 
 pub mod error;
+pub mod kernels;
 pub mod models;
 pub mod threads;
 
@@ -37,9 +38,11 @@ pub fn load(path: &Path) -> Result<Loaded> {
     Ok(Loaded { model, tokenizer, load_time: t0.elapsed() })
 }
 
-/// The kernels this build uses (the scalar reference until SIMD lands).
+/// The kernels this process uses (see `kernels::select`); the scalar
+/// reference if `TERN_KERNELS` names a backend this CPU lacks — `engine`
+/// callers that must not fall back use `kernels::select` directly.
 pub fn kernels() -> &'static dyn Kernels {
-    &Scalar
+    kernels::select().unwrap_or(&Scalar)
 }
 
 /// Nanoseconds since the first call: the clock given to generators.

@@ -1,18 +1,27 @@
-//! A `Parallel` over OS threads: chunks are split into contiguous groups,
-//! one per worker; the calling thread takes the first group.
-//! (Scoped threads per call; a persistent pool is the next step.)
+//! A `Parallel` over a persistent rayon pool: workers are started once and
+//! reused for every parallel region (no per-call thread spawn); the output
+//! chunks are handed out by work stealing.
 
+use rayon::prelude::*;
 use tern_core::parallel::Parallel;
 
 pub struct Threads {
     n: usize,
+    pool: Option<rayon::ThreadPool>,
 }
 
 impl Threads {
     /// `n` workers; 0 means one per available core.
     pub fn new(n: usize) -> Threads {
         let n = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
-        Threads { n }
+        let pool = (n > 1).then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("tern-{i}"))
+                .build()
+                .expect("starting the thread pool")
+        });
+        Threads { n, pool }
     }
 }
 
@@ -23,29 +32,11 @@ impl Parallel for Threads {
 
     fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
         let chunk_len = chunk_len.max(1);
-        let n_chunks = data.len().div_ceil(chunk_len);
-        let per_worker = n_chunks.div_ceil(self.n).max(1);
-        if self.n == 1 || n_chunks <= 1 {
-            for (i, c) in data.chunks_mut(chunk_len).enumerate() {
-                f(i, c);
+        match &self.pool {
+            Some(pool) if data.len() > chunk_len => {
+                pool.install(|| data.par_chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c)))
             }
-            return;
+            _ => data.chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c)),
         }
-        std::thread::scope(|s| {
-            let mut groups = data.chunks_mut(per_worker * chunk_len).enumerate();
-            let own = groups.next();
-            for (g, group) in groups {
-                s.spawn(move || {
-                    for (i, c) in group.chunks_mut(chunk_len).enumerate() {
-                        f(g * per_worker + i, c);
-                    }
-                });
-            }
-            if let Some((_, group)) = own {
-                for (i, c) in group.chunks_mut(chunk_len).enumerate() {
-                    f(i, c);
-                }
-            }
-        });
     }
 }

@@ -2,6 +2,7 @@
 //! `scalar` is the reference: every method of every backend must equal it
 //! bit for bit (see ARCHITECTURE.md, numerics contract).
 
+pub mod conformance;
 pub mod scalar;
 
 use core::ops::Range;
@@ -18,9 +19,11 @@ pub struct QMatrix<'a> {
 }
 
 impl<'a> QMatrix<'a> {
+    #[inline]
     pub fn row_bytes(&self) -> usize {
         self.data.len() / self.n_rows.max(1)
     }
+    #[inline]
     pub fn row(&self, r: usize) -> &'a [u8] {
         let rb = self.row_bytes();
         &self.data[r * rb..(r + 1) * rb]

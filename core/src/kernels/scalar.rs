@@ -34,6 +34,7 @@ fn lanes_mul_add(l: &mut [f32; 16], a: &[f32], b: &[f32]) {
 }
 
 /// `Σ a[i] * b[i]` by the contract's 16-lane order.
+#[inline]
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     let mut l = [0.0f32; 16];
     let n16 = a.len() / 16 * 16;
@@ -45,6 +46,7 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// `Σ a[i]` by the contract's 16-lane order.
+#[inline]
 pub fn sum_f32(a: &[f32]) -> f32 {
     let mut l = [0.0f32; 16];
     for (i, &x) in a.iter().enumerate() {
@@ -53,6 +55,7 @@ pub fn sum_f32(a: &[f32]) -> f32 {
     reduce16(l)
 }
 
+#[inline]
 pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let n_rows = rows.len();
     debug_assert_eq!(out.len(), n_rows * n_tok);
@@ -72,6 +75,7 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
 }
 
 /// Exact path: each weight block dequantized to f32, then 16-lane dots.
+#[inline]
 fn row_f32(ty: GgmlType, row: &[u8], n: usize, x: &[f32], toks: Range<usize>, out: &mut [f32]) {
     let (bs, ts) = ty.block();
     // Float types have 1-element "blocks": take them 256 at a time.
@@ -98,6 +102,7 @@ fn row_f32(ty: GgmlType, row: &[u8], n: usize, x: &[f32], toks: Range<usize>, ou
     }
 }
 
+#[inline]
 fn row_q8_0(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_0], toks: Range<usize>, out: &mut [f32]) {
     let ts = ty.type_size();
     let mut acc = [0.0f32; TOK_CHUNK];
@@ -110,6 +115,7 @@ fn row_q8_0(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_0], toks: Range<us
     out.copy_from_slice(&acc[..out.len()]);
 }
 
+#[inline]
 fn row_q8_1(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_1], toks: Range<usize>, out: &mut [f32]) {
     let ts = ty.type_size();
     let mut acc = [0.0f32; TOK_CHUNK];
@@ -122,6 +128,7 @@ fn row_q8_1(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_1], toks: Range<us
     out.copy_from_slice(&acc[..out.len()]);
 }
 
+#[inline]
 fn row_q8_k(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8K], toks: Range<usize>, out: &mut [f32]) {
     let ts = ty.type_size();
     let mut acc = [0.0f32; TOK_CHUNK];
@@ -134,24 +141,28 @@ fn row_q8_k(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8K], toks: Range<usi
     out.copy_from_slice(&acc[..out.len()]);
 }
 
+#[inline]
 pub fn quantize_rows_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
     for (c, b) in x.chunks_exact(QK8).zip(out) {
         quant::quantize_q8_0(c, b);
     }
 }
 
+#[inline]
 pub fn quantize_rows_q8_1(x: &[f32], out: &mut [BlockQ8_1]) {
     for (c, b) in x.chunks_exact(QK8).zip(out) {
         quant::quantize_q8_1(c, b);
     }
 }
 
+#[inline]
 pub fn quantize_rows_q8_k(x: &[f32], out: &mut [BlockQ8K]) {
     for (c, b) in x.chunks_exact(QK_K).zip(out) {
         quant::quantize_q8_k(c, b);
     }
 }
 
+#[inline]
 pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     let ss = dot_f32(x, x);
     let scale = 1.0 / libm::sqrtf(ss / x.len() as f32 + eps);
@@ -161,6 +172,7 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub fn attention_head(
     q: &[f32],
     k: &[f32],
@@ -191,10 +203,12 @@ pub fn attention_head(
     }
 }
 
+#[inline]
 pub fn silu(x: f32) -> f32 {
     x / (1.0 + libm::expf(-x))
 }
 
+#[inline]
 pub fn swiglu(g: &mut [f32], u: &[f32]) {
     for (g, &u) in g.iter_mut().zip(u) {
         *g = silu(*g) * u;

@@ -22,16 +22,17 @@ pub use types::{GgmlType, QK_K};
 use crate::error::{Error, Result};
 
 #[inline]
-pub(crate) fn f16_at(b: &[u8], i: usize) -> f32 {
+pub fn f16_at(b: &[u8], i: usize) -> f32 {
     half::f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
 
 #[inline]
-pub(crate) fn bf16_at(b: &[u8], i: usize) -> f32 {
+pub fn bf16_at(b: &[u8], i: usize) -> f32 {
     half::bf16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
 
 /// Unpack one 32-element block of a legacy format; None for other types.
+#[inline]
 pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
     Some(match ty {
         GgmlType::Q4_0 => q4_0::unpack(b),
@@ -44,6 +45,7 @@ pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
 }
 
 /// Unpack one K-quant super-block; None for other types.
+#[inline]
 pub fn unpack_k(ty: GgmlType, b: &[u8]) -> Option<UnpackedK> {
     Some(match ty {
         GgmlType::Q2_K => q2_k::unpack(b),
@@ -56,6 +58,7 @@ pub fn unpack_k(ty: GgmlType, b: &[u8]) -> Option<UnpackedK> {
 }
 
 /// Dequantize one block's worth of elements: `x = d * q + m`.
+#[inline]
 pub fn dequantize_32(u: &Unpacked32, out: &mut [f32]) {
     for (o, &q) in out.iter_mut().zip(&u.q) {
         *o = u.d * q as f32 + u.m;
@@ -63,6 +66,7 @@ pub fn dequantize_32(u: &Unpacked32, out: &mut [f32]) {
 }
 
 /// Dequantize a super-block: `x = (d * sc) * q - (dmin * mn)` per group of 16.
+#[inline]
 pub fn dequantize_k(u: &UnpackedK, out: &mut [f32]) {
     for g in 0..16 {
         let dl = u.d * u.sc[g] as f32;
@@ -79,6 +83,7 @@ pub fn is_supported(ty: GgmlType) -> bool {
 }
 
 /// Reference dequantization of a whole row: `src` holds `dst.len()` elements.
+#[inline]
 pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
     let (bs, ts) = ty.block();
     if dst.len() % bs != 0 || src.len() != dst.len() / bs * ts {

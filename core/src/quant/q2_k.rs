@@ -9,6 +9,7 @@ use super::{f16_at, UnpackedK};
 pub const BLOCK_BYTES: usize = 16 + 64 + 2 + 2;
 const _: () = assert!(BLOCK_BYTES == 84);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     for g in 0..16 {

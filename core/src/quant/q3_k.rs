@@ -11,12 +11,14 @@ const _: () = assert!(BLOCK_BYTES == 110);
 
 /// Scale g: low four bits from byte g (g < 8) or the high nibble of byte
 /// g-8; high two bits from byte 8 + g%4 at bit 2*(g/4).
+#[inline]
 fn scale(s: &[u8], g: usize) -> i16 {
     let lo = if g < 8 { s[g] & 0x0F } else { s[g - 8] >> 4 };
     let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
     (lo | (hi << 4)) as i16 - 32
 }
 
+#[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     let (hmask, qs, scales) = (&b[0..32], &b[32..96], &b[96..108]);

@@ -6,6 +6,7 @@ use super::{f16_at, Unpacked32};
 pub const BLOCK_BYTES: usize = 2 + 2 + 16;
 const _: () = assert!(BLOCK_BYTES == 20);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
     let mut q = [0i8; 32];
     for j in 0..16 {

@@ -10,6 +10,7 @@ pub const BLOCK_BYTES: usize = 2 + 2 + 12 + 128;
 const _: () = assert!(BLOCK_BYTES == 144);
 
 /// Scale and min of sub-block j (ggml's `get_scale_min_k4`); shared with Q5_K.
+#[inline]
 pub fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
@@ -18,6 +19,7 @@ pub fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     }
 }
 
+#[inline]
 pub fn set_scales(u: &mut UnpackedK, scales: &[u8]) {
     for j in 0..8 {
         let (sc, mn) = scale_min(j, scales);
@@ -28,6 +30,7 @@ pub fn set_scales(u: &mut UnpackedK, scales: &[u8]) {
     }
 }
 
+#[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     set_scales(&mut u, &b[4..16]);

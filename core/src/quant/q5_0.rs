@@ -7,6 +7,7 @@ use super::{f16_at, Unpacked32};
 pub const BLOCK_BYTES: usize = 2 + 4 + 16;
 const _: () = assert!(BLOCK_BYTES == 22);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
     let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
     let mut q = [0i8; 32];

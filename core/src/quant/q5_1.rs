@@ -6,6 +6,7 @@ use super::{f16_at, Unpacked32};
 pub const BLOCK_BYTES: usize = 2 + 2 + 4 + 16;
 const _: () = assert!(BLOCK_BYTES == 24);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
     let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
     let mut q = [0i8; 32];

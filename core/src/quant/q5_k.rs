@@ -8,6 +8,7 @@ use super::{f16_at, q4_k, UnpackedK};
 pub const BLOCK_BYTES: usize = 2 + 2 + 12 + 32 + 128;
 const _: () = assert!(BLOCK_BYTES == 176);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     q4_k::set_scales(&mut u, &b[4..16]);

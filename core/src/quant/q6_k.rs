@@ -10,6 +10,7 @@ use super::{f16_at, UnpackedK};
 pub const BLOCK_BYTES: usize = 128 + 64 + 16 + 2;
 const _: () = assert!(BLOCK_BYTES == 210);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     for g in 0..16 {

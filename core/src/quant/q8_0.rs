@@ -6,6 +6,7 @@ use super::{f16_at, Unpacked32};
 pub const BLOCK_BYTES: usize = 2 + 32;
 const _: () = assert!(BLOCK_BYTES == 34);
 
+#[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
     let mut q = [0i8; 32];
     for (o, &v) in q.iter_mut().zip(&b[2..34]) {

@@ -83,6 +83,7 @@ impl GgmlType {
     }
 
     /// (elements per block, bytes per block)
+    #[inline]
     pub fn block(self) -> (usize, usize) {
         match self {
             F32 => (1, 4),
@@ -118,15 +119,18 @@ impl GgmlType {
         }
     }
 
+    #[inline]
     pub fn block_size(self) -> usize {
         self.block().0
     }
 
+    #[inline]
     pub fn type_size(self) -> usize {
         self.block().1
     }
 
     /// Bytes of a row of `n` elements, or None if `n` is not whole blocks.
+    #[inline]
     pub fn row_bytes(self, n: usize) -> Option<usize> {
         let (bs, ts) = self.block();
         (n % bs == 0).then(|| n / bs * ts)
@@ -171,6 +175,7 @@ impl GgmlType {
 
     /// The activation format a weight type's dot product pairs with, as in
     /// ggml's `vec_dot_type`. None: the type has no kernel in tern.
+    #[inline]
     pub fn vec_dot_type(self) -> Option<GgmlType> {
         match self {
             F32 | F16 | BF16 => Some(F32),

@@ -31,6 +31,7 @@ enum Cmd {
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
+    tern::kernels::select()?; // a TERN_KERNELS this CPU cannot run is an error
     match cli.cmd {
         Cmd::Run(a) => run::run(a),
         Cmd::Chat(a) => chat::run(a),

@@ -1,0 +1,155 @@
+//! One conformance harness for every backend: each kernel against the
+//! scalar reference on deterministic pseudo-random data — every weight type,
+//! several row lengths and token counts, odd lengths for f32 tails,
+//! unaligned slices — asserting bit equality. Returns the first mismatch.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{scalar, Acts, Kernels, QMatrix, Scalar};
+use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+
+struct Rand(u64);
+impl Rand {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f32(&mut self, scale: f32) -> f32 {
+        ((self.next() % 20001) as f32 / 10000.0 - 1.0) * scale
+    }
+}
+
+/// Weight types with kernels, and the byte offsets of their f16 scales.
+const TYPES: &[(GgmlType, &[usize])] = &[
+    (GgmlType::F32, &[]),
+    (GgmlType::F16, &[]),
+    (GgmlType::BF16, &[]),
+    (GgmlType::Q4_0, &[0]),
+    (GgmlType::Q4_1, &[0, 2]),
+    (GgmlType::Q5_0, &[0]),
+    (GgmlType::Q5_1, &[0, 2]),
+    (GgmlType::Q8_0, &[0]),
+    (GgmlType::Q2_K, &[80, 82]),
+    (GgmlType::Q3_K, &[108]),
+    (GgmlType::Q4_K, &[0, 2]),
+    (GgmlType::Q5_K, &[0, 2]),
+    (GgmlType::Q6_K, &[208]),
+];
+
+/// Random weights of `ty`: random bytes, valid finite scales.
+fn weights(r: &mut Rand, ty: GgmlType, scales: &[usize], n_cols: usize, n_rows: usize) -> Vec<u8> {
+    let n = n_cols * n_rows;
+    match ty {
+        GgmlType::F32 => (0..n).flat_map(|_| r.f32(1.0).to_le_bytes()).collect(),
+        GgmlType::F16 => (0..n).flat_map(|_| half::f16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
+        GgmlType::BF16 => (0..n).flat_map(|_| half::bf16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
+        _ => {
+            let (bs, ts) = ty.block();
+            let mut b: Vec<u8> = (0..n / bs * ts).map(|_| r.next() as u8).collect();
+            for blk in b.chunks_exact_mut(ts) {
+                for &o in scales {
+                    blk[o..o + 2].copy_from_slice(&half::f16::from_f32(r.f32(0.05)).to_le_bytes());
+                }
+            }
+            b
+        }
+    }
+}
+
+fn same(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Check `k` against the scalar reference; Err names the first mismatch.
+pub fn check(k: &dyn Kernels) -> Result<(), String> {
+    let mut r = Rand(0x9E37_79B9_7F4A_7C15);
+    let s = Scalar;
+    for &(ty, scales) in TYPES {
+        for &n_cols in &[256usize, 512, 1536] {
+            let n_rows = 9;
+            let w = weights(&mut r, ty, scales, n_cols, n_rows);
+            let m = QMatrix { ty, data: &w, n_cols, n_rows };
+            for &n_tok in &[1usize, 3, 11] {
+                let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
+                let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
+                let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];
+                let mut qk = vec![BlockQ8K::ZERO; n_tok * n_cols / QK_K];
+                let (mut e0, mut e1, mut ek) = (q0.clone(), q1.clone(), qk.clone());
+                k.quantize_q8_0(&x, &mut q0);
+                s.quantize_q8_0(&x, &mut e0);
+                k.quantize_q8_1(&x, &mut q1);
+                s.quantize_q8_1(&x, &mut e1);
+                k.quantize_q8_k(&x, &mut qk);
+                s.quantize_q8_k(&x, &mut ek);
+                if q0 != e0 || q1 != e1 || qk != ek {
+                    return Err(format!("{}: 8-bit quantization of {n_tok}×{n_cols} differs", k.name()));
+                }
+                let mut acts = vec![Acts::F32(&x)];
+                match ty.vec_dot_type() {
+                    Some(GgmlType::Q8_0) => acts.push(Acts::Q8_0(&q0)),
+                    Some(GgmlType::Q8_1) => acts.push(Acts::Q8_1(&q1)),
+                    Some(GgmlType::Q8_K) => acts.push(Acts::Q8K(&qk)),
+                    _ => {}
+                }
+                for a in acts {
+                    // all rows, and a range not starting at 0
+                    for rows in [0..n_rows, 2..7] {
+                        let mut got = vec![0.0f32; rows.len() * n_tok];
+                        let mut want = got.clone();
+                        k.matmul_rows(&m, a, n_tok, rows.clone(), &mut got);
+                        scalar::matmul_rows(&m, a, n_tok, rows.clone(), &mut want);
+                        if !same(&got, &want) {
+                            let kind = if matches!(a, Acts::F32(_)) { "f32" } else { "q8" };
+                            return Err(format!(
+                                "{}: matmul {} × {kind}, {n_cols} cols, {n_tok} tokens, rows {rows:?}: {got:?} != {want:?}",
+                                k.name(),
+                                ty.name()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // f32 kernels: odd lengths and unaligned starts
+    for &n in &[1usize, 7, 16, 17, 64, 100, 896] {
+        let buf: Vec<f32> = (0..n + 5).map(|_| r.f32(3.0)).collect();
+        let (x, w) = (&buf[1..n + 1], &buf[3..n + 3]);
+        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+        k.rms_norm(x, w, 1e-6, &mut a);
+        s.rms_norm(x, w, 1e-6, &mut b);
+        if !same(&a, &b) {
+            return Err(format!("{}: rms_norm of {n}", k.name()));
+        }
+        let (mut g1, mut g2) = (x.to_vec(), x.to_vec());
+        k.swiglu(&mut g1, w);
+        s.swiglu(&mut g2, w);
+        if !same(&g1, &g2) {
+            return Err(format!("{}: swiglu of {n}", k.name()));
+        }
+    }
+    for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160)] {
+        let q: Vec<f32> = (0..hd).map(|_| r.f32(1.0)).collect();
+        let kc: Vec<f32> = (0..n_kv * stride).map(|_| r.f32(1.0)).collect();
+        let vc: Vec<f32> = (0..n_kv * stride).map(|_| r.f32(1.0)).collect();
+        let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
+        let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
+        k.attention_head(&q, &kc, &vc, stride, n_kv, 0.125, &mut s1, &mut o1);
+        s.attention_head(&q, &kc, &vc, stride, n_kv, 0.125, &mut s2, &mut o2);
+        if !same(&o1, &o2) {
+            return Err(format!("{}: attention head_dim {hd} over {n_kv}", k.name()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[test]
+fn scalar_conforms_to_itself() {
+    check(&Scalar).unwrap();
+}

@@ -1,0 +1,53 @@
+//! Kernel backends for this CPU, chosen once at run time: the fastest the
+//! CPU supports, or the one `TERN_KERNELS` names (`scalar`, `avx2`,
+//! `avx512`). Every backend equals the scalar reference bit for bit.
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::sync::OnceLock;
+
+use tern_core::kernels::{Kernels, Scalar};
+
+use crate::error::{Error, Result};
+
+/// The names of the backends this CPU can run, fastest first.
+pub fn available() -> Vec<&'static str> {
+    let mut v = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if x86::Avx512::new().is_some() {
+            v.push("avx512");
+        }
+        if x86::Avx2::new().is_some() {
+            v.push("avx2");
+        }
+    }
+    v.push("scalar");
+    v
+}
+
+/// The backend named `name`, if this CPU can run it.
+pub fn by_name(name: &str) -> Option<&'static dyn Kernels> {
+    match name {
+        "scalar" => Some(&Scalar),
+        #[cfg(target_arch = "x86_64")]
+        "avx2" => x86::Avx2::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
+        #[cfg(target_arch = "x86_64")]
+        "avx512" => x86::Avx512::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
+        _ => None,
+    }
+}
+
+/// The process's backend: `TERN_KERNELS` if set (an error if this CPU
+/// cannot run it: no silent fallback), else the fastest available.
+pub fn select() -> Result<&'static dyn Kernels> {
+    static CHOICE: OnceLock<std::result::Result<&'static dyn Kernels, String>> = OnceLock::new();
+    let choice = CHOICE.get_or_init(|| match std::env::var("TERN_KERNELS") {
+        Ok(name) => by_name(&name).ok_or_else(|| {
+            format!("TERN_KERNELS={name} is not available on this CPU (available: {})", available().join(", "))
+        }),
+        Err(_) => Ok(by_name(available()[0]).unwrap_or(&Scalar)),
+    });
+    choice.clone().map_err(|detail| Error::Core(tern_core::Error::Unsupported { what: detail }))
+}

@@ -1,0 +1,331 @@
+//! AVX2 integer block dots for the quantized path, four weight rows at a
+//! time: each block's exact i32 dot per row, then the per-row float update
+//! `acc = acc + ((dw * da) * isum [+ m * s | − (dmin * da) * imin])` done
+//! lane-wise on four rows — the scalar reference's expression and order, so
+//! results are bit-identical to it. Other types and tail rows go to the
+//! reference (compiled with AVX2 by the caller).
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::kernels::{scalar, Acts, QMatrix};
+use tern_core::quant::{q4_k, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+
+const R: usize = 4;
+
+/// The f16 at byte `o` of each of the four rows, as four f32 (exact).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn f16x4(rws: &[&[u8]; R], o: usize) -> __m128 {
+    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
+    _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
+}
+
+/// Sum each of four 8×i32 vectors: [Σa, Σb, Σc, Σd].
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum4(a: __m256i, b: __m256i, c: __m256i, d: __m256i) -> __m128i {
+    let ab = _mm256_hadd_epi32(a, b);
+    let cd = _mm256_hadd_epi32(c, d);
+    let s = _mm256_hadd_epi32(ab, cd);
+    _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s))
+}
+
+/// 32 bits → 32 bytes, 0xFF where the bit is set (ggml's bytes_from_bits_32).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bits_to_bytes(x: u32) -> __m256i {
+    let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
+    let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
+}
+
+/// 16 packed bytes → 32 nibbles: low nibbles then high nibbles.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn nibbles(p: &[u8]) -> __m256i {
+    // SAFETY: `p` has at least 16 bytes (callers pass a block's qs).
+    let x = unsafe { _mm_loadu_si128(p.as_ptr() as *const __m128i) };
+    let lo = _mm_and_si128(x, _mm_set1_epi8(0x0F));
+    let hi = _mm_and_si128(_mm_srli_epi16::<4>(x), _mm_set1_epi8(0x0F));
+    _mm256_set_m128i(hi, lo)
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load32(p: &[i8]) -> __m256i {
+    debug_assert!(p.len() >= 32);
+    // SAFETY: `p` has at least 32 bytes (a block's quants).
+    unsafe { _mm256_loadu_si256(p.as_ptr() as *const __m256i) }
+}
+
+/// A legacy 32-element format: its block's weights as 32 bytes, signed
+/// (sign trick in the dot) or unsigned 0..31.
+trait Block32 {
+    const BYTES: usize;
+    const SIGNED: bool;
+    /// Offset of the f16 min (`m`), for the offset formats.
+    const M_AT: usize = 2;
+    fn weights(b: &[u8]) -> __m256i;
+}
+
+struct Q4_0;
+struct Q4_1;
+struct Q5_0;
+struct Q5_1;
+struct Q8_0;
+
+impl Block32 for Q4_0 {
+    const BYTES: usize = 18;
+    const SIGNED: bool = true;
+    #[inline(always)]
+    fn weights(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2 (every caller is an AVX2 target_feature fn).
+        unsafe { _mm256_sub_epi8(nibbles(&b[2..18]), _mm256_set1_epi8(8)) }
+    }
+}
+
+impl Block32 for Q4_1 {
+    const BYTES: usize = 20;
+    const SIGNED: bool = false;
+    #[inline(always)]
+    fn weights(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2.
+        unsafe { nibbles(&b[4..20]) }
+    }
+}
+
+impl Block32 for Q5_0 {
+    const BYTES: usize = 22;
+    const SIGNED: bool = true;
+    #[inline(always)]
+    fn weights(b: &[u8]) -> __m256i {
+        let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+        // SAFETY: callers hold AVX2.
+        unsafe {
+            let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+            _mm256_sub_epi8(_mm256_or_si256(nibbles(&b[6..22]), hi), _mm256_set1_epi8(16))
+        }
+    }
+}
+
+impl Block32 for Q5_1 {
+    const BYTES: usize = 24;
+    const SIGNED: bool = false;
+    #[inline(always)]
+    fn weights(b: &[u8]) -> __m256i {
+        let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        // SAFETY: callers hold AVX2.
+        unsafe {
+            let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+            _mm256_or_si256(nibbles(&b[8..24]), hi)
+        }
+    }
+}
+
+impl Block32 for Q8_0 {
+    const BYTES: usize = 34;
+    const SIGNED: bool = true;
+    #[inline(always)]
+    fn weights(b: &[u8]) -> __m256i {
+        // SAFETY: a Q8_0 block has 32 quant bytes after its scale; AVX is held.
+        unsafe { _mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i) }
+    }
+}
+
+/// Exact dot of 32 weights with 32 activations, as 8 partial i32 sums.
+#[inline(always)]
+fn dot32(w: __m256i, signed: bool, a: __m256i) -> __m256i {
+    // SAFETY: only reached from AVX2 target_feature functions.
+    unsafe { dot32_avx2(w, signed, a) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn dot32_avx2(w: __m256i, signed: bool, a: __m256i) -> __m256i {
+    let p = if signed {
+        _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w))
+    } else {
+        _mm256_maddubs_epi16(w, a)
+    };
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
+/// Whether this module has a kernel for `ty` with these activations.
+pub fn handles(ty: GgmlType, x: &Acts) -> bool {
+    matches!(
+        (ty, x),
+        (GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0, Acts::Q8_0(_))
+            | (GgmlType::Q4_1 | GgmlType::Q5_1, Acts::Q8_1(_))
+            | (GgmlType::Q4_K | GgmlType::Q6_K, Acts::Q8K(_))
+    )
+}
+
+/// As `scalar::matmul_rows`, for the types `handles` accepts.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let n_full = rows.len() / R * R;
+    for g in 0..n_full / R {
+        let r0 = rows.start + g * R;
+        let rws = [w.row(r0), w.row(r0 + 1), w.row(r0 + 2), w.row(r0 + 3)];
+        for t in 0..n_tok {
+            let nb = w.n_cols / QK8;
+            let acc = match (w.ty, x) {
+                (GgmlType::Q4_0, Acts::Q8_0(a)) => rows_q8_0::<Q4_0>(&rws, &a[t * nb..(t + 1) * nb]),
+                (GgmlType::Q5_0, Acts::Q8_0(a)) => rows_q8_0::<Q5_0>(&rws, &a[t * nb..(t + 1) * nb]),
+                (_, Acts::Q8_0(a)) => rows_q8_0::<Q8_0>(&rws, &a[t * nb..(t + 1) * nb]),
+                (GgmlType::Q4_1, Acts::Q8_1(a)) => rows_q8_1::<Q4_1>(&rws, &a[t * nb..(t + 1) * nb]),
+                (_, Acts::Q8_1(a)) => rows_q8_1::<Q5_1>(&rws, &a[t * nb..(t + 1) * nb]),
+                (_, Acts::Q8K(a)) => rows_q8_k(w.ty, &rws, &a[t * (w.n_cols / QK_K)..(t + 1) * (w.n_cols / QK_K)]),
+                (_, Acts::F32(_)) => unreachable!("f32 activations are not handled here"),
+            };
+            for (i, v) in acc.into_iter().enumerate() {
+                out[(g * R + i) * n_tok + t] = v;
+            }
+        }
+    }
+    if n_full < rows.len() {
+        let tail = rows.start + n_full..rows.end;
+        scalar::matmul_rows(w, x, n_tok, tail, &mut out[n_full * n_tok..]);
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn to_array(v: __m128) -> [f32; 4] {
+    let mut o = [0.0f32; 4];
+    // SAFETY: `o` holds four f32.
+    unsafe { _mm_storeu_ps(o.as_mut_ptr(), v) };
+    o
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+fn rows_q8_0<T: Block32>(rws: &[&[u8]; R], a: &[BlockQ8_0]) -> [f32; 4] {
+    let ts = T::BYTES;
+    let mut acc = _mm_setzero_ps();
+    for (b, ab) in a.iter().enumerate() {
+        let av = load32(&ab.qs);
+        let o = b * ts;
+        let p: [__m256i; R] = core::array::from_fn(|i| dot32(T::weights(&rws[i][o..o + ts]), T::SIGNED, av));
+        let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
+        let dw = f16x4(rws, o);
+        let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d)), isum);
+        acc = _mm_add_ps(acc, t);
+    }
+    to_array(acc)
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+fn rows_q8_1<T: Block32>(rws: &[&[u8]; R], a: &[BlockQ8_1]) -> [f32; 4] {
+    let ts = T::BYTES;
+    let mut acc = _mm_setzero_ps();
+    for (b, ab) in a.iter().enumerate() {
+        let av = load32(&ab.qs);
+        let o = b * ts;
+        let p: [__m256i; R] = core::array::from_fn(|i| dot32(T::weights(&rws[i][o..o + ts]), T::SIGNED, av));
+        let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
+        let dw = f16x4(rws, o);
+        let mo = o + T::M_AT;
+        let m = f16x4(rws, mo);
+        let t = _mm_add_ps(_mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d)), isum), _mm_mul_ps(m, _mm_set1_ps(ab.s)));
+        acc = _mm_add_ps(acc, t);
+    }
+    to_array(acc)
+}
+
+/// Σ_j sc_j · (sub-block j's dot) for one Q4_K super-block, as 8 partial
+/// i32 sums; and Σ_j mn_j · (bsum of sub-block j).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn q4_k_block(b: &[u8], a: &BlockQ8K) -> (__m256i, i32) {
+    let mut acc = _mm256_setzero_si256();
+    let mut imin = 0i32;
+    let qs = &b[16..144];
+    for i in 0..4 {
+        let (sc0, mn0) = q4_k::scale_min(2 * i, &b[4..16]);
+        let (sc1, mn1) = q4_k::scale_min(2 * i + 1, &b[4..16]);
+        // SAFETY: 32 bytes at 32i are inside the 128 quant bytes.
+        let q = unsafe { _mm256_loadu_si256(qs[32 * i..].as_ptr() as *const __m256i) };
+        let lo = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), _mm256_set1_epi8(0x0F));
+        let p0 = _mm256_maddubs_epi16(lo, load32(&a.qs[64 * i..]));
+        let p1 = _mm256_maddubs_epi16(hi, load32(&a.qs[64 * i + 32..]));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc0 as i16)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc1 as i16)));
+        let bs = |g: usize| a.bsums[g] as i32;
+        imin += mn0 as i32 * (bs(4 * i) + bs(4 * i + 1)) + mn1 as i32 * (bs(4 * i + 2) + bs(4 * i + 3));
+    }
+    (acc, imin)
+}
+
+/// Σ_g sc_g · (group g's dot) for one Q6_K super-block, as 8 partial i32
+/// sums (quants offset to 0..63), and the offset's correction 32·Σ sc_g·bsum_g.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn q6_k_block(b: &[u8], a: &BlockQ8K) -> (__m256i, i32) {
+    let mut acc = _mm256_setzero_si256();
+    let sc = |g: usize| b[192 + g] as i8 as i16;
+    let m4 = _mm256_set1_epi8(0x0F);
+    let m2 = _mm256_set1_epi8(0x03);
+    for h in 0..2 {
+        // SAFETY: 64 bytes of ql at 64h and 32 bytes of qh at 128 + 32h lie in the 210-byte block.
+        let (ql0, ql1, qh) = unsafe {
+            (
+                _mm256_loadu_si256(b[64 * h..].as_ptr() as *const __m256i),
+                _mm256_loadu_si256(b[64 * h + 32..].as_ptr() as *const __m256i),
+                _mm256_loadu_si256(b[128 + 32 * h..].as_ptr() as *const __m256i),
+            )
+        };
+        let hbits = |k: i32| {
+            let s = match k {
+                0 => qh,
+                1 => _mm256_srli_epi16::<2>(qh),
+                2 => _mm256_srli_epi16::<4>(qh),
+                _ => _mm256_srli_epi16::<6>(qh),
+            };
+            _mm256_slli_epi16::<4>(_mm256_and_si256(s, m2))
+        };
+        let q = [
+            _mm256_or_si256(_mm256_and_si256(ql0, m4), hbits(0)),
+            _mm256_or_si256(_mm256_and_si256(ql1, m4), hbits(1)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), hbits(2)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hbits(3)),
+        ];
+        for (k, qk) in q.into_iter().enumerate() {
+            let e = 128 * h + 32 * k; // first element of this run
+            let g = e / 16;
+            let p = _mm256_maddubs_epi16(qk, load32(&a.qs[e..]));
+            let s = _mm256_set_m128i(_mm_set1_epi16(sc(g + 1)), _mm_set1_epi16(sc(g)));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+        }
+    }
+    let corr: i32 = (0..16).map(|g| sc(g) as i32 * a.bsums[g] as i32).sum::<i32>() * 32;
+    (acc, corr)
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+fn rows_q8_k(ty: GgmlType, rws: &[&[u8]; R], a: &[BlockQ8K]) -> [f32; 4] {
+    let ts = ty.type_size();
+    let mut acc = _mm_setzero_ps();
+    for (b, ab) in a.iter().enumerate() {
+        let o = b * ts;
+        let da = _mm_set1_ps(ab.d);
+        let t = if ty == GgmlType::Q4_K {
+            let r: [(__m256i, i32); R] = core::array::from_fn(|i| q4_k_block(&rws[i][o..o + ts], ab));
+            let isum = _mm_cvtepi32_ps(hsum4(r[0].0, r[1].0, r[2].0, r[3].0));
+            let imin = _mm_cvtepi32_ps(_mm_setr_epi32(r[0].1, r[1].1, r[2].1, r[3].1));
+            let d = f16x4(rws, o);
+            let dmin = f16x4(rws, o + 2);
+            _mm_sub_ps(_mm_mul_ps(_mm_mul_ps(d, da), isum), _mm_mul_ps(_mm_mul_ps(dmin, da), imin))
+        } else {
+            // Q6_K: no mins; `− (0 · da) · 0` leaves the value unchanged
+            let r: [(__m256i, i32); R] = core::array::from_fn(|i| q6_k_block(&rws[i][o..o + ts], ab));
+            let sums = _mm_sub_epi32(hsum4(r[0].0, r[1].0, r[2].0, r[3].0), _mm_setr_epi32(r[0].1, r[1].1, r[2].1, r[3].1));
+            let d = f16x4(rws, o + 208);
+            _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(sums))
+        };
+        acc = _mm_add_ps(acc, t);
+    }
+    to_array(acc)
+}
