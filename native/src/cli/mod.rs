@@ -1,5 +1,6 @@
 //! Subcommands of the `tern` CLI.
 
+mod bench;
 mod chat;
 mod info;
 mod perplexity;
@@ -22,6 +23,8 @@ pub struct Cli {
 enum Cmd {
     /// Generate text from a prompt, streamed as it is produced.
     Run(run::Args),
+    /// Measure prompt processing and generation speed (like llama-bench).
+    Bench(bench::Args),
     /// Chat with a model in the terminal (multi-turn, streamed).
     Chat(chat::Args),
     /// Print a model's architecture, dimensions, tensor types, tokenizer.
@@ -34,6 +37,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
     tern::kernels::select()?; // a TERN_KERNELS this CPU cannot run is an error
     match cli.cmd {
         Cmd::Run(a) => run::run(a),
+        Cmd::Bench(a) => bench::run(a),
         Cmd::Chat(a) => chat::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Perplexity(a) => perplexity::run(a),

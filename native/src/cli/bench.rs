@@ -1,0 +1,185 @@
+//! `tern bench`: what llama-bench measures — prompt processing (pp) and
+//! generation (tg) in tokens/s at an optional context depth — plus time to
+//! first token, inter-token latency percentiles, peak RSS and weight bytes.
+//! Like llama-bench it feeds random token ids and times only the forward
+//! passes (no tokenization, no sampling). `-o json` uses llama-bench's
+//! field names so one script reads both tools.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tern::{Result, Threads};
+use tern_core::sampler::Rng;
+use tern_core::Logits;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[arg(short, long)]
+    model: Option<PathBuf>,
+    /// Prompt tokens for the pp test (0 = skip)
+    #[arg(short = 'p', long, default_value_t = 512)]
+    n_prompt: usize,
+    /// Generated tokens for the tg test (0 = skip)
+    #[arg(short = 'n', long, default_value_t = 128)]
+    n_gen: usize,
+    /// Tokens already in the cache before each test
+    #[arg(short = 'd', long, default_value_t = 0)]
+    n_depth: usize,
+    /// Threads (comma-separated list to sweep)
+    #[arg(short, long, value_delimiter = ',', default_value = "0")]
+    threads: Vec<usize>,
+    /// Repetitions
+    #[arg(short, long, default_value_t = 5)]
+    reps: usize,
+    /// Output: md or json
+    #[arg(short, long, default_value = "md")]
+    output: String,
+    /// Tokens per forward step during prefill
+    #[arg(short = 'b', long, default_value_t = 512)]
+    n_batch: usize,
+}
+
+struct Sample {
+    n_prompt: usize,
+    n_gen: usize,
+    n_threads: usize,
+    ns: Vec<u64>,
+    /// tg only: per-token latencies of all reps
+    itl_ns: Vec<u64>,
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    let var = if v.len() > 1 { v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64 } else { 0.0 };
+    (m, var.sqrt())
+}
+
+fn peak_rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let path = super::model_path(a.model)?;
+    let t_load = Instant::now();
+    let lm = tern::load(&path)?;
+    let load_ms = t_load.elapsed().as_secs_f64() * 1e3;
+    let m = &lm.model;
+    let nv = m.config.n_vocab as u64;
+    let weight_bytes: usize = m.weights.matrices().map(|t| t.len).sum();
+    let mut rng = Rng::new(42);
+    let mut rand_tokens = |n: usize| (0..n).map(|_| (rng.next_u64() % nv) as u32).collect::<Vec<u32>>();
+    let n_ctx = a.n_depth + a.n_prompt.max(a.n_gen) + 1;
+    let mut samples = Vec::new();
+    let mut ttft_ms = Vec::new();
+    for &t in &a.threads {
+        let threads = Threads::new(t);
+        let e = tern::engine(&threads, false);
+        let mut session = m.session(n_ctx, a.n_batch);
+        let depth = rand_tokens(a.n_depth);
+        // warm-up: one short run of each kind (pages the weights in)
+        session.forward(m, &e, &rand_tokens(a.n_prompt.clamp(1, 16)), Logits::Last)?;
+        session.truncate(0);
+        if a.n_prompt > 0 {
+            let mut s = Sample { n_prompt: a.n_prompt, n_gen: 0, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
+            for _ in 0..a.reps {
+                session.truncate(0);
+                if !depth.is_empty() {
+                    session.forward(m, &e, &depth, Logits::None)?;
+                }
+                let toks = rand_tokens(a.n_prompt);
+                let t0 = Instant::now();
+                session.forward(m, &e, &toks, Logits::Last)?;
+                let ns = t0.elapsed().as_nanos() as u64;
+                s.ns.push(ns);
+                ttft_ms.push(ns as f64 / 1e6);
+            }
+            samples.push(s);
+        }
+        if a.n_gen > 0 {
+            let mut s = Sample { n_prompt: 0, n_gen: a.n_gen, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
+            for _ in 0..a.reps {
+                session.truncate(0);
+                if !depth.is_empty() {
+                    session.forward(m, &e, &depth, Logits::None)?;
+                }
+                let toks = rand_tokens(a.n_gen);
+                let t0 = Instant::now();
+                for &tok in &toks {
+                    let ts = Instant::now();
+                    session.forward(m, &e, &[tok], Logits::Last)?;
+                    s.itl_ns.push(ts.elapsed().as_nanos() as u64);
+                }
+                s.ns.push(t0.elapsed().as_nanos() as u64);
+            }
+            samples.push(s);
+        }
+    }
+    let rss = peak_rss_bytes();
+    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let kernels = tern::kernels().name();
+    if a.output == "json" {
+        let rows: Vec<serde_json::Value> = samples
+            .iter()
+            .map(|s| {
+                let n = (s.n_prompt + s.n_gen) as f64;
+                let ts: Vec<f64> = s.ns.iter().map(|&ns| n / (ns as f64 / 1e9)).collect();
+                let (avg_ts, stddev_ts) = mean_sd(&ts);
+                let nsf: Vec<f64> = s.ns.iter().map(|&v| v as f64).collect();
+                let (avg_ns, stddev_ns) = mean_sd(&nsf);
+                let mut itl = s.itl_ns.clone();
+                itl.sort_unstable();
+                let pct = |p: usize| itl.get((itl.len() * p / 100).min(itl.len().saturating_sub(1))).map_or(0.0, |&v| v as f64 / 1e6);
+                serde_json::json!({
+                    "engine": "tern", "backends": format!("CPU/{kernels}"), "model_filename": file,
+                    "model_type": format!("{} {}", m.config.arch.name(), m.config.name),
+                    "model_size": weight_bytes, "n_batch": a.n_batch, "n_ubatch": a.n_batch,
+                    "n_threads": s.n_threads, "type_k": "f32", "type_v": "f32",
+                    "n_prompt": s.n_prompt, "n_gen": s.n_gen, "n_depth": a.n_depth,
+                    "avg_ns": avg_ns as u64, "stddev_ns": stddev_ns as u64, "avg_ts": avg_ts, "stddev_ts": stddev_ts,
+                    "samples_ns": s.ns, "samples_ts": ts,
+                    "itl_p50_ms": pct(50), "itl_p90_ms": pct(90), "itl_p99_ms": pct(99),
+                    "peak_rss_bytes": rss, "weight_bytes": weight_bytes, "repacked_bytes": 0, "load_ms": load_ms,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+        return Ok(());
+    }
+    println!("| model | size | backend | threads | test | t/s | ITL p50/p90/p99 ms |");
+    println!("| --- | ---: | --- | ---: | ---: | ---: | ---: |");
+    for s in &samples {
+        let n = (s.n_prompt + s.n_gen) as f64;
+        let ts: Vec<f64> = s.ns.iter().map(|&ns| n / (ns as f64 / 1e9)).collect();
+        let (avg, sd) = mean_sd(&ts);
+        let test = if s.n_prompt > 0 { format!("pp{}", s.n_prompt) } else { format!("tg{}", s.n_gen) };
+        let test = if a.n_depth > 0 { format!("{test} @ d{}", a.n_depth) } else { test };
+        let mut itl = s.itl_ns.clone();
+        itl.sort_unstable();
+        let pct = |p: usize| itl.get((itl.len() * p / 100).min(itl.len().saturating_sub(1))).map_or(0.0, |&v| v as f64 / 1e6);
+        let lat = if itl.is_empty() { "-".into() } else { format!("{:.2}/{:.2}/{:.2}", pct(50), pct(90), pct(99)) };
+        println!(
+            "| {file} | {:.1} MiB | CPU/{kernels} | {} | {test} | {avg:.2} ± {sd:.2} | {lat} |",
+            weight_bytes as f64 / 1048576.0,
+            s.n_threads
+        );
+    }
+    let (ttft, _) = if ttft_ms.is_empty() { (0.0, 0.0) } else { mean_sd(&ttft_ms) };
+    println!(
+        "\nload {load_ms:.0} ms (mmap), time to first token (pp{}) {ttft:.1} ms, peak RSS {:.1} MiB, weights {:.1} MiB, repacked 0 B",
+        a.n_prompt,
+        rss as f64 / 1048576.0,
+        weight_bytes as f64 / 1048576.0
+    );
+    Ok(())
+}
+
+fn threads_n(t: &Threads) -> usize {
+    use tern_core::parallel::Parallel;
+    t.n_workers()
+}
