@@ -19,3 +19,32 @@ fn requested_backend_is_the_one_used() {
         assert_eq!(tern::kernels::select().map(|k| k.name()).unwrap(), want);
     }
 }
+
+/// The whole model's logits are the same bits on every backend and thread
+/// count (prefill of a prompt, then cached decode steps).
+#[test]
+fn model_logits_identical_across_backends_and_threads() {
+    use tern_core::{Engine, Logits};
+    let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
+    let lm = tern::load(&path).unwrap();
+    let prompt = lm.tokenizer.encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
+    let run = |name: &str, threads: usize, exact: bool| {
+        let par = tern::Threads::new(threads);
+        let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };
+        let mut s = lm.model.session(64, 512);
+        let mut out = s.forward(&lm.model, &e, &prompt, Logits::All).unwrap().to_vec();
+        for t in [42u32, 7, 1000] {
+            out.extend_from_slice(s.forward(&lm.model, &e, &[t], Logits::Last).unwrap());
+        }
+        out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+    };
+    for exact in [false, true] {
+        let reference = run("scalar", 1, exact);
+        for name in tern::kernels::available() {
+            for threads in [1, 2] {
+                assert!(run(name, threads, exact) == reference, "{name} with {threads} threads (exact {exact}) differs from scalar");
+            }
+        }
+    }
+}
