@@ -237,16 +237,19 @@ pub fn top_p(c: &mut Vec<Candidate>, p: f32) {
         return;
     }
     softmax(c);
+    c.truncate(mass_prefix(c, p));
+}
+
+/// Length of the shortest prefix whose probability reaches `p` (at least 1).
+fn mass_prefix(c: &[Candidate], p: f32) -> usize {
     let mut cum = 0.0f32;
-    let mut keep = c.len();
     for (i, x) in c.iter().enumerate() {
         cum += x.p;
         if cum >= p {
-            keep = i + 1;
-            break;
+            return i + 1;
         }
     }
-    c.truncate(keep.max(1));
+    c.len().max(1)
 }
 
 /// Locally typical sampling (Meister et al.): order by |surprise −
@@ -259,16 +262,7 @@ pub fn typical(c: &mut Vec<Candidate>, p: f32) {
     let entropy: f32 = c.iter().filter(|x| x.p > 0.0).map(|x| -x.p * libm::logf(x.p)).sum();
     let dev = |x: &Candidate| libm::fabsf(-libm::logf(x.p) - entropy);
     c.sort_by(|a, b| dev(a).total_cmp(&dev(b)).then(a.id.cmp(&b.id)));
-    let mut cum = 0.0f32;
-    let mut keep = c.len();
-    for (i, x) in c.iter().enumerate() {
-        cum += x.p;
-        if cum >= p {
-            keep = i + 1;
-            break;
-        }
-    }
-    c.truncate(keep.max(1));
+    c.truncate(mass_prefix(c, p));
     c.sort_unstable_by(by_logit);
 }
 

@@ -186,11 +186,11 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
         for t in 0..n_tok {
             let nb = w.n_cols / QK8;
             let acc = match (w.ty, x) {
-                (GgmlType::Q4_0, Acts::Q8_0(a)) => rows_q8_0::<Q4_0>(&rws, &a[t * nb..(t + 1) * nb]),
-                (GgmlType::Q5_0, Acts::Q8_0(a)) => rows_q8_0::<Q5_0>(&rws, &a[t * nb..(t + 1) * nb]),
-                (_, Acts::Q8_0(a)) => rows_q8_0::<Q8_0>(&rws, &a[t * nb..(t + 1) * nb]),
-                (GgmlType::Q4_1, Acts::Q8_1(a)) => rows_q8_1::<Q4_1>(&rws, &a[t * nb..(t + 1) * nb]),
-                (_, Acts::Q8_1(a)) => rows_q8_1::<Q5_1>(&rws, &a[t * nb..(t + 1) * nb]),
+                (GgmlType::Q4_0, Acts::Q8_0(a)) => rows_32::<Q4_0, _>(&rws, &a[t * nb..(t + 1) * nb]),
+                (GgmlType::Q5_0, Acts::Q8_0(a)) => rows_32::<Q5_0, _>(&rws, &a[t * nb..(t + 1) * nb]),
+                (_, Acts::Q8_0(a)) => rows_32::<Q8_0, _>(&rws, &a[t * nb..(t + 1) * nb]),
+                (GgmlType::Q4_1, Acts::Q8_1(a)) => rows_32::<Q4_1, _>(&rws, &a[t * nb..(t + 1) * nb]),
+                (_, Acts::Q8_1(a)) => rows_32::<Q5_1, _>(&rws, &a[t * nb..(t + 1) * nb]),
                 (_, Acts::Q8K(a)) => rows_q8_k(w.ty, &rws, &a[t * (w.n_cols / QK_K)..(t + 1) * (w.n_cols / QK_K)]),
                 (_, Acts::F32(_)) => unreachable!("f32 activations are not handled here"),
             };
@@ -214,34 +214,48 @@ fn to_array(v: __m128) -> [f32; 4] {
     o
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-fn rows_q8_0<T: Block32>(rws: &[&[u8]; R], a: &[BlockQ8_0]) -> [f32; 4] {
-    let ts = T::BYTES;
-    let mut acc = _mm_setzero_ps();
-    for (b, ab) in a.iter().enumerate() {
-        let av = load32(&ab.qs);
-        let o = b * ts;
-        prefetch4(rws, o + PREFETCH);
-        let p = [
-            dot32(T::weights(&rws[0][o..o + ts]), T::SIGNED, av),
-            dot32(T::weights(&rws[1][o..o + ts]), T::SIGNED, av),
-            dot32(T::weights(&rws[2][o..o + ts]), T::SIGNED, av),
-            dot32(T::weights(&rws[3][o..o + ts]), T::SIGNED, av),
-        ];
-        let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
-        let dw = f16x4(rws, o);
-        let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d)), isum);
-        acc = _mm_add_ps(acc, t);
+/// An 8-bit activation block paired with 32-element weights: Q8_0, or Q8_1
+/// whose sum term `m * s` the offset formats add.
+trait Act32 {
+    fn qs(&self) -> &[i8; QK8];
+    fn d(&self) -> f32;
+    /// `t + m * s` for Q8_1; `t` for Q8_0 (which has no offset term).
+    fn with_offset(&self, t: __m128, m: impl FnOnce() -> __m128) -> __m128;
+}
+
+impl Act32 for BlockQ8_0 {
+    fn qs(&self) -> &[i8; QK8] {
+        &self.qs
     }
-    to_array(acc)
+    fn d(&self) -> f32 {
+        self.d
+    }
+    #[inline(always)]
+    fn with_offset(&self, t: __m128, _: impl FnOnce() -> __m128) -> __m128 {
+        t
+    }
+}
+
+impl Act32 for BlockQ8_1 {
+    fn qs(&self) -> &[i8; QK8] {
+        &self.qs
+    }
+    fn d(&self) -> f32 {
+        self.d
+    }
+    #[inline(always)]
+    fn with_offset(&self, t: __m128, m: impl FnOnce() -> __m128) -> __m128 {
+        // SAFETY: only reached from AVX2 target_feature functions.
+        unsafe { _mm_add_ps(t, _mm_mul_ps(m(), _mm_set1_ps(self.s))) }
+    }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
-fn rows_q8_1<T: Block32>(rws: &[&[u8]; R], a: &[BlockQ8_1]) -> [f32; 4] {
+fn rows_32<T: Block32, A: Act32>(rws: &[&[u8]; R], a: &[A]) -> [f32; 4] {
     let ts = T::BYTES;
     let mut acc = _mm_setzero_ps();
     for (b, ab) in a.iter().enumerate() {
-        let av = load32(&ab.qs);
+        let av = load32(ab.qs());
         let o = b * ts;
         prefetch4(rws, o + PREFETCH);
         let p = [
@@ -251,10 +265,8 @@ fn rows_q8_1<T: Block32>(rws: &[&[u8]; R], a: &[BlockQ8_1]) -> [f32; 4] {
             dot32(T::weights(&rws[3][o..o + ts]), T::SIGNED, av),
         ];
         let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
-        let dw = f16x4(rws, o);
-        let mo = o + T::M_AT;
-        let m = f16x4(rws, mo);
-        let t = _mm_add_ps(_mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d)), isum), _mm_mul_ps(m, _mm_set1_ps(ab.s)));
+        let t = _mm_mul_ps(_mm_mul_ps(f16x4(rws, o), _mm_set1_ps(ab.d())), isum);
+        let t = ab.with_offset(t, || f16x4(rws, o + T::M_AT));
         acc = _mm_add_ps(acc, t);
     }
     to_array(acc)
