@@ -180,22 +180,28 @@ pub fn handles(ty: GgmlType, x: &Acts) -> bool {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let n_full = rows.len() / R * R;
+    let nb = w.n_cols / QK8;
     for g in 0..n_full / R {
         let r0 = rows.start + g * R;
         let rws = [w.row(r0), w.row(r0 + 1), w.row(r0 + 2), w.row(r0 + 3)];
-        for t in 0..n_tok {
-            let nb = w.n_cols / QK8;
-            let acc = match (w.ty, x) {
-                (GgmlType::Q4_0, Acts::Q8_0(a)) => rows_32::<Q4_0, _>(&rws, &a[t * nb..(t + 1) * nb]),
-                (GgmlType::Q5_0, Acts::Q8_0(a)) => rows_32::<Q5_0, _>(&rws, &a[t * nb..(t + 1) * nb]),
-                (_, Acts::Q8_0(a)) => rows_32::<Q8_0, _>(&rws, &a[t * nb..(t + 1) * nb]),
-                (GgmlType::Q4_1, Acts::Q8_1(a)) => rows_32::<Q4_1, _>(&rws, &a[t * nb..(t + 1) * nb]),
-                (_, Acts::Q8_1(a)) => rows_32::<Q5_1, _>(&rws, &a[t * nb..(t + 1) * nb]),
-                (_, Acts::Q8K(a)) => rows_q8_k(w.ty, &rws, &a[t * (w.n_cols / QK_K)..(t + 1) * (w.n_cols / QK_K)]),
-                (_, Acts::F32(_)) => unreachable!("f32 activations are not handled here"),
-            };
+        let mut put = |t: usize, acc: [f32; 4]| {
             for (i, v) in acc.into_iter().enumerate() {
                 out[(g * R + i) * n_tok + t] = v;
+            }
+        };
+        for t0 in (0..n_tok).step_by(TILE) {
+            let nt = TILE.min(n_tok - t0);
+            let tile = match (w.ty, x) {
+                (GgmlType::Q4_0, Acts::Q8_0(a)) => rows_32::<Q4_0, _>(&rws, a, nb, t0, nt),
+                (GgmlType::Q5_0, Acts::Q8_0(a)) => rows_32::<Q5_0, _>(&rws, a, nb, t0, nt),
+                (_, Acts::Q8_0(a)) => rows_32::<Q8_0, _>(&rws, a, nb, t0, nt),
+                (GgmlType::Q4_1, Acts::Q8_1(a)) => rows_32::<Q4_1, _>(&rws, a, nb, t0, nt),
+                (_, Acts::Q8_1(a)) => rows_32::<Q5_1, _>(&rws, a, nb, t0, nt),
+                (_, Acts::Q8K(a)) => rows_k(w.ty, &rws, a, w.n_cols / QK_K, t0, nt),
+                _ => unreachable!("`handles` admits only these"),
+            };
+            for (j, acc) in tile.into_iter().take(nt).enumerate() {
+                put(t0 + j, acc);
             }
         }
     }
@@ -250,62 +256,76 @@ impl Act32 for BlockQ8_1 {
     }
 }
 
+/// Tokens per tile: each weight block is unpacked once per tile.
+const TILE: usize = 4;
+
+/// Four rows × up to `TILE` tokens (`t0..t0 + nt`) of a legacy format.
+/// Each (row, token) accumulates its blocks in order, as the reference.
 #[target_feature(enable = "avx2,fma,f16c")]
-fn rows_32<T: Block32, A: Act32>(rws: &[&[u8]; R], a: &[A]) -> [f32; 4] {
+fn rows_32<T: Block32, A: Act32>(rws: &[&[u8]; R], a: &[A], nb: usize, t0: usize, nt: usize) -> [[f32; 4]; TILE] {
     let ts = T::BYTES;
-    let mut acc = _mm_setzero_ps();
-    for (b, ab) in a.iter().enumerate() {
-        let av = load32(ab.qs());
+    let mut acc = [_mm_setzero_ps(); TILE];
+    for b in 0..nb {
         let o = b * ts;
         prefetch4(rws, o + PREFETCH);
-        let p = [
-            dot32(T::weights(&rws[0][o..o + ts]), T::SIGNED, av),
-            dot32(T::weights(&rws[1][o..o + ts]), T::SIGNED, av),
-            dot32(T::weights(&rws[2][o..o + ts]), T::SIGNED, av),
-            dot32(T::weights(&rws[3][o..o + ts]), T::SIGNED, av),
+        let w = [
+            T::weights(&rws[0][o..o + ts]),
+            T::weights(&rws[1][o..o + ts]),
+            T::weights(&rws[2][o..o + ts]),
+            T::weights(&rws[3][o..o + ts]),
         ];
-        let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
-        let t = _mm_mul_ps(_mm_mul_ps(f16x4(rws, o), _mm_set1_ps(ab.d())), isum);
-        let t = ab.with_offset(t, || f16x4(rws, o + T::M_AT));
-        acc = _mm_add_ps(acc, t);
+        let dw = f16x4(rws, o);
+        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+            let ab = &a[(t0 + j) * nb + b];
+            let av = load32(ab.qs());
+            let p = [dot32(w[0], T::SIGNED, av), dot32(w[1], T::SIGNED, av), dot32(w[2], T::SIGNED, av), dot32(w[3], T::SIGNED, av)];
+            let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
+            let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
+            let t = ab.with_offset(t, || f16x4(rws, o + T::M_AT));
+            *acc = _mm_add_ps(*acc, t);
+        }
     }
-    to_array(acc)
+    acc.map(|v| to_array(v))
 }
 
-/// Σ_j sc_j · (sub-block j's dot) for one Q4_K super-block, as 8 partial
-/// i32 sums; and Σ_j mn_j · (bsum of sub-block j).
+/// A K-quant super-block unpacked for the dot: 8 runs of 32 unsigned
+/// quants, each run's i16 scale multipliers (one per 16-group), and the
+/// per-group weights of the activation group sums (Q4_K: its mins; Q6_K:
+/// 32 × its scales, undoing the +32 offset of its quants).
+struct KBlock {
+    q: [__m256i; 8],
+    mult: [__m256i; 8],
+    minw: __m256i,
+}
+
 #[inline]
 #[target_feature(enable = "avx2")]
-fn q4_k_block(b: &[u8], a: &BlockQ8K) -> (__m256i, i32) {
-    let mut acc = _mm256_setzero_si256();
-    let mut imin = 0i32;
-    let qs = &b[16..144];
+fn unpack_q4_k(b: &[u8]) -> KBlock {
+    let mut kb = KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
+    let mut mins = [0i16; 16];
     for i in 0..4 {
-        let (sc0, mn0) = q4_k::scale_min(2 * i, &b[4..16]);
-        let (sc1, mn1) = q4_k::scale_min(2 * i + 1, &b[4..16]);
-        // SAFETY: 32 bytes at 32i are inside the 128 quant bytes.
-        let q = unsafe { _mm256_loadu_si256(qs[32 * i..].as_ptr() as *const __m256i) };
-        let lo = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
-        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), _mm256_set1_epi8(0x0F));
-        let p0 = _mm256_maddubs_epi16(lo, load32(&a.qs[64 * i..]));
-        let p1 = _mm256_maddubs_epi16(hi, load32(&a.qs[64 * i + 32..]));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc0 as i16)));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc1 as i16)));
-        let bs = |g: usize| a.bsums[g] as i32;
-        imin += mn0 as i32 * (bs(4 * i) + bs(4 * i + 1)) + mn1 as i32 * (bs(4 * i + 2) + bs(4 * i + 3));
+        // SAFETY: 32 bytes at 16 + 32i are inside the 144-byte block.
+        let q = unsafe { _mm256_loadu_si256(b[16 + 32 * i..].as_ptr() as *const __m256i) };
+        kb.q[2 * i] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
+        kb.q[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(q), _mm256_set1_epi8(0x0F));
     }
-    (acc, imin)
+    for j in 0..8 {
+        let (sc, mn) = q4_k::scale_min(j, &b[4..16]);
+        kb.mult[j] = _mm256_set1_epi16(sc as i16);
+        mins[2 * j] = mn as i16;
+        mins[2 * j + 1] = mn as i16;
+    }
+    // SAFETY: `mins` holds 16 i16.
+    kb.minw = unsafe { _mm256_loadu_si256(mins.as_ptr() as *const __m256i) };
+    kb
 }
 
-/// Σ_g sc_g · (group g's dot) for one Q6_K super-block, as 8 partial i32
-/// sums (quants offset to 0..63), and the offset's correction 32·Σ sc_g·bsum_g.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn q6_k_block(b: &[u8], a: &BlockQ8K) -> (__m256i, i32) {
-    let mut acc = _mm256_setzero_si256();
+fn unpack_q6_k(b: &[u8]) -> KBlock {
+    let mut kb = KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
     let sc = |g: usize| b[192 + g] as i8 as i16;
-    let m4 = _mm256_set1_epi8(0x0F);
-    let m2 = _mm256_set1_epi8(0x03);
+    let (m4, m2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
     for h in 0..2 {
         // SAFETY: 64 bytes of ql at 64h and 32 bytes of qh at 128 + 32h lie in the 210-byte block.
         let (ql0, ql1, qh) = unsafe {
@@ -315,66 +335,66 @@ fn q6_k_block(b: &[u8], a: &BlockQ8K) -> (__m256i, i32) {
                 _mm256_loadu_si256(b[128 + 32 * h..].as_ptr() as *const __m256i),
             )
         };
-        let hbits = |k: i32| {
-            let s = match k {
-                0 => qh,
-                1 => _mm256_srli_epi16::<2>(qh),
-                2 => _mm256_srli_epi16::<4>(qh),
-                _ => _mm256_srli_epi16::<6>(qh),
-            };
-            _mm256_slli_epi16::<4>(_mm256_and_si256(s, m2))
-        };
-        let q = [
-            _mm256_or_si256(_mm256_and_si256(ql0, m4), hbits(0)),
-            _mm256_or_si256(_mm256_and_si256(ql1, m4), hbits(1)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), hbits(2)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hbits(3)),
-        ];
-        for (k, qk) in q.into_iter().enumerate() {
-            let e = 128 * h + 32 * k; // first element of this run
-            let g = e / 16;
-            let p = _mm256_maddubs_epi16(qk, load32(&a.qs[e..]));
-            let s = _mm256_set_m128i(_mm_set1_epi16(sc(g + 1)), _mm_set1_epi16(sc(g)));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
-        }
+        let hb = |s: __m256i| _mm256_slli_epi16::<4>(_mm256_and_si256(s, m2));
+        kb.q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hb(qh));
+        kb.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hb(_mm256_srli_epi16::<2>(qh)));
+        kb.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), hb(_mm256_srli_epi16::<4>(qh)));
+        kb.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hb(_mm256_srli_epi16::<6>(qh)));
     }
-    let corr: i32 = (0..16).map(|g| sc(g) as i32 * a.bsums[g] as i32).sum::<i32>() * 32;
-    (acc, corr)
+    let mut w = [0i16; 16];
+    for k in 0..8 {
+        kb.mult[k] = _mm256_set_m128i(_mm_set1_epi16(sc(2 * k + 1)), _mm_set1_epi16(sc(2 * k)));
+        w[2 * k] = 32 * sc(2 * k);
+        w[2 * k + 1] = 32 * sc(2 * k + 1);
+    }
+    // SAFETY: `w` holds 16 i16.
+    kb.minw = unsafe { _mm256_loadu_si256(w.as_ptr() as *const __m256i) };
+    kb
 }
 
+/// (Σ_run mult · (quants · activations), Σ_g minw_g · bsum_g), each as 8
+/// partial i32 sums. All exact integers.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn kdot(kb: &KBlock, a: &BlockQ8K) -> (__m256i, __m256i) {
+    let mut acc = _mm256_setzero_si256();
+    for r in 0..8 {
+        let p = _mm256_maddubs_epi16(kb.q[r], load32(&a.qs[32 * r..]));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, kb.mult[r]));
+    }
+    // SAFETY: `bsums` holds 16 i16.
+    let bs = unsafe { _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i) };
+    (acc, _mm256_madd_epi16(bs, kb.minw))
+}
+
+/// Four rows × up to `TILE` tokens of Q4_K or Q6_K.
 #[target_feature(enable = "avx2,fma,f16c")]
-fn rows_q8_k(ty: GgmlType, rws: &[&[u8]; R], a: &[BlockQ8K]) -> [f32; 4] {
+fn rows_k(ty: GgmlType, rws: &[&[u8]; R], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [[f32; 4]; TILE] {
     let ts = ty.type_size();
-    let mut acc = _mm_setzero_ps();
-    for (b, ab) in a.iter().enumerate() {
+    let q4 = ty == GgmlType::Q4_K;
+    let mut acc = [_mm_setzero_ps(); TILE];
+    for b in 0..nb {
         let o = b * ts;
         prefetch4(rws, o + PREFETCH);
-        let da = _mm_set1_ps(ab.d);
-        let t = if ty == GgmlType::Q4_K {
-            let r = [
-                q4_k_block(&rws[0][o..o + ts], ab),
-                q4_k_block(&rws[1][o..o + ts], ab),
-                q4_k_block(&rws[2][o..o + ts], ab),
-                q4_k_block(&rws[3][o..o + ts], ab),
-            ];
-            let isum = _mm_cvtepi32_ps(hsum4(r[0].0, r[1].0, r[2].0, r[3].0));
-            let imin = _mm_cvtepi32_ps(_mm_setr_epi32(r[0].1, r[1].1, r[2].1, r[3].1));
-            let d = f16x4(rws, o);
-            let dmin = f16x4(rws, o + 2);
-            _mm_sub_ps(_mm_mul_ps(_mm_mul_ps(d, da), isum), _mm_mul_ps(_mm_mul_ps(dmin, da), imin))
-        } else {
-            // Q6_K: no mins; `− (0 · da) · 0` leaves the value unchanged
-            let r = [
-                q6_k_block(&rws[0][o..o + ts], ab),
-                q6_k_block(&rws[1][o..o + ts], ab),
-                q6_k_block(&rws[2][o..o + ts], ab),
-                q6_k_block(&rws[3][o..o + ts], ab),
-            ];
-            let sums = _mm_sub_epi32(hsum4(r[0].0, r[1].0, r[2].0, r[3].0), _mm_setr_epi32(r[0].1, r[1].1, r[2].1, r[3].1));
-            let d = f16x4(rws, o + 208);
-            _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(sums))
-        };
-        acc = _mm_add_ps(acc, t);
+        let unpack = |r: &[u8]| if q4 { unpack_q4_k(&r[o..o + ts]) } else { unpack_q6_k(&r[o..o + ts]) };
+        let kb = [unpack(rws[0]), unpack(rws[1]), unpack(rws[2]), unpack(rws[3])];
+        let d = f16x4(rws, if q4 { o } else { o + 208 });
+        let dmin = f16x4(rws, o + 2);
+        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+            let ab = &a[(t0 + j) * nb + b];
+            let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];
+            let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
+            let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
+            let da = _mm_set1_ps(ab.d);
+            let t = if q4 {
+                let x = _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(isum));
+                _mm_sub_ps(x, _mm_mul_ps(_mm_mul_ps(dmin, da), _mm_cvtepi32_ps(imin)))
+            } else {
+                // Q6_K has no mins: the reference's `− (0 · da) · 0` changes nothing
+                _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(_mm_sub_epi32(isum, imin)))
+            };
+            *acc = _mm_add_ps(*acc, t);
+        }
     }
-    to_array(acc)
+    acc.map(|v| to_array(v))
 }
