@@ -63,7 +63,7 @@ pub(super) fn batch<B: AsRef<[u8]>>(
     for t0 in (0..n_out).step_by(HEAD_TOKENS) {
         let nt = HEAD_TOKENS.min(n_out - t0);
         let out = &mut logits[t0 * c.n_vocab..(t0 + nt) * c.n_vocab];
-        matmul(e, &head, None, &s.xn[t0 * ne..], nt, &mut s.acts, &mut s.mm, out);
+        matmul(e, &[(head, None)], &s.xn[t0 * ne..], nt, &mut s.acts, &mut s.mm, &mut [out]);
     }
     Ok(())
 }
@@ -79,9 +79,12 @@ fn layer<B: AsRef<[u8]>>(m: &Model<B>, e: &Engine, s: &mut Scratch, seqs: &mut [
 
     // qkv matmuls (+ bias for qwen2)
     let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
-    matmul(e, &m.matrix(&lw.wq), lw.bq.as_deref(), xn, n, acts, mm, &mut s.q);
-    matmul(e, &m.matrix(&lw.wk), lw.bk.as_deref(), xn, n, acts, mm, &mut s.k);
-    matmul(e, &m.matrix(&lw.wv), lw.bv.as_deref(), xn, n, acts, mm, &mut s.v);
+    let qkv = [
+        (m.matrix(&lw.wq), lw.bq.as_deref()),
+        (m.matrix(&lw.wk), lw.bk.as_deref()),
+        (m.matrix(&lw.wv), lw.bv.as_deref()),
+    ];
+    matmul(e, &qkv, xn, n, acts, mm, &mut [&mut s.q, &mut s.k, &mut s.v]);
     if seqs[0].faults.swap_qk {
         for t in 0..n {
             s.q[t * qd..t * qd + kvd].swap_with_slice(&mut s.k[t * kvd..(t + 1) * kvd]);
@@ -118,16 +121,16 @@ fn layer<B: AsRef<[u8]>>(m: &Model<B>, e: &Engine, s: &mut Scratch, seqs: &mut [
     attention(c, e, s, seqs, l, n);
 
     // output projection and residual
-    matmul(e, &m.matrix(&lw.wo), None, &s.att, n, &mut s.acts, &mut s.mm, &mut s.y);
+    matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     add(&mut s.x[..n * ne], &s.y[..n * ne]);
 
     // ffn rmsnorm, then w_down(silu(w_gate(x)) * w_up(x)), residual
     rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
     let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
-    matmul(e, &m.matrix(&lw.w_gate), None, xn, n, acts, mm, &mut s.gate);
-    matmul(e, &m.matrix(&lw.w_up), None, xn, n, acts, mm, &mut s.up);
+    let gate_up = [(m.matrix(&lw.w_gate), None), (m.matrix(&lw.w_up), None)];
+    matmul(e, &gate_up, xn, n, acts, mm, &mut [&mut s.gate, &mut s.up]);
     k.swiglu(&mut s.gate[..n * c.n_ff], &s.up[..n * c.n_ff]);
-    matmul(e, &m.matrix(&lw.w_down), None, &s.gate, n, &mut s.acts, &mut s.mm, &mut s.y);
+    matmul(e, &[(m.matrix(&lw.w_down), None)], &s.gate, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     add(&mut s.x[..n * ne], &s.y[..n * ne]);
 }
 

@@ -21,48 +21,74 @@ fn rows_per_task(n_rows: usize, workers: usize) -> usize {
     n_rows.div_ceil(workers * 4).max(1)
 }
 
-/// `x`: (n_tok, w.n_cols); `out`: (n_tok, w.n_rows); `mm`: scratch of at
-/// least n_tok * w.n_rows.
-#[allow(clippy::too_many_arguments)]
+/// Rows per parallel task when several matrices share one region: a
+/// multiple of the kernels' 4-row groups that divides every matrix.
+const FUSED_ROWS: usize = 16;
+
+/// `outs[i] = x · ws[i]ᵀ (+ biases[i])` for matrices that read the same
+/// input: one parallel region over all their rows when they share an
+/// activation format (and their row counts allow), else one each.
+/// `x`: (n_tok, n_cols); `outs[i]`: (n_tok, ws[i].n_rows); `mm`: scratch of
+/// at least n_tok · Σ n_rows.
 pub fn matmul(
     e: &Engine,
-    w: &QMatrix,
-    bias: Option<&[f32]>,
+    ws: &[(QMatrix, Option<&[f32]>)],
     x: &[f32],
     n_tok: usize,
     acts: &mut ActBufs,
     mm: &mut [f32],
-    out: &mut [f32],
+    outs: &mut [&mut [f32]],
 ) {
-    let (nc, nr) = (w.n_cols, w.n_rows);
-    let x = &x[..n_tok * nc];
-    let a = quantize(e, w.ty, x, n_tok, acts);
-    let k: &dyn Kernels = e.kernels;
-    let rows = rows_per_task(nr, e.par.n_workers());
-    let run = |dst: &mut [f32]| {
-        e.par.for_each_chunk(dst, rows * n_tok, &|i, chunk| {
-            let r0 = i * rows;
-            k.matmul_rows(w, a, n_tok, r0..r0 + chunk.len() / n_tok, chunk);
-        })
-    };
-    let out = &mut out[..n_tok * nr];
-    if n_tok == 1 {
-        run(out);
-    } else {
-        let mm = &mut mm[..n_tok * nr];
-        run(mm);
-        for (r, col) in mm.chunks_exact(n_tok).enumerate() {
-            for (t, &v) in col.iter().enumerate() {
-                out[t * nr + r] = v;
-            }
+    let first = &ws[0].0;
+    let act = |w: &QMatrix| if e.exact { None } else { w.ty.vec_dot_type() };
+    let fusable =
+        ws.iter().all(|(w, _)| act(w) == act(first) && w.n_cols == first.n_cols && w.n_rows % FUSED_ROWS == 0);
+    if ws.len() > 1 && !fusable {
+        for (wb, out) in ws.iter().zip(outs.iter_mut()) {
+            matmul(e, core::slice::from_ref(wb), x, n_tok, acts, mm, core::slice::from_mut(out));
         }
+        return;
     }
-    if let Some(b) = bias {
-        for o in out.chunks_exact_mut(nr) {
-            for (o, &b) in o.iter_mut().zip(b) {
-                *o += b;
+    let nc = first.n_cols;
+    let x = &x[..n_tok * nc];
+    let a = quantize(e, first.ty, x, n_tok, acts);
+    let k: &dyn Kernels = e.kernels;
+    let total: usize = ws.iter().map(|(w, _)| w.n_rows).sum();
+    let rows = if ws.len() > 1 { FUSED_ROWS } else { rows_per_task(total, e.par.n_workers()) };
+    let mm = &mut mm[..n_tok * total];
+    e.par.for_each_chunk(mm, rows * n_tok, &|i, chunk| {
+        // find the matrix holding global row i * rows
+        let mut r0 = i * rows;
+        let mut m = 0;
+        while r0 >= ws[m].0.n_rows {
+            r0 -= ws[m].0.n_rows;
+            m += 1;
+        }
+        k.matmul_rows(&ws[m].0, a, n_tok, r0..r0 + chunk.len() / n_tok, chunk);
+    });
+    // (rows, tokens) → each output's (tokens, rows), plus bias
+    let mut base = 0;
+    for ((w, bias), out) in ws.iter().zip(outs.iter_mut()) {
+        let nr = w.n_rows;
+        let out = &mut out[..n_tok * nr];
+        let src = &mm[base * n_tok..(base + nr) * n_tok];
+        if n_tok == 1 {
+            out.copy_from_slice(src);
+        } else {
+            for (r, col) in src.chunks_exact(n_tok).enumerate() {
+                for (t, &v) in col.iter().enumerate() {
+                    out[t * nr + r] = v;
+                }
             }
         }
+        if let Some(b) = bias {
+            for o in out.chunks_exact_mut(nr) {
+                for (o, &b) in o.iter_mut().zip(*b) {
+                    *o += b;
+                }
+            }
+        }
+        base += nr;
     }
 }
 

@@ -57,7 +57,7 @@ impl Scratch {
     pub fn new(c: &Config, n_batch: usize, n_ctx: usize) -> Scratch {
         let b = n_batch;
         let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
-        let mm_rows = c.n_ff.max(c.q_dim()).max(c.n_embd) * b;
+        let mm_rows = (2 * c.n_ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd) * b;
         Scratch {
             n_batch,
             n_ctx,
