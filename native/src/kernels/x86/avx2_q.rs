@@ -376,8 +376,21 @@ fn rows_k(ty: GgmlType, rws: &[&[u8]; R], a: &[BlockQ8K], nb: usize, t0: usize, 
     for b in 0..nb {
         let o = b * ts;
         prefetch4(rws, o + PREFETCH);
-        let unpack = |r: &[u8]| if q4 { unpack_q4_k(&r[o..o + ts]) } else { unpack_q6_k(&r[o..o + ts]) };
-        let kb = [unpack(rws[0]), unpack(rws[1]), unpack(rws[2]), unpack(rws[3])];
+        let kb = if q4 {
+            [
+                unpack_q4_k(&rws[0][o..o + ts]),
+                unpack_q4_k(&rws[1][o..o + ts]),
+                unpack_q4_k(&rws[2][o..o + ts]),
+                unpack_q4_k(&rws[3][o..o + ts]),
+            ]
+        } else {
+            [
+                unpack_q6_k(&rws[0][o..o + ts]),
+                unpack_q6_k(&rws[1][o..o + ts]),
+                unpack_q6_k(&rws[2][o..o + ts]),
+                unpack_q6_k(&rws[3][o..o + ts]),
+            ]
+        };
         let d = f16x4(rws, if q4 { o } else { o + 208 });
         let dmin = f16x4(rws, o + 2);
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
