@@ -8,10 +8,7 @@ use tern_core::sampler::SamplerConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = match args.next() {
-        Some(p) => p.into(),
-        None => models::ensure(models::SMOLLM2)?,
-    };
+    let path = models::path_or(args.next(), models::SMOLLM2)?;
     let prompt = args.next().unwrap_or_else(|| "The capital of France is".into());
 
     let lm = tern::load(&path)?;

@@ -12,10 +12,7 @@ use tern_core::generate::{Event, GenerateConfig, Generator};
 use tern_core::sampler::SamplerConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = match std::env::args().nth(1) {
-        Some(p) => p.into(),
-        None => models::ensure(models::SMOLLM2)?,
-    };
+    let path = models::path_or(std::env::args().nth(1), models::SMOLLM2)?;
     let lm = tern::load(&path)?;
     let threads = Threads::new(0);
     let ids = lm.tokenizer.encode("Here is a list of fruits:\n1.", true)?;

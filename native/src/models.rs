@@ -44,3 +44,11 @@ pub fn ensure(name: &str) -> Result<PathBuf> {
     }
     Ok(path)
 }
+
+/// The model named on a command line, else `default` from the cache.
+pub fn path_or(arg: Option<String>, default: &str) -> Result<PathBuf> {
+    match arg {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => ensure(default),
+    }
+}

@@ -82,16 +82,21 @@ pub fn run(a: Args) -> Result<()> {
         let e = tern::engine(&threads, false);
         let mut session = m.session(n_ctx, a.n_batch);
         let depth = rand_tokens(a.n_depth);
+        // an empty cache, then the depth tokens (untimed)
+        let to_depth = |s: &mut tern_core::Session| -> Result<()> {
+            s.truncate(0);
+            if !depth.is_empty() {
+                s.forward(m, &e, &depth, Logits::None)?;
+            }
+            Ok(())
+        };
         // warm-up: one short run of each kind (pages the weights in)
         session.forward(m, &e, &rand_tokens(a.n_prompt.clamp(1, 16)), Logits::Last)?;
         session.truncate(0);
         if a.n_prompt > 0 {
             let mut s = Sample { n_prompt: a.n_prompt, n_gen: 0, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
             for _ in 0..a.reps {
-                session.truncate(0);
-                if !depth.is_empty() {
-                    session.forward(m, &e, &depth, Logits::None)?;
-                }
+                to_depth(&mut session)?;
                 let toks = rand_tokens(a.n_prompt);
                 let t0 = Instant::now();
                 session.forward(m, &e, &toks, Logits::Last)?;
@@ -104,10 +109,7 @@ pub fn run(a: Args) -> Result<()> {
         if a.n_gen > 0 {
             let mut s = Sample { n_prompt: 0, n_gen: a.n_gen, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
             for _ in 0..a.reps {
-                session.truncate(0);
-                if !depth.is_empty() {
-                    session.forward(m, &e, &depth, Logits::None)?;
-                }
+                to_depth(&mut session)?;
                 let toks = rand_tokens(a.n_gen);
                 let t0 = Instant::now();
                 for &tok in &toks {
