@@ -142,3 +142,23 @@ fn ctrl_c_cancels_the_reply_not_the_chat() {
     assert!(out.status.success(), "the chat survives Ctrl-C: {:?}", out.status);
     assert!((first + &rest).contains("[cancelled]"), "{rest}");
 }
+
+#[test]
+fn bench_json_uses_llama_bench_fields() {
+    let out = tern()
+        .args(["bench", "-m", &smollm2(), "-p", "8", "-n", "4", "-d", "4", "-r", "2", "-t", "1", "-o", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "a pp and a tg row");
+    for (r, (np, ng)) in rows.iter().zip([(8, 0), (0, 4)]) {
+        assert_eq!((r["n_prompt"].as_u64(), r["n_gen"].as_u64(), r["n_depth"].as_u64()), (Some(np), Some(ng), Some(4)));
+        assert_eq!(r["samples_ts"].as_array().unwrap().len(), 2);
+        for f in ["avg_ts", "stddev_ts", "avg_ns", "n_threads", "model_size", "peak_rss_bytes", "weight_bytes"] {
+            assert!(r[f].is_number(), "{f} in {r}");
+        }
+        assert!(r["avg_ts"].as_f64().unwrap() > 0.0);
+    }
+}
