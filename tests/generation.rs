@@ -127,7 +127,7 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     let mut s = lm.model.session(256, 512);
     let mut text = String::new();
     let mut ids = Vec::new();
-    let gen = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &case.input_ids, greedy(24));
+    let gen = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &case.input_ids, greedy(24)).with_clock(tern::clock);
     let mut result = None;
     for ev in gen {
         match ev.unwrap() {
@@ -140,7 +140,10 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     }
     let r = result.unwrap();
     assert_eq!((r.text.as_str(), &r.tokens), (text.as_str(), &ids));
-    assert!(r.timings.total_ms > 0.0 || r.timings.total_ms == 0.0);
+    let t = &r.timings;
+    assert!(t.prefill_ms > 0.0 && t.first_token_ms >= t.prefill_ms && t.total_ms >= t.first_token_ms, "{t:?}");
+    assert!(t.per_token_p50_ms > 0.0 && t.per_token_p50_ms <= t.per_token_p99_ms && t.tokens_per_s > 0.0, "{t:?}");
+    assert_eq!((r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.completion_tokens), (case.input_ids.len(), 0, 24));
 
     let flag = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel::<()>();

@@ -208,7 +208,7 @@ fn tensor_bytes(name: &str, dims: &[u64], ty: GgmlType) -> Result<u64> {
     let shape_err = |detail: String| Error::TensorShape { tensor: name.to_string(), detail };
     let (bs, ts) = ty.block();
     let ne0 = dims[0];
-    if ne0 % bs as u64 != 0 {
+    if !ne0.is_multiple_of(bs as u64) {
         return Err(shape_err(alloc::format!("row of {ne0} is not a multiple of the {} block of {bs}", ty.name())));
     }
     let mut n = ne0 / bs as u64 * ts as u64;

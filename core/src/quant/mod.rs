@@ -86,7 +86,7 @@ pub fn is_supported(ty: GgmlType) -> bool {
 #[inline]
 pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
     let (bs, ts) = ty.block();
-    if dst.len() % bs != 0 || src.len() != dst.len() / bs * ts {
+    if !dst.len().is_multiple_of(bs) || src.len() != dst.len() / bs * ts {
         return Err(Error::InvalidArgument {
             what: alloc::format!("{} row: {} bytes for {} elements", ty.name(), src.len(), dst.len()),
         });

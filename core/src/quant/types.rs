@@ -133,7 +133,7 @@ impl GgmlType {
     #[inline]
     pub fn row_bytes(self, n: usize) -> Option<usize> {
         let (bs, ts) = self.block();
-        (n % bs == 0).then(|| n / bs * ts)
+        n.is_multiple_of(bs).then(|| n / bs * ts)
     }
 
     pub fn name(self) -> &'static str {
