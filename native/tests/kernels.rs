@@ -14,10 +14,35 @@ fn every_available_backend_conforms() {
 }
 
 #[test]
-fn requested_backend_is_the_one_used() {
-    if let Ok(want) = std::env::var("TERN_KERNELS") {
-        assert_eq!(tern::kernels::select().map(|k| k.name()).unwrap(), want);
+fn default_backend_is_the_fastest_available_and_unknown_names_are_refused() {
+    let names = tern::kernels::available();
+    assert_eq!(names.last(), Some(&"scalar"));
+    if std::env::var("TERN_KERNELS").is_err() {
+        assert_eq!(tern::kernels::select().unwrap().name(), names[0]);
     }
+    assert!(tern::kernels::by_name("no-such-backend").is_none());
+}
+
+/// TERN_KERNELS picks the backend; one this CPU cannot run is an error,
+/// never a silent fallback.
+#[test]
+fn tern_kernels_selects_or_fails() {
+    let tern = env!("CARGO_BIN_EXE_tern");
+    let model = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let model = model.to_str().unwrap();
+    for name in tern::kernels::available() {
+        let out = std::process::Command::new(tern)
+            .env("TERN_KERNELS", name)
+            .args(["bench", "-m", model, "-p", "4", "-n", "0", "-r", "1", "-t", "1", "-o", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(rows[0]["backends"], format!("CPU/{name}"));
+    }
+    let out = std::process::Command::new(tern).env("TERN_KERNELS", "neon-on-x86").args(["info", model]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TERN_KERNELS=neon-on-x86 is not available"));
 }
 
 /// The whole model's logits are the same bits on every backend and thread
