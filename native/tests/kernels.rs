@@ -73,3 +73,34 @@ fn model_logits_identical_across_backends_and_threads() {
         }
     }
 }
+
+/// The numerics contract across architectures: the same logits bits on
+/// x86-64 and aarch64 (CI runs this test under qemu-aarch64 too). The
+/// constant is the FNV-1a hash of the logits bits recorded on x86-64; a
+/// change to the numerics must update it deliberately.
+#[test]
+fn logits_bits_match_the_recorded_hash() {
+    use tern_core::{Engine, Logits};
+    const RECORDED: [u64; 2] = [0x04f865ca31421867, 0x4f694e12c29a4e3e]; // [quantized, exact]
+    let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
+    let lm = tern::load(&path).unwrap();
+    let prompt = [504u32, 3575, 282, 4649, 314]; // "The capital of France is"
+    for (exact, want) in [false, true].into_iter().zip(RECORDED) {
+        let par = tern::Threads::new(1);
+        let e = Engine { kernels: tern::kernels(), par: &par, exact };
+        let mut s = lm.model.session(16, 512);
+        let mut bits: Vec<u32> = s.forward(&lm.model, &e, &prompt, Logits::Last).unwrap().iter().map(|v| v.to_bits()).collect();
+        for t in [7042u32, 30] {
+            bits.extend(s.forward(&lm.model, &e, &[t], Logits::Last).unwrap().iter().map(|v| v.to_bits()));
+        }
+        let mut h = 0xcbf29ce484222325u64;
+        for b in bits {
+            for byte in b.to_le_bytes() {
+                h = (h ^ byte as u64).wrapping_mul(0x100000001b3);
+            }
+        }
+        println!("exact={exact}: logits hash {h:#018x}");
+        assert_eq!(h, want, "exact={exact}: logits differ from the recorded x86-64 bits");
+    }
+}

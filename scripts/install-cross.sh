@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# What the tests need beyond the host toolchain: the wasm32 and aarch64 Rust
+# targets, and Debian's aarch64 cross linker and qemu-user to run aarch64
+# tests. Idempotent; installs with apt-get only what is missing (as root).
+set -euo pipefail
+rustup target add wasm32-unknown-unknown aarch64-unknown-linux-gnu >/dev/null 2>&1 \
+  || rustup target add wasm32-unknown-unknown aarch64-unknown-linux-gnu
+need=()
+command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ] || need+=(libc6-dev-arm64-cross)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-cross: need ${need[*]} (apt-get install as root)" >&2
+    exit 1
+  fi
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
+fi
