@@ -98,8 +98,3 @@ impl Kernels for Scalar {
         "scalar"
     }
 }
-
-/// The activation type a weight type's matmul consumes on the quantized path.
-pub fn act_type(ty: GgmlType) -> Option<GgmlType> {
-    ty.vec_dot_type()
-}
