@@ -479,27 +479,32 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         }
         watches.push(w);
     }
-    let mut finish = |i: usize, reason: FinishReason, outs: &mut [Output], watches: &mut [Stopwatch]| {
+    // Take sequence i's sampled token (None: it may not generate any):
+    // the token to feed next, or None once it has finished.
+    let mut take = |i: usize, id: Option<u32>| -> Option<u32> {
+        let reason = match id {
+            None => FinishReason::Length,
+            Some(id) => {
+                watches[i].token(clock());
+                match outs[i].accept(vocab, id).1 {
+                    None => return Some(id),
+                    Some(reason) => reason,
+                }
+            }
+        };
         let u = &mut usages[i];
         let timings = watches[i].timings(clock(), u.prompt_tokens - u.cached_tokens);
         let (tokens, text) = outs[i].take();
         u.completion_tokens = tokens.len();
         results[i] = Some(GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings });
+        None
     };
-    let mut active: Vec<usize> = Vec::new();
+    let mut active: Vec<usize> = Vec::with_capacity(items.len());
     for (i, sess) in sessions.iter_mut().enumerate() {
-        if items[i].cfg.max_tokens == 0 {
-            finish(i, FinishReason::Length, &mut outs, &mut watches);
-            continue;
-        }
-        let id = sess.sample_last(&mut samplers[i]);
-        watches[i].token(clock());
-        match outs[i].accept(vocab, id).1 {
-            Some(reason) => finish(i, reason, &mut outs, &mut watches),
-            None => {
-                pending[i] = id;
-                active.push(i);
-            }
+        let id = (items[i].cfg.max_tokens > 0).then(|| sess.sample_last(&mut samplers[i]));
+        if let Some(next) = take(i, id) {
+            pending[i] = next;
+            active.push(i);
         }
     }
 
@@ -507,31 +512,28 @@ pub fn generate_batch<B: AsRef<[u8]>>(
     let n_ctx = sessions.iter().map(Session::n_ctx).max().unwrap_or(1);
     let mut scratch = model.batch_scratch(items.len(), n_ctx);
     let mut logits = Vec::new();
+    let mut still = Vec::with_capacity(items.len());
     while !active.is_empty() {
-        let toks: Vec<[u32; 1]> = active.iter().map(|&i| [pending[i]]).collect();
         {
+            // (one small vector of session borrows per step)
             let mut work: Vec<(&mut Session, &[u32])> = Vec::with_capacity(active.len());
-            let mut next = active.iter().zip(&toks).peekable();
-            for (i, sess) in sessions.iter_mut().enumerate() {
-                if let Some((_, t)) = next.next_if(|(&a, _)| a == i) {
-                    work.push((sess, &t[..]));
+            let mut next = active.iter().peekable();
+            for ((i, sess), tok) in sessions.iter_mut().enumerate().zip(pending.chunks(1)) {
+                if next.next_if(|&&a| a == i).is_some() {
+                    work.push((sess, tok));
                 }
             }
             model.forward_batch(engine, &mut scratch, &mut work, &mut logits)?;
         }
-        let mut still = Vec::with_capacity(active.len());
+        still.clear();
         for (row, &i) in active.iter().enumerate() {
             let id = sessions[i].sample_with(&mut samplers[i], &logits[row * nv..(row + 1) * nv]);
-            watches[i].token(clock());
-            match outs[i].accept(vocab, id).1 {
-                Some(reason) => finish(i, reason, &mut outs, &mut watches),
-                None => {
-                    pending[i] = id;
-                    still.push(i);
-                }
+            if let Some(next) = take(i, Some(id)) {
+                pending[i] = next;
+                still.push(i);
             }
         }
-        active = still;
+        core::mem::swap(&mut active, &mut still);
     }
     Ok(results.into_iter().map(|r| r.expect("every item finished")).collect())
 }
