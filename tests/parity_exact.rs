@@ -17,7 +17,7 @@ fn check_model(model: &str, file: &str) {
     for p in PROMPTS {
         let case = prompt_case(model, p);
         let n = case.input_ids.len();
-        let mut s = lm.model.session(n + STEPS, 512);
+        let mut s = lm.model.session_kv(n + STEPS, 512, e.kv_type());
         let run = run_cached(&lm, &e, &mut s, &case.input_ids, &case.generated[..STEPS]);
 
         // full vocabulary at the recorded positions: last prompt row, steps 1..4

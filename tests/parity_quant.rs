@@ -7,7 +7,10 @@
 //!   or a small-margin step of the fp32 oracle itself (margin under 0.5, where
 //!   8-bit activations legitimately flip the choice — the oracle README's
 //!   rule): tern picks the oracle's own greedy token there, or the oracle's
-//!   top-2 are exactly tern's and llama.cpp's tokens;
+//!   top-2 are exactly tern's and llama.cpp's tokens; or, past the point
+//!   where llama.cpp has left the oracle's path, llama.cpp's top-2 gap (in
+//!   nats) is within the largest gap at which llama.cpp's own builds flip
+//!   (`llamacpp_greedy_builds.json`);
 //! - cached decode bit-identical to a full-prefix recompute.
 
 use tern_core::generate::{GenerateConfig, Generator};
@@ -25,8 +28,32 @@ enum Why {
     /// tern picks what the fp32 oracle picks, at a small oracle margin.
     OracleAgrees,
     /// The oracle's top-2 are tern's and llama.cpp's tokens, at a small
-    /// margin (checked on the oracle's full logits of that step).
+    /// margin (checked on the oracle's full logits of that step; past the
+    /// recorded steps, on the exact path's — see `oracle_step`).
     OracleTop2,
+    /// llama.cpp's top-2 log-probability gap is no larger than the largest
+    /// gap at which llama.cpp's own builds choose differently.
+    LlamaCppBuildsFlip,
+}
+
+/// The largest top-2 log-probability gap (nats, primary build) at which a
+/// variant build of llama.cpp first chose another token.
+fn largest_build_flip() -> f64 {
+    let b = read_json("llamacpp_greedy_builds.json");
+    let mut worst = 0.0f64;
+    for (model, m) in b.as_object().unwrap().iter().filter(|(k, _)| *k != "_meta") {
+        for (p, rec) in m["prompts"].as_object().unwrap() {
+            for v in rec["variants"].as_object().unwrap().values() {
+                if let Some(i) = v["first_divergence"].as_u64() {
+                    let t = &rec["top2_logprobs"][i as usize];
+                    let gap = t[0][1].as_f64().unwrap() - t[1][1].as_f64().unwrap();
+                    assert!(gap >= 0.0, "{model} {p}: top-2 out of order");
+                    worst = worst.max(gap);
+                }
+            }
+        }
+    }
+    worst
 }
 
 /// (model, prompt, index of the first token that differs from llama.cpp, why).
@@ -36,9 +63,13 @@ const ACCEPTED_DIVERGENCES: &[(&str, &str, usize, Why)] = &[
     // llama.cpp top-2 p 0.3327 / 0.3098; the fp32 oracle picks tern's 304
     // (margin 0.139)
     ("smollm2-135m", "p2", 13, Why::OracleAgrees),
-    // llama.cpp top-2 p 0.3042 / 0.2739 (0.105 nats; llama.cpp's own builds
-    // flip at gaps up to 0.148 nats); the oracle's top-2 are 3426 / 5065
-    ("smollm2-135m", "p3", 4, Why::OracleTop2),
+    // with the f16 KV cache tern follows llama.cpp past the oracle's path
+    // (tokens 4-9); then llama.cpp top-2 p 0.2172 / 0.1908 (0.130 nats;
+    // its own builds flip at gaps up to 0.148 nats)
+    ("smollm2-135m", "p3", 10, Why::LlamaCppBuildsFlip),
+    // llama.cpp top-2 p 0.2792 / 0.2359; the oracle's top-2 are 28 / 1270,
+    // margin 0.154 (with an f32 cache tern agreed here)
+    ("smollm2-135m", "p4", 8, Why::OracleTop2),
 ];
 
 fn check_oracle(model: &str, lm: &tern::Loaded) {
@@ -141,11 +172,15 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
                         assert_eq!(got[..=i], case.generated[..=i], "{model} {p}: tern differs from the fp32 oracle");
                         assert!(case.margins[i] < MARGIN, "{model} {p}: oracle margin {} at {i}", case.margins[i]);
                     }
+                    Why::LlamaCppBuildsFlip => {
+                        let (gap, flip) = ((p1 / p2).ln(), largest_build_flip());
+                        assert!(gap <= flip, "{model} {p}: gap {gap:.3} nats at {i} > builds' {flip:.3}");
+                    }
                     Why::OracleTop2 => {
                         let case = prompt_case(model, p);
                         assert_eq!(case.input_ids, prompt, "{model} {p}: oracle prompt differs");
                         assert_eq!(got[..i], case.generated[..i], "{model} {p}: prefix differs from the fp32 oracle");
-                        let o = oracle_logits(model, p, &if i == 0 { "last".to_string() } else { format!("gen{i}") });
+                        let o = oracle_step(model, lm, &case, i);
                         let mut order: Vec<u32> = (0..o.len() as u32).collect();
                         order.sort_by(|&a, &b| o[b as usize].total_cmp(&o[a as usize]));
                         let mut top2 = [order[0], order[1]];
@@ -160,6 +195,26 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
             }
         }
     }
+}
+
+/// The oracle's logits at generated step `i` of its own greedy run: the
+/// recorded file for steps 0–4; beyond, tern's exact path on the oracle's
+/// prefix (parity_exact holds it to 1e-3 · max|logit| of the oracle; here it
+/// must also reproduce the oracle's recorded choice and top-1/top-2 margin).
+fn oracle_step(model: &str, lm: &tern::Loaded, case: &PromptCase, i: usize) -> Vec<f32> {
+    if i <= STEPS {
+        return oracle_logits(model, case.name, &if i == 0 { "last".to_string() } else { format!("gen{i}") });
+    }
+    let e = tern::engine(threads(), true);
+    let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated[..i]).copied().collect();
+    let mut s = lm.model.session_kv(seq.len(), 512, e.kv_type());
+    let o = s.forward(&lm.model, &e, &seq, tern_core::Logits::Last).unwrap().to_vec();
+    let mut order: Vec<usize> = (0..o.len()).collect();
+    order.sort_by(|&a, &b| o[b].total_cmp(&o[a]));
+    assert_eq!(order[0] as u32, case.generated[i], "{model} {}: exact path's choice at {i} is not the oracle's", case.name);
+    let margin = (o[order[0]] - o[order[1]]) as f64;
+    assert!((margin - case.margins[i]).abs() < 1e-2, "{model} {}: exact margin {margin} vs oracle's {}", case.name, case.margins[i]);
+    o
 }
 
 #[test]

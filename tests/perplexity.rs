@@ -22,7 +22,12 @@ fn check(file: &str) {
         r.n_chunks,
         rel * 100.0
     );
-    assert!(rel < 0.01, "perplexity {:.4} is more than 1% from llama.cpp's {want_ppl}", r.ppl);
+    // 1.5 %: llama.cpp is not the truth here. On SmolLM2 its own settings
+    // span 18.33-18.39 (flash attention on/off, f16/f32 cache; this machine,
+    // 2026-11-30) while tern's exact f32 path, which tracks the HF oracle to
+    // ~1e-6, scores 18.1303: llama.cpp sits 1.1-1.4 % above the model's
+    // exact perplexity, tern's quantized path (f16 cache) 0.2 %.
+    assert!(rel < 0.015, "perplexity {:.4} is more than 1.5% from llama.cpp's {want_ppl}", r.ppl);
 }
 
 #[test]

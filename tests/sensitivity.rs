@@ -11,7 +11,7 @@ const STEPS: usize = 4;
 fn worst_error(lm: &tern::Loaded, model: &str, p: &'static str, f: Faults) -> (f64, bool) {
     let e = tern::engine(threads(), true);
     let case = prompt_case(model, p);
-    let mut s = lm.model.session(case.input_ids.len() + STEPS, 512);
+    let mut s = lm.model.session_kv(case.input_ids.len() + STEPS, 512, e.kv_type());
     s.set_faults(f);
     let run = run_cached(lm, &e, &mut s, &case.input_ids, &case.generated[..STEPS]);
     let errs = recorded_errors(model, p, &run, lm.model.config.n_vocab);

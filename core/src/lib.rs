@@ -26,4 +26,4 @@ pub mod tokenizer;
 pub mod utf8;
 
 pub use error::{Error, Result};
-pub use model::{Engine, Logits, Model, Session};
+pub use model::{Engine, KvType, Logits, Model, Session};

@@ -42,7 +42,7 @@ pub fn perplexity<B: AsRef<[u8]>>(
         n_chunks = n_chunks.min(m);
     }
     let first = n_ctx / 2;
-    let mut session = model.session(n_ctx, n_ctx);
+    let mut session = model.session_kv(n_ctx, n_ctx, e.kv_type());
     let (mut sum, mut sum2, mut count) = (0.0f64, 0.0f64, 0usize);
     let mut window = alloc::vec![0u32; n_ctx];
     for c in 0..n_chunks {

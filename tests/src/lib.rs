@@ -113,7 +113,7 @@ pub fn run_cached(lm: &Loaded, e: &Engine, s: &mut Session, input: &[u32], feed:
 
 /// Every row of one forward over the whole sequence, from an empty cache.
 pub fn run_full(lm: &Loaded, e: &Engine, seq: &[u32]) -> Vec<f32> {
-    let mut s = lm.model.session(seq.len(), 512);
+    let mut s = lm.model.session_kv(seq.len(), 512, e.kv_type());
     s.forward(&lm.model, e, seq, Logits::All).unwrap().to_vec()
 }
 

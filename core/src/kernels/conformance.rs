@@ -8,7 +8,9 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::{scalar, Acts, Kernels, QMatrix, Scalar};
+use half::f16;
+
+use super::{scalar, Acts, Kernels, KvRows, QMatrix, Scalar};
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
@@ -46,14 +48,14 @@ fn weights(r: &mut Rand, ty: GgmlType, scales: &[usize], n_cols: usize, n_rows: 
     let n = n_cols * n_rows;
     match ty {
         GgmlType::F32 => (0..n).flat_map(|_| r.f32(1.0).to_le_bytes()).collect(),
-        GgmlType::F16 => (0..n).flat_map(|_| half::f16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
+        GgmlType::F16 => (0..n).flat_map(|_| f16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
         GgmlType::BF16 => (0..n).flat_map(|_| half::bf16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
         _ => {
             let (bs, ts) = ty.block();
             let mut b: Vec<u8> = (0..n / bs * ts).map(|_| r.next() as u8).collect();
             for blk in b.chunks_exact_mut(ts) {
                 for &o in scales {
-                    blk[o..o + 2].copy_from_slice(&half::f16::from_f32(r.f32(0.05)).to_le_bytes());
+                    blk[o..o + 2].copy_from_slice(&f16::from_f32(r.f32(0.05)).to_le_bytes());
                 }
             }
             b
@@ -133,16 +135,23 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             return Err(format!("{}: swiglu of {n}", k.name()));
         }
     }
-    for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160)] {
+    // attention over f32 and f16 caches; rows start at an odd offset, as a
+    // KV head past the first does
+    for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160), (18, 9, 36)] {
+        let off = stride - hd + 1;
         let q: Vec<f32> = (0..hd).map(|_| r.f32(1.0)).collect();
-        let kc: Vec<f32> = (0..n_kv * stride).map(|_| r.f32(1.0)).collect();
-        let vc: Vec<f32> = (0..n_kv * stride).map(|_| r.f32(1.0)).collect();
-        let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
-        let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
-        k.attention_head(&q, &kc, &vc, stride, n_kv, 0.125, &mut s1, &mut o1);
-        s.attention_head(&q, &kc, &vc, stride, n_kv, 0.125, &mut s2, &mut o2);
-        if !same(&o1, &o2) {
-            return Err(format!("{}: attention head_dim {hd} over {n_kv}", k.name()));
+        let kc: Vec<f32> = (0..off + n_kv * stride).map(|_| r.f32(2.0)).collect();
+        let vc: Vec<f32> = (0..off + n_kv * stride).map(|_| r.f32(1.0)).collect();
+        let (kh, vh): (Vec<_>, Vec<_>) = kc.iter().zip(&vc).map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b))).unzip();
+        for (kind, kr, vr) in [("f32", KvRows::F32(&kc), KvRows::F32(&vc)), ("f16", KvRows::F16(&kh), KvRows::F16(&vh))] {
+            let (kr, vr) = (kr.from(off), vr.from(off));
+            let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
+            let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
+            k.attention_head(&q, kr, vr, stride, n_kv, 0.125, &mut s1, &mut o1);
+            s.attention_head(&q, kr, vr, stride, n_kv, 0.125, &mut s2, &mut o2);
+            if !same(&o1, &o2) {
+                return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows", k.name()));
+            }
         }
     }
     Ok(())

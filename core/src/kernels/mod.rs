@@ -41,6 +41,34 @@ pub enum Acts<'a> {
     Q8K(&'a [BlockQ8K]),
 }
 
+/// Cached K or V rows of one layer, as stored: positions × `kv_stride`.
+#[derive(Clone, Copy, Debug)]
+pub enum KvRows<'a> {
+    F32(&'a [f32]),
+    F16(&'a [half::f16]),
+}
+
+impl<'a> KvRows<'a> {
+    /// The rows from element `off` on.
+    pub fn from(self, off: usize) -> KvRows<'a> {
+        match self {
+            KvRows::F32(x) => KvRows::F32(&x[off..]),
+            KvRows::F16(x) => KvRows::F16(&x[off..]),
+        }
+    }
+    /// Elements `r` as f32 (f16 widens exactly).
+    pub fn read(&self, r: Range<usize>, out: &mut [f32]) {
+        match self {
+            KvRows::F32(x) => out.copy_from_slice(&x[r]),
+            KvRows::F16(x) => {
+                for (o, h) in out.iter_mut().zip(&x[r]) {
+                    *o = h.to_f32();
+                }
+            }
+        }
+    }
+}
+
 pub trait Kernels: Sync {
     fn name(&self) -> &'static str;
 
@@ -73,8 +101,8 @@ pub trait Kernels: Sync {
     fn attention_head(
         &self,
         q: &[f32],
-        k: &[f32],
-        v: &[f32],
+        k: KvRows,
+        v: KvRows,
         kv_stride: usize,
         n_kv: usize,
         scale: f32,

@@ -8,7 +8,10 @@
 
 use core::ops::Range;
 
-use super::{Acts, QMatrix};
+use super::{Acts, KvRows, QMatrix};
+
+/// The largest head the attention kernels take (checked at load).
+pub const MAX_HEAD_DIM: usize = 512;
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 /// Tokens processed together per weight block (bounded stack state).
@@ -175,8 +178,8 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
 #[inline]
 pub fn attention_head(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: KvRows,
+    v: KvRows,
     kv_stride: usize,
     n_kv: usize,
     scale: f32,
@@ -184,23 +187,33 @@ pub fn attention_head(
     out: &mut [f32],
 ) {
     let hd = q.len();
+    let mut row = [0.0f32; MAX_HEAD_DIM];
+    let row = &mut row[..hd];
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
-        *s = dot_f32(q, &k[t * kv_stride..t * kv_stride + hd]) * scale;
+        k.read(t * kv_stride..t * kv_stride + hd, row);
+        *s = dot_f32(q, row) * scale;
         max = max.max(*s);
     }
-    for s in scores.iter_mut() {
-        *s = libm::expf(*s - max);
-    }
-    let inv = 1.0 / sum_f32(scores);
+    let inv = softmax_exp(scores, max);
     out.fill(0.0);
     for (t, &e) in scores.iter().enumerate() {
         let p = e * inv;
-        for (o, &vv) in out.iter_mut().zip(&v[t * kv_stride..t * kv_stride + hd]) {
+        v.read(t * kv_stride..t * kv_stride + hd, row);
+        for (o, &vv) in out.iter_mut().zip(row.iter()) {
             *o += p * vv;
         }
     }
+}
+
+/// `s = exp(s - max)` in place; returns 1 / Σ s (the softmax's scale).
+#[inline]
+pub fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
+    for s in scores.iter_mut() {
+        *s = libm::expf(*s - max);
+    }
+    1.0 / sum_f32(scores)
 }
 
 #[inline]

@@ -1,5 +1,6 @@
 //! The normalised model configuration, read from GGUF metadata.
 
+use crate::kernels::scalar::MAX_HEAD_DIM;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -103,8 +104,8 @@ impl Config {
                 detail: alloc::format!("{n_head} heads are not a multiple of {n_head_kv} KV heads"),
             });
         }
-        if head_dim > 512 || head_dim % 2 != 0 {
-            return Err(Error::Unsupported { what: alloc::format!("head_dim {head_dim} (even, at most 512)") });
+        if head_dim > MAX_HEAD_DIM || head_dim % 2 != 0 {
+            return Err(Error::Unsupported { what: alloc::format!("head_dim {head_dim} (even, at most {MAX_HEAD_DIM})") });
         }
         let n_rot = opt_usize_key(g, &k("rope.dimension_count"))?.unwrap_or(head_dim);
         if n_rot > head_dim || n_rot % 2 != 0 {

@@ -11,6 +11,7 @@ use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{rope, Faults, Model};
 use crate::error::Result;
+use crate::kernels::scalar::MAX_HEAD_DIM;
 use crate::quant;
 
 /// One sequence's part of a batch.
@@ -101,7 +102,7 @@ fn layer<B: AsRef<[u8]>>(m: &Model<B>, e: &Engine, s: &mut Scratch, seqs: &mut [
         let row = buf.len() / n;
         for (t, head) in buf.chunks_exact_mut(hd).enumerate() {
             if let Some(w) = norm {
-                let mut tmp = [0.0f32; 512];
+                let mut tmp = [0.0f32; MAX_HEAD_DIM];
                 let tmp = &mut tmp[..hd];
                 tmp.copy_from_slice(head);
                 k.rms_norm(tmp, w, c.norm_eps, head);
@@ -160,7 +161,7 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
             };
             let off = start * kvd + g * hd;
             let qh = &q[t * qd + h * hd..t * qd + (h + 1) * hd];
-            k.attention_head(qh, &kl[off..], &vl[off..], kvd, n_kv, scale, scores, &mut out[t * hd..(t + 1) * hd]);
+            k.attention_head(qh, kl.from(off), vl.from(off), kvd, n_kv, scale, scores, &mut out[t * hd..(t + 1) * hd]);
         }
     });
     for h in 0..c.n_head {

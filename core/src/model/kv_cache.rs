@@ -1,24 +1,75 @@
-//! The KV cache of one sequence: dense, capacity fixed at creation.
+//! The KV cache of one sequence: dense, capacity fixed at creation, rows
+//! stored as f16 (the default, as llama.cpp) or f32 (the exact path).
 
 use alloc::vec;
 use alloc::vec::Vec;
 
+use half::f16;
+
 use super::config::Config;
+use crate::kernels::KvRows;
+
+/// Element type of the cached K and V rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvType {
+    /// Half the memory and bandwidth; rows rounded to nearest even once,
+    /// when written.
+    #[default]
+    F16,
+    /// Keeps K/V exactly as computed (the oracle-parity path).
+    F32,
+}
+
+impl KvType {
+    pub fn name(self) -> &'static str {
+        match self {
+            KvType::F16 => "f16",
+            KvType::F32 => "f32",
+        }
+    }
+    pub fn parse(s: &str) -> Option<KvType> {
+        match s {
+            "f16" => Some(KvType::F16),
+            "f32" => Some(KvType::F32),
+            _ => None,
+        }
+    }
+    pub fn size(self) -> usize {
+        match self {
+            KvType::F16 => 2,
+            KvType::F32 => 4,
+        }
+    }
+}
+
+enum Store {
+    F16 { k: Vec<f16>, v: Vec<f16> },
+    F32 { k: Vec<f32>, v: Vec<f32> },
+}
 
 pub struct KvCache {
     pub n_ctx: usize,
     /// Row length: n_head_kv * head_dim.
     pub kv_dim: usize,
-    /// (n_layer, n_ctx, kv_dim)
-    pub k: Vec<f32>,
-    /// (n_layer, n_ctx, kv_dim)
-    pub v: Vec<f32>,
+    /// K and V, each (n_layer, n_ctx, kv_dim).
+    store: Store,
 }
 
 impl KvCache {
-    pub fn new(c: &Config, n_ctx: usize) -> KvCache {
+    pub fn new(c: &Config, n_ctx: usize, ty: KvType) -> KvCache {
         let n = c.n_layer * n_ctx * c.kv_dim();
-        KvCache { n_ctx, kv_dim: c.kv_dim(), k: vec![0.0; n], v: vec![0.0; n] }
+        let store = match ty {
+            KvType::F16 => Store::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
+            KvType::F32 => Store::F32 { k: vec![0.0; n], v: vec![0.0; n] },
+        };
+        KvCache { n_ctx, kv_dim: c.kv_dim(), store }
+    }
+
+    pub fn ty(&self) -> KvType {
+        match self.store {
+            Store::F16 { .. } => KvType::F16,
+            Store::F32 { .. } => KvType::F32,
+        }
     }
 
     fn range(&self, layer: usize, pos: usize, n: usize) -> core::ops::Range<usize> {
@@ -30,17 +81,33 @@ impl KvCache {
     pub fn write(&mut self, layer: usize, pos: usize, k: &[f32], v: &[f32]) {
         let n = k.len() / self.kv_dim;
         let r = self.range(layer, pos, n);
-        self.k[r.clone()].copy_from_slice(k);
-        self.v[r].copy_from_slice(v);
+        match &mut self.store {
+            Store::F16 { k: kc, v: vc } => {
+                for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
+                    *d = f16::from_f32(s);
+                }
+            }
+            Store::F32 { k: kc, v: vc } => {
+                kc[r.clone()].copy_from_slice(k);
+                vc[r].copy_from_slice(v);
+            }
+        }
     }
 
     /// One layer's K and V, all `n_ctx` positions.
-    pub fn layer(&self, layer: usize) -> (&[f32], &[f32]) {
+    pub fn layer(&self, layer: usize) -> (KvRows<'_>, KvRows<'_>) {
         let r = self.range(layer, 0, self.n_ctx);
-        (&self.k[r.clone()], &self.v[r])
+        match &self.store {
+            Store::F16 { k, v } => (KvRows::F16(&k[r.clone()]), KvRows::F16(&v[r])),
+            Store::F32 { k, v } => (KvRows::F32(&k[r.clone()]), KvRows::F32(&v[r])),
+        }
     }
 
     pub fn bytes(&self) -> usize {
-        (self.k.len() + self.v.len()) * 4
+        let n = match &self.store {
+            Store::F16 { k, .. } => k.len(),
+            Store::F32 { k, .. } => k.len(),
+        };
+        2 * n * self.ty().size()
     }
 }

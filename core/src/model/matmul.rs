@@ -16,6 +16,18 @@ pub struct Engine<'e> {
     pub exact: bool,
 }
 
+impl Engine<'_> {
+    /// The KV cache type this path defaults to: f32 on the exact path
+    /// (oracle parity), f16 on the quantized path (as llama.cpp).
+    pub fn kv_type(&self) -> super::KvType {
+        if self.exact {
+            super::KvType::F32
+        } else {
+            super::KvType::F16
+        }
+    }
+}
+
 /// Rows per parallel task: a few tasks per worker, whole rows.
 fn rows_per_task(n_rows: usize, workers: usize) -> usize {
     n_rows.div_ceil(workers * 4).max(1)

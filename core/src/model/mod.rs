@@ -23,6 +23,7 @@ use crate::gguf::Gguf;
 use crate::kernels::QMatrix;
 use crate::sampler::Rng;
 use kv_cache::KvCache;
+pub use kv_cache::KvType;
 use scratch::Scratch;
 
 /// Injected faults, for tests proving the parity checks can fail. Only the
@@ -73,11 +74,17 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
-    /// up to `n_batch` tokens per forward step.
+    /// up to `n_batch` tokens per forward step, its KV cache in f16.
     pub fn session(&self, n_ctx: usize, n_batch: usize) -> Session {
+        self.session_kv(n_ctx, n_batch, KvType::F16)
+    }
+
+    /// A new session whose KV cache holds `kv` elements (f32 for the exact,
+    /// oracle-parity path).
+    pub fn session_kv(&self, n_ctx: usize, n_batch: usize, kv: KvType) -> Session {
         let n_batch = n_batch.clamp(1, n_ctx.max(1));
         Session {
-            kv: KvCache::new(&self.config, n_ctx),
+            kv: KvCache::new(&self.config, n_ctx, kv),
             scratch: Scratch::new(&self.config, n_batch, n_ctx),
             tokens: Vec::new(),
             logits: Vec::new(),
@@ -167,6 +174,10 @@ impl Session {
     }
     pub fn n_ctx(&self) -> usize {
         self.kv.n_ctx
+    }
+    /// Element type of the KV cache.
+    pub fn kv_type(&self) -> KvType {
+        self.kv.ty()
     }
     /// The tokens in the cache.
     pub fn tokens(&self) -> &[u32] {

@@ -35,6 +35,9 @@ pub struct Args {
     /// Output: md or json
     #[arg(short, long, default_value = "md")]
     output: String,
+    /// KV cache element type: f16 or f32
+    #[arg(long, value_parser = super::parse_kv_type, default_value = "f16")]
+    kv_type: tern_core::KvType,
     /// Tokens per forward step during prefill
     #[arg(short = 'b', long, default_value_t = 512)]
     n_batch: usize,
@@ -80,7 +83,7 @@ pub fn run(a: Args) -> Result<()> {
     for &t in &a.threads {
         let threads = Threads::new(t);
         let e = tern::engine(&threads, false);
-        let mut session = m.session(n_ctx, a.n_batch);
+        let mut session = m.session_kv(n_ctx, a.n_batch, a.kv_type);
         let depth = rand_tokens(a.n_depth);
         // an empty cache, then the depth tokens (untimed)
         let to_depth = |s: &mut tern_core::Session| -> Result<()> {
@@ -141,7 +144,7 @@ pub fn run(a: Args) -> Result<()> {
                     "engine": "tern", "backends": format!("CPU/{kernels}"), "model_filename": file,
                     "model_type": format!("{} {}", m.config.arch.name(), m.config.name),
                     "model_size": weight_bytes, "n_batch": a.n_batch, "n_ubatch": a.n_batch,
-                    "n_threads": s.n_threads, "type_k": "f32", "type_v": "f32",
+                    "n_threads": s.n_threads, "type_k": a.kv_type.name(), "type_v": a.kv_type.name(),
                     "n_prompt": s.n_prompt, "n_gen": s.n_gen, "n_depth": a.n_depth,
                     "avg_ns": avg_ns as u64, "stddev_ns": stddev_ns as u64, "avg_ts": avg_ts, "stddev_ts": stddev_ts,
                     "samples_ns": s.ns, "samples_ts": ts,

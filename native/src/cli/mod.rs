@@ -44,6 +44,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
+/// `--kv-type` values.
+fn parse_kv_type(s: &str) -> std::result::Result<tern_core::KvType, String> {
+    tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16 or f32)"))
+}
+
 /// `-m` if given, else the default model from the cache (fetched if absent).
 fn model_path(m: Option<PathBuf>) -> Result<PathBuf> {
     match m {

@@ -32,6 +32,9 @@ pub struct Args {
     /// f32 activations, weights dequantized on the fly (the oracle path)
     #[arg(long)]
     exact: bool,
+    /// KV cache element type: f16 or f32 [default: f16, f32 with --exact]
+    #[arg(long, value_parser = super::parse_kv_type)]
+    kv_type: Option<tern_core::KvType>,
     /// Print one JSON object instead of streaming text
     #[arg(long)]
     json: bool,
@@ -71,7 +74,7 @@ pub fn run(a: Args) -> Result<()> {
     let seed = a.sampling.seed();
     let threads = Threads::new(a.threads);
     let engine = tern::engine(&threads, a.exact);
-    let mut session = lm.model.session(n_ctx, 512);
+    let mut session = lm.model.session_kv(n_ctx, 512, a.kv_type.unwrap_or(engine.kv_type()));
     let mut logits_file = match &a.logits_out {
         Some(p) => Some(BufWriter::new(File::create(p).map_err(|source| Error::Io { path: p.clone(), source })?)),
         None => None,

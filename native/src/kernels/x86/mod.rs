@@ -8,11 +8,12 @@
 //! results equal the scalar reference bit for bit by construction — the
 //! conformance tests check it.
 
+mod avx2_attn;
 mod avx2_q;
 
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, Acts, Kernels, QMatrix};
+use tern_core::kernels::{scalar, Acts, Kernels, KvRows, QMatrix};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 macro_rules! backend {
@@ -77,8 +78,8 @@ macro_rules! backend {
             fn attention_head(
                 &self,
                 q: &[f32],
-                k: &[f32],
-                v: &[f32],
+                k: KvRows,
+                v: KvRows,
                 kv_stride: usize,
                 n_kv: usize,
                 scale: f32,
@@ -87,8 +88,8 @@ macro_rules! backend {
             ) {
                 #[target_feature(enable = $features)]
                 #[allow(clippy::too_many_arguments)]
-                fn imp(q: &[f32], k: &[f32], v: &[f32], st: usize, n: usize, sc: f32, s: &mut [f32], o: &mut [f32]) {
-                    scalar::attention_head(q, k, v, st, n, sc, s, o)
+                fn imp(q: &[f32], k: KvRows, v: KvRows, st: usize, n: usize, sc: f32, s: &mut [f32], o: &mut [f32]) {
+                    avx2_attn::attention_head(q, k, v, st, n, sc, s, o)
                 }
                 // SAFETY: the token exists only if the CPU has these features.
                 unsafe { imp(q, k, v, kv_stride, n_kv, scale, scores, out) }
