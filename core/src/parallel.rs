@@ -9,6 +9,13 @@ pub trait Parallel: Sync {
     /// Call `f(i, chunk)` for every `chunk_len`-sized chunk `i` of `data`
     /// (the last may be shorter), in any order, possibly concurrently.
     fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync));
+
+    /// Run `f`, which opens many parallel regions (a forward pass), in the
+    /// place they are cheapest to open from (a threaded runner: one of its
+    /// own workers).
+    fn install(&self, f: &mut (dyn FnMut() + Send)) {
+        f()
+    }
 }
 
 /// Everything on the calling thread.

@@ -1,8 +1,8 @@
 //! A `Parallel` over a persistent rayon pool: workers are started once and
-//! reused for every parallel region (no per-call thread spawn); the output
-//! chunks are handed out by work stealing.
+//! reused for every parallel region (no per-call thread spawn); each region's
+//! output chunks are split into one contiguous run per worker (output rows),
+//! the calling thread taking the first.
 
-use rayon::prelude::*;
 use tern_core::parallel::Parallel;
 
 pub struct Threads {
@@ -30,13 +30,53 @@ impl Parallel for Threads {
         self.n
     }
 
-    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
-        let chunk_len = chunk_len.max(1);
+    /// On a worker of the pool, regions hand work to the other workers
+    /// directly (no handoff to and from the calling thread), and workers
+    /// stay awake between regions that follow closely.
+    fn install(&self, f: &mut (dyn FnMut() + Send)) {
         match &self.pool {
-            Some(pool) if data.len() > chunk_len => {
-                pool.install(|| data.par_chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c)))
-            }
-            _ => data.chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c)),
+            Some(p) => p.install(f),
+            None => f(),
         }
     }
+
+    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        let chunk_len = chunk_len.max(1);
+        let n_chunks = data.len().div_ceil(chunk_len);
+        match &self.pool {
+            Some(pool) if n_chunks > 1 => {
+                // a fixed, contiguous run of chunks per worker
+                let per = n_chunks.div_ceil(self.n);
+                if pool.current_thread_index().is_some() {
+                    rayon::scope(|s| spread(s, data, per, chunk_len, f))
+                } else {
+                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f))
+                }
+            }
+            _ => run(data, 0, chunk_len, f),
+        }
+    }
+}
+
+/// `f` over chunks `first..` of `part`.
+fn run(part: &mut [f32], first: usize, chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    for (j, c) in part.chunks_mut(chunk_len).enumerate() {
+        f(first + j, c);
+    }
+}
+
+/// Runs of `per` chunks to the other workers; the caller takes the first.
+fn spread<'s>(
+    s: &rayon::Scope<'s>,
+    data: &'s mut [f32],
+    per: usize,
+    chunk_len: usize,
+    f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
+) {
+    let mut parts = data.chunks_mut(per * chunk_len).enumerate();
+    let Some((_, mine)) = parts.next() else { return };
+    for (g, part) in parts {
+        s.spawn(move |_| run(part, g * per, chunk_len, f));
+    }
+    run(mine, 0, chunk_len, f);
 }

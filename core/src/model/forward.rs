@@ -9,7 +9,7 @@ use super::kv_cache::KvCache;
 use super::matmul::{matmul, Engine};
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
-use super::{rope, Faults, Model};
+use super::{rope, Faults, View};
 use crate::error::Result;
 use crate::kernels::scalar::MAX_HEAD_DIM;
 use crate::quant;
@@ -25,15 +25,15 @@ pub(super) struct Seq<'a> {
 
 /// Run the batch; write the logits of batch rows `out_rows` (indices into
 /// the concatenated tokens) into `logits`, one n_vocab row each.
-pub(super) fn batch<B: AsRef<[u8]>>(
-    m: &Model<B>,
+pub(super) fn batch(
+    m: View,
     e: &Engine,
     s: &mut Scratch,
     seqs: &mut [Seq],
     out_rows: &[usize],
     logits: &mut [f32],
 ) -> Result<()> {
-    let (c, w) = (&m.config, &m.weights);
+    let (c, w) = (m.config, m.weights);
     let ne = c.n_embd;
     let n: usize = seqs.iter().map(|q| q.tokens.len()).sum();
 
@@ -70,8 +70,8 @@ pub(super) fn batch<B: AsRef<[u8]>>(
 }
 
 /// One transformer block, in place on the residual stream `s.x`.
-fn layer<B: AsRef<[u8]>>(m: &Model<B>, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize) {
-    let c = &m.config;
+fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize) {
+    let c = m.config;
     let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
     let k = e.kernels;
 

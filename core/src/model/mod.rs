@@ -70,7 +70,11 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     pub fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
-        QMatrix { ty: t.ty, data: &self.bytes.as_ref()[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
+        self.view().matrix(t)
+    }
+
+    fn view(&self) -> View<'_> {
+        View { config: &self.config, weights: &self.weights, bytes: self.bytes.as_ref() }
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
@@ -137,11 +141,29 @@ impl<B: AsRef<[u8]>> Model<B> {
             .iter_mut()
             .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks, faults: sess.faults })
             .collect();
-        forward::batch(self, e, scratch, &mut seqs, &out_rows, logits)?;
+        let mut r = Ok(());
+        let m = self.view();
+        e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seqs, &out_rows, logits));
+        r?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
         }
         Ok(())
+    }
+}
+
+/// What a forward pass reads of a model: `Send` and `Sync` whatever holds
+/// the bytes, so the pass can run on a worker thread.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    config: &'a Config,
+    weights: &'a Weights,
+    bytes: &'a [u8],
+}
+
+impl<'a> View<'a> {
+    fn matrix(&self, t: &TensorRef) -> QMatrix<'a> {
+        QMatrix { ty: t.ty, data: &self.bytes[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
     }
 }
 
@@ -230,8 +252,10 @@ impl Session {
                 _ => {}
             }
             let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
-            let seq = forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults };
-            let r = forward::batch(m, e, &mut self.scratch, &mut [seq], &out_rows, out);
+            let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
+            let mut r = Ok(());
+            let (scratch, m) = (&mut self.scratch, m.view());
+            e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seq, &out_rows, out));
             if let Err(err) = r {
                 self.scratch.out_rows = out_rows;
                 return Err(err);
