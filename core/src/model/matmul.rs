@@ -78,29 +78,44 @@ pub fn matmul(
         }
         k.matmul_rows(&ws[m].0, a, n_tok, r0..r0 + chunk.len() / n_tok, chunk);
     });
-    // (rows, tokens) → each output's (tokens, rows), plus bias
+    // (rows, tokens) → each output's (tokens, rows), plus bias; in blocks
+    // of tokens so each row's read is contiguous
     let mut base = 0;
     for ((w, bias), out) in ws.iter().zip(outs.iter_mut()) {
         let nr = w.n_rows;
         let out = &mut out[..n_tok * nr];
         let src = &mm[base * n_tok..(base + nr) * n_tok];
+        let block = TRANSPOSE_TOKENS.min(n_tok.div_ceil(e.par.n_workers()));
+        let per_chunk = |i: usize, out: &mut [f32]| {
+            let t0 = i * block;
+            for (r, col) in src.chunks_exact(n_tok).enumerate() {
+                for (t, o) in out.chunks_exact_mut(nr).enumerate() {
+                    o[r] = col[t0 + t];
+                }
+            }
+            add_bias(out, *bias);
+        };
         if n_tok == 1 {
             out.copy_from_slice(src);
+            add_bias(out, *bias);
         } else {
-            for (r, col) in src.chunks_exact(n_tok).enumerate() {
-                for (t, &v) in col.iter().enumerate() {
-                    out[t * nr + r] = v;
-                }
-            }
-        }
-        if let Some(b) = bias {
-            for o in out.chunks_exact_mut(nr) {
-                for (o, &b) in o.iter_mut().zip(*b) {
-                    *o += b;
-                }
-            }
+            e.par.for_each_chunk(out, block * nr, &per_chunk);
         }
         base += nr;
+    }
+}
+
+/// Tokens per task when laying matmul outputs out by token.
+const TRANSPOSE_TOKENS: usize = 16;
+
+/// `out` (tokens × rows) += the bias row, if any.
+fn add_bias(out: &mut [f32], bias: Option<&[f32]>) {
+    if let Some(b) = bias {
+        for o in out.chunks_exact_mut(b.len()) {
+            for (o, &b) in o.iter_mut().zip(b) {
+                *o += b;
+            }
+        }
     }
 }
 
