@@ -13,12 +13,14 @@ use tern_core::quant::{q4_k, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K
 
 const R: usize = 4;
 
-/// The f16 at byte `o` of each of the four rows, as four f32 (exact).
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-fn f16x4(rws: &[&[u8]; R], o: usize) -> __m128 {
-    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
-    _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
+/// The f16 at byte `o` of each of the four rows, as four f32 (exact). A
+/// macro so it is always inlined into the (F16C) kernel using it.
+macro_rules! f16x4 {
+    ($rws:expr, $o:expr) => {{
+        let (rws, o): (&[&[u8]; R], usize) = ($rws, $o);
+        let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
+        _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
+    }};
 }
 
 /// Sum each of four 8×i32 vectors: [Σa, Σb, Σc, Σd].
@@ -60,14 +62,16 @@ fn load32(p: &[i8]) -> __m256i {
     unsafe { _mm256_loadu_si256(p.as_ptr() as *const __m256i) }
 }
 
-/// A legacy 32-element format: its block's weights as 32 bytes, signed
-/// (sign trick in the dot) or unsigned 0..31.
+/// A legacy 32-element format: its block's quants as 32 unsigned bytes
+/// `u`, the weight being `u - OFFSET` (times the scale, plus the min).
 trait Block32 {
     const BYTES: usize;
-    const SIGNED: bool;
+    /// 0 for the formats with a min (Q4_1, Q5_1); Q8_0 is stored signed
+    /// and read as `q ^ 0x80 = q + 128`.
+    const OFFSET: i8;
     /// Offset of the f16 min (`m`), for the offset formats.
     const M_AT: usize = 2;
-    fn weights(b: &[u8]) -> __m256i;
+    fn unsigned(b: &[u8]) -> __m256i;
 }
 
 struct Q4_0;
@@ -78,19 +82,19 @@ struct Q8_0;
 
 impl Block32 for Q4_0 {
     const BYTES: usize = 18;
-    const SIGNED: bool = true;
+    const OFFSET: i8 = 8;
     #[inline(always)]
-    fn weights(b: &[u8]) -> __m256i {
+    fn unsigned(b: &[u8]) -> __m256i {
         // SAFETY: callers hold AVX2 (every caller is an AVX2 target_feature fn).
-        unsafe { _mm256_sub_epi8(nibbles(&b[2..18]), _mm256_set1_epi8(8)) }
+        unsafe { nibbles(&b[2..18]) }
     }
 }
 
 impl Block32 for Q4_1 {
     const BYTES: usize = 20;
-    const SIGNED: bool = false;
+    const OFFSET: i8 = 0;
     #[inline(always)]
-    fn weights(b: &[u8]) -> __m256i {
+    fn unsigned(b: &[u8]) -> __m256i {
         // SAFETY: callers hold AVX2.
         unsafe { nibbles(&b[4..20]) }
     }
@@ -98,39 +102,33 @@ impl Block32 for Q4_1 {
 
 impl Block32 for Q5_0 {
     const BYTES: usize = 22;
-    const SIGNED: bool = true;
+    const OFFSET: i8 = 16;
     #[inline(always)]
-    fn weights(b: &[u8]) -> __m256i {
+    fn unsigned(b: &[u8]) -> __m256i {
         let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
         // SAFETY: callers hold AVX2.
-        unsafe {
-            let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
-            _mm256_sub_epi8(_mm256_or_si256(nibbles(&b[6..22]), hi), _mm256_set1_epi8(16))
-        }
+        unsafe { _mm256_or_si256(nibbles(&b[6..22]), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10))) }
     }
 }
 
 impl Block32 for Q5_1 {
     const BYTES: usize = 24;
-    const SIGNED: bool = false;
+    const OFFSET: i8 = 0;
     #[inline(always)]
-    fn weights(b: &[u8]) -> __m256i {
+    fn unsigned(b: &[u8]) -> __m256i {
         let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
         // SAFETY: callers hold AVX2.
-        unsafe {
-            let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
-            _mm256_or_si256(nibbles(&b[8..24]), hi)
-        }
+        unsafe { _mm256_or_si256(nibbles(&b[8..24]), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10))) }
     }
 }
 
 impl Block32 for Q8_0 {
     const BYTES: usize = 34;
-    const SIGNED: bool = true;
+    const OFFSET: i8 = -128;
     #[inline(always)]
-    fn weights(b: &[u8]) -> __m256i {
+    fn unsigned(b: &[u8]) -> __m256i {
         // SAFETY: a Q8_0 block has 32 quant bytes after its scale; AVX is held.
-        unsafe { _mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i) }
+        unsafe { _mm256_xor_si256(_mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i), _mm256_set1_epi8(-128)) }
     }
 }
 
@@ -148,11 +146,25 @@ fn prefetch4(rws: &[&[u8]; R], o: usize) {
     }
 }
 
-/// Exact dot of 32 weights with 32 activations, as 8 partial i32 sums.
+/// AVX2: the block's signed weights (sign trick in the dot) or, for the
+/// formats with a min, its unsigned quants.
 #[inline(always)]
-fn dot32(w: __m256i, signed: bool, a: __m256i) -> __m256i {
+fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
+    let u = T::unsigned(b);
+    // SAFETY: only reached from AVX2 target_feature functions. (Q8_0's
+    // offset −128 wraps back: (q ^ 0x80) − 0x80 = q.)
+    unsafe { if T::OFFSET == 0 { u } else { _mm256_sub_epi8(u, _mm256_set1_epi8(T::OFFSET)) } }
+}
+
+/// AVX2 needs no per-token term.
+#[inline(always)]
+fn no_corr<T: Block32>(_: __m256i) {}
+
+/// AVX2: exact dot of 32 weights with 32 activations, as 8 partial i32 sums.
+#[inline(always)]
+fn dot32<T: Block32>(w: __m256i, a: __m256i, _: ()) -> __m256i {
     // SAFETY: only reached from AVX2 target_feature functions.
-    unsafe { dot32_avx2(w, signed, a) }
+    unsafe { dot32_avx2(w, T::OFFSET != 0, a) }
 }
 
 #[inline]
@@ -177,8 +189,10 @@ pub fn handles(ty: GgmlType, x: &Acts) -> bool {
 }
 
 /// As `scalar::matmul_rows`, for the types `handles` accepts.
+/// `vnni`: the caller's CPU has AVX-512 VL and VNNI (legacy formats then
+/// take `vpdpbusd`).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32], vnni: bool) {
     let n_full = rows.len() / R * R;
     let nb = w.n_cols / QK8;
     for g in 0..n_full / R {
@@ -191,12 +205,22 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
         };
         for t0 in (0..n_tok).step_by(TILE) {
             let nt = TILE.min(n_tok - t0);
+            macro_rules! legacy {
+                ($t:ty, $a:expr) => {
+                    if vnni {
+                        // SAFETY: `vnni` says the CPU has these features.
+                        unsafe { rows_32_vnni::<$t, _>(&rws, $a, nb, t0, nt) }
+                    } else {
+                        rows_32_avx2::<$t, _>(&rws, $a, nb, t0, nt)
+                    }
+                };
+            }
             let tile = match (w.ty, x) {
-                (GgmlType::Q4_0, Acts::Q8_0(a)) => rows_32::<Q4_0, _>(&rws, a, nb, t0, nt),
-                (GgmlType::Q5_0, Acts::Q8_0(a)) => rows_32::<Q5_0, _>(&rws, a, nb, t0, nt),
-                (_, Acts::Q8_0(a)) => rows_32::<Q8_0, _>(&rws, a, nb, t0, nt),
-                (GgmlType::Q4_1, Acts::Q8_1(a)) => rows_32::<Q4_1, _>(&rws, a, nb, t0, nt),
-                (_, Acts::Q8_1(a)) => rows_32::<Q5_1, _>(&rws, a, nb, t0, nt),
+                (GgmlType::Q4_0, Acts::Q8_0(a)) => legacy!(Q4_0, a),
+                (GgmlType::Q5_0, Acts::Q8_0(a)) => legacy!(Q5_0, a),
+                (_, Acts::Q8_0(a)) => legacy!(Q8_0, a),
+                (GgmlType::Q4_1, Acts::Q8_1(a)) => legacy!(Q4_1, a),
+                (_, Acts::Q8_1(a)) => legacy!(Q5_1, a),
                 (_, Acts::Q8K(a)) => rows_k(w.ty, &rws, a, w.n_cols / QK_K, t0, nt),
                 _ => unreachable!("`handles` admits only these"),
             };
@@ -226,7 +250,7 @@ trait Act32 {
     fn qs(&self) -> &[i8; QK8];
     fn d(&self) -> f32;
     /// `t + m * s` for Q8_1; `t` for Q8_0 (which has no offset term).
-    fn with_offset(&self, t: __m128, m: impl FnOnce() -> __m128) -> __m128;
+    fn with_offset(&self, t: __m128, m: __m128) -> __m128;
 }
 
 impl Act32 for BlockQ8_0 {
@@ -237,7 +261,7 @@ impl Act32 for BlockQ8_0 {
         self.d
     }
     #[inline(always)]
-    fn with_offset(&self, t: __m128, _: impl FnOnce() -> __m128) -> __m128 {
+    fn with_offset(&self, t: __m128, _: __m128) -> __m128 {
         t
     }
 }
@@ -250,9 +274,9 @@ impl Act32 for BlockQ8_1 {
         self.d
     }
     #[inline(always)]
-    fn with_offset(&self, t: __m128, m: impl FnOnce() -> __m128) -> __m128 {
+    fn with_offset(&self, t: __m128, m: __m128) -> __m128 {
         // SAFETY: only reached from AVX2 target_feature functions.
-        unsafe { _mm_add_ps(t, _mm_mul_ps(m(), _mm_set1_ps(self.s))) }
+        unsafe { _mm_add_ps(t, _mm_mul_ps(m, _mm_set1_ps(self.s))) }
     }
 }
 
@@ -261,31 +285,84 @@ const TILE: usize = 4;
 
 /// Four rows × up to `TILE` tokens (`t0..t0 + nt`) of a legacy format.
 /// Each (row, token) accumulates its blocks in order, as the reference.
-#[target_feature(enable = "avx2,fma,f16c")]
-fn rows_32<T: Block32, A: Act32>(rws: &[&[u8]; R], a: &[A], nb: usize, t0: usize, nt: usize) -> [[f32; 4]; TILE] {
-    let ts = T::BYTES;
-    let mut acc = [_mm_setzero_ps(); TILE];
-    for b in 0..nb {
-        let o = b * ts;
-        prefetch4(rws, o + PREFETCH);
-        let w = [
-            T::weights(&rws[0][o..o + ts]),
-            T::weights(&rws[1][o..o + ts]),
-            T::weights(&rws[2][o..o + ts]),
-            T::weights(&rws[3][o..o + ts]),
-        ];
-        let dw = f16x4(rws, o);
-        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
-            let ab = &a[(t0 + j) * nb + b];
-            let av = load32(ab.qs());
-            let p = [dot32(w[0], T::SIGNED, av), dot32(w[1], T::SIGNED, av), dot32(w[2], T::SIGNED, av), dot32(w[3], T::SIGNED, av)];
-            let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
-            let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
-            let t = ab.with_offset(t, || f16x4(rws, o + T::M_AT));
-            *acc = _mm_add_ps(*acc, t);
+/// `$weights(block)` unpacks a row's block; `$dot(w, a, c)` is its exact
+/// dot with activations `a`, `c` being `$corr(a)`, computed once per token.
+macro_rules! rows_32 {
+    ($name:ident, $features:literal, $weights:ident, $corr:ident, $dot:ident) => {
+        #[target_feature(enable = $features)]
+        fn $name<T: Block32, A: Act32>(
+            rws: &[&[u8]; R],
+            a: &[A],
+            nb: usize,
+            t0: usize,
+            nt: usize,
+        ) -> [[f32; 4]; TILE] {
+            let ts = T::BYTES;
+            let mut acc = [_mm_setzero_ps(); TILE];
+            for b in 0..nb {
+                let o = b * ts;
+                prefetch4(rws, o + PREFETCH);
+                let w = [
+                    $weights::<T>(&rws[0][o..o + ts]),
+                    $weights::<T>(&rws[1][o..o + ts]),
+                    $weights::<T>(&rws[2][o..o + ts]),
+                    $weights::<T>(&rws[3][o..o + ts]),
+                ];
+                let dw = f16x4!(rws, o);
+                // the rows' mins, for the formats that have them
+                let m = if T::OFFSET == 0 { f16x4!(rws, o + T::M_AT) } else { _mm_setzero_ps() };
+                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                    let ab = &a[(t0 + j) * nb + b];
+                    let av = load32(ab.qs());
+                    let c = $corr::<T>(av);
+                    let p = [$dot::<T>(w[0], av, c), $dot::<T>(w[1], av, c), $dot::<T>(w[2], av, c), $dot::<T>(w[3], av, c)];
+                    let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
+                    let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
+                    let t = ab.with_offset(t, m);
+                    *acc = _mm_add_ps(*acc, t);
+                }
+            }
+            acc.map(|v| to_array(v))
         }
+    };
+}
+
+rows_32!(rows_32_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
+rows_32!(rows_32_vnni, "avx2,fma,f16c,avx512vl,avx512vnni", weights_vnni, corr_vnni, dot32_vnni);
+
+/// VNNI: unsigned quants straight into `vpdpbusd` (u8 × i8).
+#[inline(always)]
+fn weights_vnni<T: Block32>(b: &[u8]) -> __m256i {
+    T::unsigned(b)
+}
+
+/// VNNI: `OFFSET · Σ a` as 8 partial sums, once per token and block.
+#[inline(always)]
+fn corr_vnni<T: Block32>(a: __m256i) -> __m256i {
+    // SAFETY: only reached from VNNI target_feature functions.
+    unsafe { corr_vnni_imp(T::OFFSET, a) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,avx512vl,avx512vnni")]
+fn corr_vnni_imp(offset: i8, a: __m256i) -> __m256i {
+    if offset == 0 {
+        return _mm256_setzero_si256();
     }
-    acc.map(|v| to_array(v))
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(offset), a)
+}
+
+/// VNNI: `Σ u·a − OFFSET·Σ a`, the same exact integers as the AVX2 dot.
+#[inline(always)]
+fn dot32_vnni<T: Block32>(u: __m256i, a: __m256i, c: __m256i) -> __m256i {
+    // SAFETY: only reached from VNNI target_feature functions.
+    unsafe { dot32_vnni_imp(u, a, c) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,avx512vl,avx512vnni")]
+fn dot32_vnni_imp(u: __m256i, a: __m256i, c: __m256i) -> __m256i {
+    _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a), c)
 }
 
 /// A K-quant super-block unpacked for the dot: 8 runs of 32 unsigned
@@ -391,8 +468,8 @@ fn rows_k(ty: GgmlType, rws: &[&[u8]; R], a: &[BlockQ8K], nb: usize, t0: usize, 
                 unpack_q6_k(&rws[3][o..o + ts]),
             ]
         };
-        let d = f16x4(rws, if q4 { o } else { o + 208 });
-        let dmin = f16x4(rws, o + 2);
+        let d = f16x4!(rws, if q4 { o } else { o + 208 });
+        let dmin = f16x4!(rws, o + 2);
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ab = &a[(t0 + j) * nb + b];
             let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];

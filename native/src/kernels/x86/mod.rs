@@ -17,7 +17,7 @@ use tern_core::kernels::{scalar, Acts, Kernels, KvRows, QMatrix};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 macro_rules! backend {
-    ($name:ident, $label:literal, $features:literal, [$($detect:tt),*]) => {
+    ($name:ident, $label:literal, $features:literal, [$($detect:tt),*], vnni: $vnni:literal) => {
         #[derive(Clone, Copy)]
         pub struct $name(());
 
@@ -35,7 +35,7 @@ macro_rules! backend {
                 #[target_feature(enable = $features)]
                 fn imp(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
                     if avx2_q::handles(w.ty, &x) {
-                        avx2_q::matmul_rows(w, x, n_tok, rows, out)
+                        avx2_q::matmul_rows(w, x, n_tok, rows, out, $vnni)
                     } else {
                         scalar::matmul_rows(w, x, n_tok, rows, out)
                     }
@@ -106,10 +106,11 @@ macro_rules! backend {
     };
 }
 
-backend!(Avx2, "avx2", "avx2,fma,f16c,bmi2", ["avx2", "fma", "f16c", "bmi2"]);
+backend!(Avx2, "avx2", "avx2,fma,f16c,bmi2", ["avx2", "fma", "f16c", "bmi2"], vnni: false);
 backend!(
     Avx512,
     "avx512",
     "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2",
-    ["avx512f", "avx512bw", "avx512vl", "avx512vnni", "avx2", "fma", "f16c", "bmi2"]
+    ["avx512f", "avx512bw", "avx512vl", "avx512vnni", "avx2", "fma", "f16c", "bmi2"],
+    vnni: true
 );
