@@ -7,39 +7,110 @@ use core::fmt;
 #[non_exhaustive]
 pub enum Error {
     /// The file ended before `what` (at byte `offset`, needing `need` bytes).
-    Truncated { what: &'static str, offset: u64, need: u64, file_len: u64 },
-    BadMagic { found: [u8; 4] },
-    UnsupportedVersion { version: u32 },
+    Truncated {
+        what: &'static str,
+        offset: u64,
+        need: u64,
+        file_len: u64,
+    },
+    BadMagic {
+        found: [u8; 4],
+    },
+    UnsupportedVersion {
+        version: u32,
+    },
     /// A value of `field` at `offset` is outside what the format allows.
-    InvalidValue { field: &'static str, offset: u64, detail: String },
+    InvalidValue {
+        field: &'static str,
+        offset: u64,
+        detail: String,
+    },
     /// A count or length at `offset` would need more bytes than the file has.
-    CountTooLarge { field: &'static str, offset: u64, count: u64 },
-    InvalidUtf8 { field: &'static str, offset: u64 },
-    UnknownValueType { offset: u64, type_id: u32 },
-    UnknownTensorType { tensor: String, type_id: u32 },
-    TensorOutOfBounds { tensor: String, offset: u64, len: u64, data_len: u64 },
-    TensorMisaligned { tensor: String, offset: u64, alignment: u64 },
+    CountTooLarge {
+        field: &'static str,
+        offset: u64,
+        count: u64,
+    },
+    InvalidUtf8 {
+        field: &'static str,
+        offset: u64,
+    },
+    UnknownValueType {
+        offset: u64,
+        type_id: u32,
+    },
+    UnknownTensorType {
+        tensor: String,
+        type_id: u32,
+    },
+    TensorOutOfBounds {
+        tensor: String,
+        offset: u64,
+        len: u64,
+        data_len: u64,
+    },
+    TensorMisaligned {
+        tensor: String,
+        offset: u64,
+        alignment: u64,
+    },
     /// A row of `tensor` is not a whole number of blocks of its type.
-    TensorShape { tensor: String, detail: String },
-    DuplicateTensor { name: String },
-    DuplicateKey { key: String },
-    MissingKey { key: String },
+    TensorShape {
+        tensor: String,
+        detail: String,
+    },
+    DuplicateTensor {
+        name: String,
+    },
+    DuplicateKey {
+        key: String,
+    },
+    MissingKey {
+        key: String,
+    },
     /// A metadata key holds the wrong type of value.
-    KeyType { key: String, expected: &'static str },
-    MissingTensor { name: String },
-    UnsupportedArch { arch: String },
+    KeyType {
+        key: String,
+        expected: &'static str,
+    },
+    MissingTensor {
+        name: String,
+    },
+    UnsupportedArch {
+        arch: String,
+    },
     /// No kernel exists for this tensor's type in this model.
-    UnsupportedTensorType { arch: String, tensor: String, type_name: &'static str },
-    UnsupportedTokenizer { model: String },
-    Tokenizer { detail: String },
+    UnsupportedTensorType {
+        arch: String,
+        tensor: String,
+        type_name: &'static str,
+    },
+    UnsupportedTokenizer {
+        model: String,
+    },
+    Tokenizer {
+        detail: String,
+    },
     /// A chat template that does not compile or render.
-    Template { detail: String },
-    Unsupported { what: String },
+    Template {
+        detail: String,
+    },
+    Unsupported {
+        what: String,
+    },
     /// A token id outside the vocabulary.
-    TokenOutOfRange { id: u32, n_vocab: usize },
+    TokenOutOfRange {
+        id: u32,
+        n_vocab: usize,
+    },
     /// The session's KV cache cannot hold more positions.
-    ContextFull { n_ctx: usize, needed: usize },
-    InvalidArgument { what: String },
+    ContextFull {
+        n_ctx: usize,
+        needed: usize,
+    },
+    InvalidArgument {
+        what: String,
+    },
 }
 
 impl fmt::Display for Error {

@@ -13,7 +13,11 @@ pub struct Threads {
 impl Threads {
     /// `n` workers; 0 means one per available core.
     pub fn new(n: usize) -> Threads {
-        let n = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
+        let n = if n == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            n
+        };
         let pool = (n > 1).then(|| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
@@ -40,7 +44,12 @@ impl Parallel for Threads {
         }
     }
 
-    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    fn for_each_chunk(
+        &self,
+        data: &mut [f32],
+        chunk_len: usize,
+        f: &(dyn Fn(usize, &mut [f32]) + Sync),
+    ) {
         let chunk_len = chunk_len.max(1);
         let n_chunks = data.len().div_ceil(chunk_len);
         match &self.pool {
@@ -74,7 +83,9 @@ fn spread<'s>(
     f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
 ) {
     let mut parts = data.chunks_mut(per * chunk_len).enumerate();
-    let Some((_, mine)) = parts.next() else { return };
+    let Some((_, mine)) = parts.next() else {
+        return;
+    };
     for (g, part) in parts {
         s.spawn(move |_| run(part, g * per, chunk_len, f));
     }

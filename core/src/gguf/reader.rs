@@ -62,7 +62,11 @@ impl<'a> Reader<'a> {
         let need = count.checked_mul(min_item_bytes);
         match need {
             Some(n) if n <= self.remaining() as u64 => Ok(count),
-            _ => Err(Error::CountTooLarge { field, offset, count }),
+            _ => Err(Error::CountTooLarge {
+                field,
+                offset,
+                count,
+            }),
         }
     }
 

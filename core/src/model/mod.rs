@@ -50,7 +50,10 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// Parse a GGUF file held in `bytes`, bind and check its weights, and
     /// let `with` read anything else it needs (e.g. the tokenizer) from the
     /// same parse.
-    pub fn load_gguf_with<T>(bytes: B, with: impl FnOnce(&Gguf) -> Result<T>) -> Result<(Model<B>, T)> {
+    pub fn load_gguf_with<T>(
+        bytes: B,
+        with: impl FnOnce(&Gguf) -> Result<T>,
+    ) -> Result<(Model<B>, T)> {
         let (config, weights, extra) = {
             let g = Gguf::parse(bytes.as_ref())?;
             let ff = weights::rope_freq_factors(&g)?;
@@ -58,7 +61,14 @@ impl<B: AsRef<[u8]>> Model<B> {
             let weights = Weights::bind(&g, &config)?;
             (config, weights, with(&g)?)
         };
-        Ok((Model { bytes, config, weights }, extra))
+        Ok((
+            Model {
+                bytes,
+                config,
+                weights,
+            },
+            extra,
+        ))
     }
 
     pub fn load_gguf(bytes: B) -> Result<Model<B>> {
@@ -74,7 +84,11 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     fn view(&self) -> View<'_> {
-        View { config: &self.config, weights: &self.weights, bytes: self.bytes.as_ref() }
+        View {
+            config: &self.config,
+            weights: &self.weights,
+            bytes: self.bytes.as_ref(),
+        }
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
@@ -127,11 +141,17 @@ impl<B: AsRef<[u8]>> Model<B> {
             sess.check(&self.config, toks)?;
             if sess.kv.n_ctx > scratch.n_ctx {
                 return Err(Error::InvalidArgument {
-                    what: alloc::format!("a session of {} positions in scratch for {}", sess.kv.n_ctx, scratch.n_ctx),
+                    what: alloc::format!(
+                        "a session of {} positions in scratch for {}",
+                        sess.kv.n_ctx,
+                        scratch.n_ctx
+                    ),
                 });
             }
             if toks.is_empty() {
-                return Err(Error::InvalidArgument { what: "an empty item in a batch".into() });
+                return Err(Error::InvalidArgument {
+                    what: "an empty item in a batch".into(),
+                });
             }
             row += toks.len();
             out_rows.push(row - 1);
@@ -139,11 +159,17 @@ impl<B: AsRef<[u8]>> Model<B> {
         logits.resize(items.len() * self.config.n_vocab, 0.0);
         let mut seqs: Vec<forward::Seq> = items
             .iter_mut()
-            .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks, faults: sess.faults })
+            .map(|(sess, toks)| forward::Seq {
+                pos0: sess.tokens.len(),
+                kv: &mut sess.kv,
+                tokens: toks,
+                faults: sess.faults,
+            })
             .collect();
         let mut r = Ok(());
         let m = self.view();
-        e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seqs, &out_rows, logits));
+        e.par
+            .install(&mut || r = forward::batch(m, e, scratch, &mut seqs, &out_rows, logits));
         r?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
@@ -163,7 +189,12 @@ struct View<'a> {
 
 impl<'a> View<'a> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'a> {
-        QMatrix { ty: t.ty, data: &self.bytes[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
+        QMatrix {
+            ty: t.ty,
+            data: &self.bytes[t.start..t.start + t.len],
+            n_cols: t.n_cols,
+            n_rows: t.n_rows,
+        }
     }
 }
 
@@ -211,7 +242,11 @@ impl Session {
     }
     /// How many leading tokens of `tokens` the cache already holds.
     pub fn common_prefix(&self, tokens: &[u32]) -> usize {
-        self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count()
+        self.tokens
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
     }
     /// Bytes held by the KV cache and the scratch buffers.
     pub fn bytes(&self) -> usize {
@@ -221,17 +256,29 @@ impl Session {
     fn check(&self, c: &Config, tokens: &[u32]) -> Result<()> {
         let needed = self.tokens.len() + tokens.len();
         if needed > self.kv.n_ctx {
-            return Err(Error::ContextFull { n_ctx: self.kv.n_ctx, needed });
+            return Err(Error::ContextFull {
+                n_ctx: self.kv.n_ctx,
+                needed,
+            });
         }
         if let Some(&id) = tokens.iter().find(|&&id| id as usize >= c.n_vocab) {
-            return Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab });
+            return Err(Error::TokenOutOfRange {
+                id,
+                n_vocab: c.n_vocab,
+            });
         }
         Ok(())
     }
 
     /// Run `tokens` at the next positions, append them to the cache, and
     /// return the requested logits: (rows, n_vocab) row-major.
-    pub fn forward<B: AsRef<[u8]>>(&mut self, m: &Model<B>, e: &Engine, tokens: &[u32], want: Logits) -> Result<&[f32]> {
+    pub fn forward<B: AsRef<[u8]>>(
+        &mut self,
+        m: &Model<B>,
+        e: &Engine,
+        tokens: &[u32],
+        want: Logits,
+    ) -> Result<&[f32]> {
         let nv = m.config.n_vocab;
         self.check(&m.config, tokens)?;
         let n_rows = match want {
@@ -252,10 +299,16 @@ impl Session {
                 _ => {}
             }
             let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
-            let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
+            let mut seq = [forward::Seq {
+                kv: &mut self.kv,
+                pos0: self.tokens.len(),
+                tokens: batch,
+                faults: self.faults,
+            }];
             let mut r = Ok(());
             let (scratch, m) = (&mut self.scratch, m.view());
-            e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seq, &out_rows, out));
+            e.par
+                .install(&mut || r = forward::batch(m, e, scratch, &mut seq, &out_rows, out));
             if let Err(err) = r {
                 self.scratch.out_rows = out_rows;
                 return Err(err);

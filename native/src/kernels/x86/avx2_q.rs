@@ -37,7 +37,12 @@ fn hsum4(a: __m256i, b: __m256i, c: __m256i, d: __m256i) -> __m128i {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn bits_to_bytes(x: u32) -> __m256i {
-    let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    let shuf = _mm256_set_epi64x(
+        0x0303030303030303,
+        0x0202020202020202,
+        0x0101010101010101,
+        0,
+    );
     let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
     let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
     _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
@@ -107,7 +112,12 @@ impl Block32 for Q5_0 {
     fn unsigned(b: &[u8]) -> __m256i {
         let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
         // SAFETY: callers hold AVX2.
-        unsafe { _mm256_or_si256(nibbles(&b[6..22]), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10))) }
+        unsafe {
+            _mm256_or_si256(
+                nibbles(&b[6..22]),
+                _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)),
+            )
+        }
     }
 }
 
@@ -118,7 +128,12 @@ impl Block32 for Q5_1 {
     fn unsigned(b: &[u8]) -> __m256i {
         let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
         // SAFETY: callers hold AVX2.
-        unsafe { _mm256_or_si256(nibbles(&b[8..24]), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10))) }
+        unsafe {
+            _mm256_or_si256(
+                nibbles(&b[8..24]),
+                _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)),
+            )
+        }
     }
 }
 
@@ -128,7 +143,12 @@ impl Block32 for Q8_0 {
     #[inline(always)]
     fn unsigned(b: &[u8]) -> __m256i {
         // SAFETY: a Q8_0 block has 32 quant bytes after its scale; AVX is held.
-        unsafe { _mm256_xor_si256(_mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i), _mm256_set1_epi8(-128)) }
+        unsafe {
+            _mm256_xor_si256(
+                _mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i),
+                _mm256_set1_epi8(-128),
+            )
+        }
     }
 }
 
@@ -153,7 +173,13 @@ fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
     let u = T::unsigned(b);
     // SAFETY: only reached from AVX2 target_feature functions. (Q8_0's
     // offset −128 wraps back: (q ^ 0x80) − 0x80 = q.)
-    unsafe { if T::OFFSET == 0 { u } else { _mm256_sub_epi8(u, _mm256_set1_epi8(T::OFFSET)) } }
+    unsafe {
+        if T::OFFSET == 0 {
+            u
+        } else {
+            _mm256_sub_epi8(u, _mm256_set1_epi8(T::OFFSET))
+        }
+    }
 }
 
 /// AVX2 needs no per-token term.
@@ -182,8 +208,10 @@ fn dot32_avx2(w: __m256i, signed: bool, a: __m256i) -> __m256i {
 pub fn handles(ty: GgmlType, x: &Acts) -> bool {
     matches!(
         (ty, x),
-        (GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0, Acts::Q8_0(_))
-            | (GgmlType::Q4_1 | GgmlType::Q5_1, Acts::Q8_1(_))
+        (
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0,
+            Acts::Q8_0(_)
+        ) | (GgmlType::Q4_1 | GgmlType::Q5_1, Acts::Q8_1(_))
             | (GgmlType::Q4_K | GgmlType::Q6_K, Acts::Q8K(_))
     )
 }
@@ -192,7 +220,14 @@ pub fn handles(ty: GgmlType, x: &Acts) -> bool {
 /// `vnni`: the caller's CPU has AVX-512 VL and VNNI (legacy formats then
 /// take `vpdpbusd`).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32], vnni: bool) {
+pub fn matmul_rows(
+    w: &QMatrix,
+    x: Acts,
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+    vnni: bool,
+) {
     let n_full = rows.len() / R * R;
     let nb = w.n_cols / QK8;
     for g in 0..n_full / R {
@@ -203,9 +238,13 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
             ($t:ty, $a:expr) => {
                 if vnni && <$t as Block32>::OFFSET != 0 {
                     // SAFETY: `vnni` says the CPU has these features.
-                    tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe { rows_32_vnni::<$t, _, VNNI_TILE>(&rws, $a, nb, t0, nt) })
+                    tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe {
+                        rows_32_vnni::<$t, _, VNNI_TILE>(&rws, $a, nb, t0, nt)
+                    })
                 } else {
-                    tiles::<TILE>(n_tok, out, |t0, nt| rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt))
+                    tiles::<TILE>(n_tok, out, |t0, nt| {
+                        rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt)
+                    })
                 }
             };
         }
@@ -215,7 +254,15 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
             (_, Acts::Q8_0(a)) => legacy!(Q8_0, a),
             (GgmlType::Q4_1, Acts::Q8_1(a)) => legacy!(Q4_1, a),
             (_, Acts::Q8_1(a)) => legacy!(Q5_1, a),
-            (_, Acts::Q8K(a)) => tiles::<TILE>(n_tok, out, |t0, nt| rows_k(w.ty, &rws, a, w.n_cols / QK_K, t0, nt)),
+            (_, Acts::Q8K(a)) if vnni => {
+                // SAFETY: `vnni` implies AVX-512 F/BW/VL (the backend checks them all).
+                tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe {
+                    rows_k_avx512::<VNNI_TILE>(w.ty, &rws, a, w.n_cols / QK_K, t0, nt)
+                })
+            }
+            (_, Acts::Q8K(a)) => tiles::<TILE>(n_tok, out, |t0, nt| {
+                rows_k_avx2::<TILE>(w.ty, &rws, a, w.n_cols / QK_K, t0, nt)
+            }),
             _ => unreachable!("`handles` admits only these"),
         }
     }
@@ -228,7 +275,11 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
 /// Run `tile(t0, nt)` over the tokens in tiles of `NT` and lay its
 /// [token][row] results out as `out[row * n_tok + token]` (four rows).
 #[inline(always)]
-fn tiles<const NT: usize>(n_tok: usize, out: &mut [f32], mut tile: impl FnMut(usize, usize) -> [[f32; 4]; NT]) {
+fn tiles<const NT: usize>(
+    n_tok: usize,
+    out: &mut [f32],
+    mut tile: impl FnMut(usize, usize) -> [[f32; 4]; NT],
+) {
     for t0 in (0..n_tok).step_by(NT) {
         let nt = NT.min(n_tok - t0);
         for (j, acc) in tile(t0, nt).into_iter().take(nt).enumerate() {
@@ -319,12 +370,21 @@ macro_rules! rows_32 {
                 ];
                 let dw = f16x4!(rws, o);
                 // the rows' mins, for the formats that have them
-                let m = if T::OFFSET == 0 { f16x4!(rws, o + T::M_AT) } else { _mm_setzero_ps() };
+                let m = if T::OFFSET == 0 {
+                    f16x4!(rws, o + T::M_AT)
+                } else {
+                    _mm_setzero_ps()
+                };
                 for (j, acc) in acc.iter_mut().enumerate().take(nt) {
                     let ab = &a[(t0 + j) * nb + b];
                     let av = load32(ab.qs());
                     let c = $corr::<T>(av);
-                    let p = [$dot::<T>(w[0], av, c), $dot::<T>(w[1], av, c), $dot::<T>(w[2], av, c), $dot::<T>(w[3], av, c)];
+                    let p = [
+                        $dot::<T>(w[0], av, c),
+                        $dot::<T>(w[1], av, c),
+                        $dot::<T>(w[2], av, c),
+                        $dot::<T>(w[3], av, c),
+                    ];
                     let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
                     let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
                     let t = ab.with_offset(t, m);
@@ -337,7 +397,13 @@ macro_rules! rows_32 {
 }
 
 rows_32!(rows_32_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
-rows_32!(rows_32_vnni, "avx2,fma,f16c,avx512vl,avx512vnni", weights_vnni, corr_vnni, dot32_vnni);
+rows_32!(
+    rows_32_vnni,
+    "avx2,fma,f16c,avx512vl,avx512vnni",
+    weights_vnni,
+    corr_vnni,
+    dot32_vnni
+);
 
 /// VNNI: unsigned quants straight into `vpdpbusd` (u8 × i8).
 #[inline(always)]
@@ -387,7 +453,11 @@ struct KBlock {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn unpack_q4_k(b: &[u8]) -> KBlock {
-    let mut kb = KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
+    let mut kb = KBlock {
+        q: [_mm256_setzero_si256(); 8],
+        mult: [_mm256_setzero_si256(); 8],
+        minw: _mm256_setzero_si256(),
+    };
     let mut mins = [0i16; 16];
     for i in 0..4 {
         // SAFETY: 32 bytes at 16 + 32i are inside the 144-byte block.
@@ -409,7 +479,11 @@ fn unpack_q4_k(b: &[u8]) -> KBlock {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn unpack_q6_k(b: &[u8]) -> KBlock {
-    let mut kb = KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
+    let mut kb = KBlock {
+        q: [_mm256_setzero_si256(); 8],
+        mult: [_mm256_setzero_si256(); 8],
+        minw: _mm256_setzero_si256(),
+    };
     let sc = |g: usize| b[192 + g] as i8 as i16;
     let (m4, m2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
     for h in 0..2 {
@@ -423,9 +497,16 @@ fn unpack_q6_k(b: &[u8]) -> KBlock {
         };
         let hb = |s: __m256i| _mm256_slli_epi16::<4>(_mm256_and_si256(s, m2));
         kb.q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hb(qh));
-        kb.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hb(_mm256_srli_epi16::<2>(qh)));
-        kb.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), hb(_mm256_srli_epi16::<4>(qh)));
-        kb.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hb(_mm256_srli_epi16::<6>(qh)));
+        kb.q[4 * h + 1] =
+            _mm256_or_si256(_mm256_and_si256(ql1, m4), hb(_mm256_srli_epi16::<2>(qh)));
+        kb.q[4 * h + 2] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
+            hb(_mm256_srli_epi16::<4>(qh)),
+        );
+        kb.q[4 * h + 3] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
+            hb(_mm256_srli_epi16::<6>(qh)),
+        );
     }
     let mut w = [0i16; 16];
     for k in 0..8 {
@@ -453,47 +534,69 @@ fn kdot(kb: &KBlock, a: &BlockQ8K) -> (__m256i, __m256i) {
     (acc, _mm256_madd_epi16(bs, kb.minw))
 }
 
-/// Four rows × up to `TILE` tokens of Q4_K or Q6_K.
-#[target_feature(enable = "avx2,fma,f16c")]
-fn rows_k(ty: GgmlType, rws: &[&[u8]; R], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [[f32; 4]; TILE] {
-    let ts = ty.type_size();
-    let q4 = ty == GgmlType::Q4_K;
-    let mut acc = [_mm_setzero_ps(); TILE];
-    for b in 0..nb {
-        let o = b * ts;
-        prefetch4(rws, o + PREFETCH);
-        let kb = if q4 {
-            [
-                unpack_q4_k(&rws[0][o..o + ts]),
-                unpack_q4_k(&rws[1][o..o + ts]),
-                unpack_q4_k(&rws[2][o..o + ts]),
-                unpack_q4_k(&rws[3][o..o + ts]),
-            ]
-        } else {
-            [
-                unpack_q6_k(&rws[0][o..o + ts]),
-                unpack_q6_k(&rws[1][o..o + ts]),
-                unpack_q6_k(&rws[2][o..o + ts]),
-                unpack_q6_k(&rws[3][o..o + ts]),
-            ]
-        };
-        let d = f16x4!(rws, if q4 { o } else { o + 208 });
-        let dmin = f16x4!(rws, o + 2);
-        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
-            let ab = &a[(t0 + j) * nb + b];
-            let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];
-            let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
-            let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
-            let da = _mm_set1_ps(ab.d);
-            let t = if q4 {
-                let x = _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(isum));
-                _mm_sub_ps(x, _mm_mul_ps(_mm_mul_ps(dmin, da), _mm_cvtepi32_ps(imin)))
-            } else {
-                // Q6_K has no mins: the reference's `− (0 · da) · 0` changes nothing
-                _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(_mm_sub_epi32(isum, imin)))
-            };
-            *acc = _mm_add_ps(*acc, t);
+/// Four rows × up to `NT` tokens of Q4_K or Q6_K.
+macro_rules! rows_k {
+    ($name:ident, $features:literal) => {
+        #[target_feature(enable = $features)]
+        fn $name<const NT: usize>(
+            ty: GgmlType,
+            rws: &[&[u8]; R],
+            a: &[BlockQ8K],
+            nb: usize,
+            t0: usize,
+            nt: usize,
+        ) -> [[f32; 4]; NT] {
+            let ts = ty.type_size();
+            let q4 = ty == GgmlType::Q4_K;
+            let mut acc = [_mm_setzero_ps(); NT];
+            for b in 0..nb {
+                let o = b * ts;
+                prefetch4(rws, o + PREFETCH);
+                let kb = if q4 {
+                    [
+                        unpack_q4_k(&rws[0][o..o + ts]),
+                        unpack_q4_k(&rws[1][o..o + ts]),
+                        unpack_q4_k(&rws[2][o..o + ts]),
+                        unpack_q4_k(&rws[3][o..o + ts]),
+                    ]
+                } else {
+                    [
+                        unpack_q6_k(&rws[0][o..o + ts]),
+                        unpack_q6_k(&rws[1][o..o + ts]),
+                        unpack_q6_k(&rws[2][o..o + ts]),
+                        unpack_q6_k(&rws[3][o..o + ts]),
+                    ]
+                };
+                let d = f16x4!(rws, if q4 { o } else { o + 208 });
+                let dmin = f16x4!(rws, o + 2);
+                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                    let ab = &a[(t0 + j) * nb + b];
+                    let r = [
+                        kdot(&kb[0], ab),
+                        kdot(&kb[1], ab),
+                        kdot(&kb[2], ab),
+                        kdot(&kb[3], ab),
+                    ];
+                    let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
+                    let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
+                    let da = _mm_set1_ps(ab.d);
+                    let t = if q4 {
+                        let x = _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(isum));
+                        _mm_sub_ps(x, _mm_mul_ps(_mm_mul_ps(dmin, da), _mm_cvtepi32_ps(imin)))
+                    } else {
+                        // Q6_K has no mins: the reference's `− (0 · da) · 0` changes nothing
+                        _mm_mul_ps(
+                            _mm_mul_ps(d, da),
+                            _mm_cvtepi32_ps(_mm_sub_epi32(isum, imin)),
+                        )
+                    };
+                    *acc = _mm_add_ps(*acc, t);
+                }
+            }
+            acc.map(|v| to_array(v))
         }
-    }
-    acc.map(|v| to_array(v))
+    };
 }
+
+rows_k!(rows_k_avx2, "avx2,fma,f16c");
+rows_k!(rows_k_avx512, "avx2,fma,f16c,avx512f,avx512bw,avx512vl");
