@@ -1,7 +1,10 @@
 //! Kernel backends for this CPU, chosen once at run time: the fastest the
 //! CPU supports, or the one `TERN_KERNELS` names (`scalar`, `avx2`,
-//! `avx512`). Every backend equals the scalar reference bit for bit.
+//! `avx512` on x86-64; `neon`, `dotprod` on aarch64). Every backend equals
+//! the scalar reference bit for bit.
 
+#[cfg(target_arch = "aarch64")]
+mod arm;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -23,6 +26,15 @@ pub fn available() -> Vec<&'static str> {
             v.push("avx2");
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if arm::NeonDot::new().is_some() {
+            v.push("dotprod");
+        }
+        if arm::Neon::new().is_some() {
+            v.push("neon");
+        }
+    }
     v.push("scalar");
     v
 }
@@ -35,6 +47,10 @@ pub fn by_name(name: &str) -> Option<&'static dyn Kernels> {
         "avx2" => x86::Avx2::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
         #[cfg(target_arch = "x86_64")]
         "avx512" => x86::Avx512::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
+        #[cfg(target_arch = "aarch64")]
+        "neon" => arm::Neon::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
+        #[cfg(target_arch = "aarch64")]
+        "dotprod" => arm::NeonDot::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
         _ => None,
     }
 }

@@ -1,0 +1,83 @@
+//! NEON attention of one head, in the scalar reference's order: scores are
+//! the contract's 16-lane dots (four 4-lane accumulators, multiply then
+//! add) reduced by its fixed tree; the softmax is the reference's; each
+//! output element accumulates p·v over positions in order, four at a time.
+
+use core::arch::aarch64::*;
+
+use tern_core::kernels::scalar::{self, MAX_HEAD_DIM};
+use tern_core::kernels::KvRows;
+
+#[inline(always)]
+fn ld(x: &[f32], i: usize) -> float32x4_t {
+    let x = &x[i..i + 4];
+    // SAFETY: `x` has 4 elements; NEON baseline.
+    unsafe { vld1q_f32(x.as_ptr()) }
+}
+
+/// `Σ a[i]·b[i]` by the contract: lane i % 16, then `reduce16`.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n16 = a.len() / 16 * 16;
+    let mut l = [0.0f32; 16];
+    // SAFETY: NEON baseline; `l` holds 16 f32.
+    unsafe {
+        let mut acc = [vdupq_n_f32(0.0); 4];
+        for i in (0..n16).step_by(16) {
+            for (k, acc) in acc.iter_mut().enumerate() {
+                *acc = vaddq_f32(*acc, vmulq_f32(ld(a, i + 4 * k), ld(b, i + 4 * k)));
+            }
+        }
+        for (k, acc) in acc.iter().enumerate() {
+            vst1q_f32(l[4 * k..].as_mut_ptr(), *acc);
+        }
+    }
+    for (i, (&x, &y)) in a[n16..].iter().zip(&b[n16..]).enumerate() {
+        l[i] += x * y;
+    }
+    scalar::reduce16(l)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn attention_head(
+    q: &[f32],
+    k: KvRows,
+    v: KvRows,
+    kv_stride: usize,
+    n_kv: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let hd = q.len();
+    let mut row = [0.0f32; MAX_HEAD_DIM];
+    let row = &mut row[..hd];
+    let scores = &mut scores[..n_kv];
+    let mut max = f32::NEG_INFINITY;
+    for (t, s) in scores.iter_mut().enumerate() {
+        k.read(t * kv_stride..t * kv_stride + hd, row);
+        *s = dot(q, row) * scale;
+        max = max.max(*s);
+    }
+    let inv = scalar::softmax_exp(scores, max);
+    out.fill(0.0);
+    let n4 = hd / 4 * 4;
+    for (t, &e) in scores.iter().enumerate() {
+        let p = e * inv;
+        v.read(t * kv_stride..t * kv_stride + hd, row);
+        // SAFETY: NEON baseline; i + 4 ≤ n4 ≤ hd = out.len().
+        unsafe {
+            let pv = vdupq_n_f32(p);
+            for i in (0..n4).step_by(4) {
+                vst1q_f32(
+                    out[i..].as_mut_ptr(),
+                    vaddq_f32(ld(out, i), vmulq_f32(pv, ld(row, i))),
+                );
+            }
+        }
+        for (o, &vv) in out[n4..].iter_mut().zip(&row[n4..]) {
+            *o += p * vv;
+        }
+    }
+}

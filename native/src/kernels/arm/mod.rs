@@ -1,0 +1,55 @@
+//! aarch64 backends: `neon` (the baseline every aarch64 CPU has) and
+//! `dotprod` (`sdot`, where the CPU has it). Both run the same kernels,
+//! generic over the 8-bit dot; both equal the scalar reference bit for bit.
+
+mod attn;
+mod dots;
+mod matmul;
+mod unpack;
+
+use core::ops::Range;
+
+use tern_core::kernels::{Acts, Kernels, KvRows, QMatrix};
+
+macro_rules! backend {
+    ($name:ident, $label:literal, $features:literal, $dot:ty, [$($detect:tt),*]) => {
+        #[derive(Clone, Copy)]
+        pub struct $name(());
+
+        impl $name {
+            pub fn new() -> Option<Self> {
+                (true $(&& std::arch::is_aarch64_feature_detected!($detect))*).then_some($name(()))
+            }
+        }
+
+        impl Kernels for $name {
+            fn name(&self) -> &'static str {
+                $label
+            }
+            fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+                #[target_feature(enable = $features)]
+                fn imp(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+                    matmul::matmul_rows::<$dot>(w, x, n_tok, rows, out)
+                }
+                // SAFETY: the token exists only if the CPU has these features.
+                unsafe { imp(w, x, n_tok, rows, out) }
+            }
+            fn attention_head(
+                &self,
+                q: &[f32],
+                k: KvRows,
+                v: KvRows,
+                kv_stride: usize,
+                n_kv: usize,
+                scale: f32,
+                scores: &mut [f32],
+                out: &mut [f32],
+            ) {
+                attn::attention_head(q, k, v, kv_stride, n_kv, scale, scores, out)
+            }
+        }
+    };
+}
+
+backend!(Neon, "neon", "neon", dots::Plain, []);
+backend!(NeonDot, "dotprod", "neon,dotprod", dots::Sdot, ["dotprod"]);
