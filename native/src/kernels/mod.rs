@@ -1,6 +1,6 @@
 //! Kernel backends for this CPU, chosen once at run time: the fastest the
 //! CPU supports, or the one `TERN_KERNELS` names (`scalar`, `avx2`,
-//! `avx512` on x86-64; `neon`, `dotprod` on aarch64). Every backend equals
+//! `avx512` on x86-64; `neon`, `dotprod`, `i8mm` on aarch64). Every backend equals
 //! the scalar reference bit for bit.
 
 #[cfg(target_arch = "aarch64")]
@@ -28,6 +28,9 @@ pub fn available() -> Vec<&'static str> {
     }
     #[cfg(target_arch = "aarch64")]
     {
+        if arm::NeonI8mm::new().is_some() {
+            v.push("i8mm");
+        }
         if arm::NeonDot::new().is_some() {
             v.push("dotprod");
         }
@@ -51,6 +54,8 @@ pub fn by_name(name: &str) -> Option<&'static dyn Kernels> {
         "neon" => arm::Neon::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
         #[cfg(target_arch = "aarch64")]
         "dotprod" => arm::NeonDot::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
+        #[cfg(target_arch = "aarch64")]
+        "i8mm" => arm::NeonI8mm::new().map(|k| Box::leak(Box::new(k)) as &'static dyn Kernels),
         _ => None,
     }
 }

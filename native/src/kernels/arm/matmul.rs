@@ -19,7 +19,7 @@ use super::unpack::unpack;
 const TILE: usize = 4;
 
 /// An 8-bit activation block for the 32-element formats.
-trait Act32 {
+pub trait Act32 {
     fn qs(&self) -> &[i8];
     fn d(&self) -> f32;
     /// The block's term: `t`, plus `m · s` for Q8_1.

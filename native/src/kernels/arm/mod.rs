@@ -1,10 +1,13 @@
-//! aarch64 backends: `neon` (the baseline every aarch64 CPU has) and
-//! `dotprod` (`sdot`, where the CPU has it). Both run the same kernels,
-//! generic over the 8-bit dot; both equal the scalar reference bit for bit.
+//! aarch64 backends: `neon` (the baseline every aarch64 CPU has),
+//! `dotprod` (`sdot`, where the CPU has it) and `i8mm` (`smmla` 2×2 tiles
+//! for the legacy formats, with dotprod for the rest). `neon` and `dotprod`
+//! run the same kernels, generic over the 8-bit dot. All equal the scalar
+//! reference bit for bit.
 
 mod attn;
 mod dots;
 mod matmul;
+mod mmla;
 mod unpack;
 
 use core::ops::Range;
@@ -12,7 +15,7 @@ use core::ops::Range;
 use tern_core::kernels::{Acts, Kernels, KvRows, QMatrix};
 
 macro_rules! backend {
-    ($name:ident, $label:literal, $features:literal, $dot:ty, [$($detect:tt),*]) => {
+    ($name:ident, $label:literal, $features:literal, $matmul:path, [$($detect:tt),*]) => {
         #[derive(Clone, Copy)]
         pub struct $name(());
 
@@ -29,7 +32,7 @@ macro_rules! backend {
             fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
                 #[target_feature(enable = $features)]
                 fn imp(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
-                    matmul::matmul_rows::<$dot>(w, x, n_tok, rows, out)
+                    $matmul(w, x, n_tok, rows, out)
                 }
                 // SAFETY: the token exists only if the CPU has these features.
                 unsafe { imp(w, x, n_tok, rows, out) }
@@ -51,5 +54,18 @@ macro_rules! backend {
     };
 }
 
-backend!(Neon, "neon", "neon", dots::Plain, []);
-backend!(NeonDot, "dotprod", "neon,dotprod", dots::Sdot, ["dotprod"]);
+backend!(Neon, "neon", "neon", matmul::matmul_rows::<dots::Plain>, []);
+backend!(
+    NeonDot,
+    "dotprod",
+    "neon,dotprod",
+    matmul::matmul_rows::<dots::Sdot>,
+    ["dotprod"]
+);
+backend!(
+    NeonI8mm,
+    "i8mm",
+    "neon,dotprod,i8mm",
+    mmla::matmul_rows,
+    ["dotprod", "i8mm"]
+);
