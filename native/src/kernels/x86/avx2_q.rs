@@ -53,10 +53,17 @@ fn bits_to_bytes(x: u32) -> __m256i {
 #[target_feature(enable = "avx2")]
 fn nibbles(p: &[u8]) -> __m256i {
     // SAFETY: `p` has at least 16 bytes (callers pass a block's qs).
-    let x = unsafe { _mm_loadu_si128(p.as_ptr() as *const __m128i) };
-    let lo = _mm_and_si128(x, _mm_set1_epi8(0x0F));
-    let hi = _mm_and_si128(_mm_srli_epi16::<4>(x), _mm_set1_epi8(0x0F));
-    _mm256_set_m128i(hi, lo)
+    let x = unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(p.as_ptr() as *const __m128i)) };
+    // the upper copy shifted down a nibble
+    let x = _mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0));
+    _mm256_and_si256(x, _mm256_set1_epi8(0x0F))
+}
+
+/// `u + 16` in the bytes whose bit of `qh` is set (ggml's fifth bit).
+#[inline]
+#[target_feature(enable = "avx512bw,avx512vl")]
+fn add_fifth_bits(u: __m256i, qh: u32) -> __m256i {
+    _mm256_mask_add_epi8(u, qh, u, _mm256_set1_epi8(0x10))
 }
 
 #[inline]
@@ -77,6 +84,11 @@ trait Block32 {
     /// Offset of the f16 min (`m`), for the offset formats.
     const M_AT: usize = 2;
     fn unsigned(b: &[u8]) -> __m256i;
+    /// The same with AVX-512 BW/VL at hand.
+    #[inline(always)]
+    fn unsigned_512(b: &[u8]) -> __m256i {
+        Self::unsigned(b)
+    }
 }
 
 struct Q4_0;
@@ -119,6 +131,12 @@ impl Block32 for Q5_0 {
             )
         }
     }
+    #[inline(always)]
+    fn unsigned_512(b: &[u8]) -> __m256i {
+        let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+        // SAFETY: callers hold AVX-512 BW/VL.
+        unsafe { add_fifth_bits(nibbles(&b[6..22]), qh) }
+    }
 }
 
 impl Block32 for Q5_1 {
@@ -134,6 +152,12 @@ impl Block32 for Q5_1 {
                 _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)),
             )
         }
+    }
+    #[inline(always)]
+    fn unsigned_512(b: &[u8]) -> __m256i {
+        let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        // SAFETY: callers hold AVX-512 BW/VL.
+        unsafe { add_fifth_bits(nibbles(&b[8..24]), qh) }
     }
 }
 
@@ -400,9 +424,7 @@ macro_rules! rows_32 {
 }
 
 rows_32!(rows_32_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
-rows_32!(
-    rows_32_vnni,
-    "avx2,fma,f16c,avx512vl,avx512vnni",
+rows_32!(rows_32_vnni, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
     weights_vnni,
     corr_vnni,
     dot32_vnni
@@ -411,7 +433,7 @@ rows_32!(
 /// VNNI: unsigned quants straight into `vpdpbusd` (u8 × i8).
 #[inline(always)]
 fn weights_vnni<T: Block32>(b: &[u8]) -> __m256i {
-    T::unsigned(b)
+    T::unsigned_512(b)
 }
 
 /// VNNI: `OFFSET · Σ a` as 8 partial sums, once per token and block.
