@@ -268,6 +268,9 @@ pub fn matmul_rows(
                     tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe {
                         rows_32_vnni::<$t, _, VNNI_TILE>(&rws, $a, nb, t0, nt)
                     })
+                } else if vnni && <$t as Block32>::OFFSET != 0 {
+                    // SAFETY: as above.
+                    tiles::<TILE>(n_tok, out, |t0, nt| unsafe { rows_32_vnni::<$t, _, TILE>(&rws, $a, nb, t0, nt) })
                 } else {
                     tiles::<TILE>(n_tok, out, |t0, nt| {
                         rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt)
