@@ -153,6 +153,66 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             return Err(format!("{}: swiglu of {n}", k.name()));
         }
     }
+    // swiglu over every branch of exp: both signs of tiny, ±0.5 ln2,
+    // ±1.5 ln2, the under/overflow edges, subnormal results, ±inf, NaN, a
+    // sweep of [−110, 110] and random bit patterns
+    let mut g: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1e-10,
+        -1e-10,
+        6.1e-5,
+        -6.1e-5,
+        0.3465,
+        -0.3465,
+        0.3466,
+        -0.3466,
+        1.0397,
+        -1.0397,
+        1.0398,
+        -1.0398,
+        87.33,
+        -87.33,
+        87.34,
+        -87.34,
+        88.72,
+        -88.72,
+        88.73,
+        -88.73,
+        89.0,
+        -89.0,
+        103.97,
+        -103.97,
+        103.98,
+        -103.98,
+        150.0,
+        -150.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        1e-40,
+        -1e-40,
+        f32::MAX,
+        f32::MIN,
+    ];
+    g.extend((0..4400).map(|i| -110.0 + i as f32 * 0.05));
+    g.extend((0..4000).map(|_| f32::from_bits(r.next() as u32)));
+    let u: Vec<f32> = g.iter().map(|_| r.f32(2.0)).collect();
+    let (mut g1, mut g2) = (g.clone(), g.clone());
+    k.swiglu(&mut g1, &u);
+    s.swiglu(&mut g2, &u);
+    if let Some(i) = (0..g.len()).find(|&i| g1[i].to_bits() != g2[i].to_bits()) {
+        return Err(format!(
+            "{}: swiglu({:e} = {:#x}) = {:e}, reference {:e}",
+            k.name(),
+            g[i],
+            g[i].to_bits(),
+            g1[i],
+            g2[i]
+        ));
+    }
     // attention over f32 and f16 caches; rows start at an odd offset, as a
     // KV head past the first does
     for &(hd, n_kv, stride) in &[

@@ -237,10 +237,16 @@ pub fn attention_head(
 /// `s = exp(s - max)` in place; returns 1 / Σ s (the softmax's scale).
 #[inline]
 pub fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
+    exp_shifted(scores, max);
+    1.0 / sum_f32(scores)
+}
+
+/// `s = exp(s - max)` in place.
+#[inline]
+pub fn exp_shifted(scores: &mut [f32], max: f32) {
     for s in scores.iter_mut() {
         *s = libm::expf(*s - max);
     }
-    1.0 / sum_f32(scores)
 }
 
 #[inline]

@@ -93,7 +93,7 @@ pub fn attention_head(
         *s = dot(q, k, t * kv_stride) * scale;
         max = max.max(*s);
     }
-    let inv = scalar::softmax_exp(scores, max);
+    let inv = super::exp::softmax_exp(scores, max);
     let n8 = hd / 8 * 8;
     let mut row = [0.0f32; 8];
     for i0 in (0..hd).step_by(32) {

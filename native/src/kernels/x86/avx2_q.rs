@@ -270,7 +270,9 @@ pub fn matmul_rows(
                     })
                 } else if vnni && <$t as Block32>::OFFSET != 0 {
                     // SAFETY: as above.
-                    tiles::<TILE>(n_tok, out, |t0, nt| unsafe { rows_32_vnni::<$t, _, TILE>(&rws, $a, nb, t0, nt) })
+                    tiles::<TILE>(n_tok, out, |t0, nt| unsafe {
+                        rows_32_vnni::<$t, _, TILE>(&rws, $a, nb, t0, nt)
+                    })
                 } else {
                     tiles::<TILE>(n_tok, out, |t0, nt| {
                         rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt)
@@ -427,7 +429,9 @@ macro_rules! rows_32 {
 }
 
 rows_32!(rows_32_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
-rows_32!(rows_32_vnni, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+rows_32!(
+    rows_32_vnni,
+    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
     weights_vnni,
     corr_vnni,
     dot32_vnni

@@ -10,6 +10,7 @@
 
 mod avx2_attn;
 mod avx2_q;
+mod exp;
 
 use core::ops::Range;
 
@@ -97,7 +98,7 @@ macro_rules! backend {
             fn swiglu(&self, g: &mut [f32], u: &[f32]) {
                 #[target_feature(enable = $features)]
                 fn imp(g: &mut [f32], u: &[f32]) {
-                    scalar::swiglu(g, u)
+                    exp::swiglu(g, u)
                 }
                 // SAFETY: the token exists only if the CPU has these features.
                 unsafe { imp(g, u) }
