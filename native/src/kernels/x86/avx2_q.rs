@@ -9,7 +9,7 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use tern_core::kernels::{scalar, Acts, QMatrix};
-use tern_core::quant::{q4_k, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 const R: usize = 4;
 
@@ -490,22 +490,47 @@ fn unpack_q4_k(b: &[u8]) -> KBlock {
         mult: [_mm256_setzero_si256(); 8],
         minw: _mm256_setzero_si256(),
     };
-    let mut mins = [0i16; 16];
     for i in 0..4 {
         // SAFETY: 32 bytes at 16 + 32i are inside the 144-byte block.
         let q = unsafe { _mm256_loadu_si256(b[16 + 32 * i..].as_ptr() as *const __m256i) };
         kb.q[2 * i] = _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
         kb.q[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(q), _mm256_set1_epi8(0x0F));
     }
+    let sm = q4_k_scales(&b[4..16]);
+    // SAFETY: `sm` has 16 bytes.
+    let (sc, mn) = unsafe {
+        (
+            _mm_cvtepu8_epi16(_mm_loadl_epi64(sm.as_ptr() as *const __m128i)),
+            _mm_cvtepu8_epi16(_mm_loadl_epi64(sm[8..].as_ptr() as *const __m128i)),
+        )
+    };
+    let sc = _mm256_broadcastsi128_si256(sc);
     for j in 0..8 {
-        let (sc, mn) = q4_k::scale_min(j, &b[4..16]);
-        kb.mult[j] = _mm256_set1_epi16(sc as i16);
-        mins[2 * j] = mn as i16;
-        mins[2 * j + 1] = mn as i16;
+        // scale j (i16 lane j) in every lane
+        kb.mult[j] =
+            _mm256_shuffle_epi8(sc, _mm256_set1_epi16((((2 * j + 1) << 8) | 2 * j) as i16));
     }
-    // SAFETY: `mins` holds 16 i16.
-    kb.minw = unsafe { _mm256_loadu_si256(mins.as_ptr() as *const __m256i) };
+    // each min weighs two 16-groups
+    kb.minw = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
     kb
+}
+
+/// Q4_K's 12 scale bytes → its 8 scales, then its 8 mins, a byte each: the
+/// packing `q4_k::scale_min` reads, undone four bytes at a time.
+#[inline(always)]
+fn q4_k_scales(s: &[u8]) -> [u8; 16] {
+    let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+    let (w0, w1, w2) = (w(0), w(1), w(2));
+    let (m6, m4, m2) = (0x3f3f_3f3fu32, 0x0f0f_0f0fu32, 0x0303_0303u32);
+    let sc_lo = w0 & m6;
+    let sc_hi = (w2 & m4) | (((w0 >> 6) & m2) << 4);
+    let mn_lo = w1 & m6;
+    let mn_hi = ((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4);
+    let mut o = [0u8; 16];
+    for (i, v) in [sc_lo, sc_hi, mn_lo, mn_hi].into_iter().enumerate() {
+        o[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    o
 }
 
 #[inline]
@@ -516,7 +541,6 @@ fn unpack_q6_k(b: &[u8]) -> KBlock {
         mult: [_mm256_setzero_si256(); 8],
         minw: _mm256_setzero_si256(),
     };
-    let sc = |g: usize| b[192 + g] as i8 as i16;
     let (m4, m2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
     for h in 0..2 {
         // SAFETY: 64 bytes of ql at 64h and 32 bytes of qh at 128 + 32h lie in the 210-byte block.
@@ -540,14 +564,17 @@ fn unpack_q6_k(b: &[u8]) -> KBlock {
             hb(_mm256_srli_epi16::<6>(qh)),
         );
     }
-    let mut w = [0i16; 16];
+    // SAFETY: the 16 scale bytes at 192 lie in the 210-byte block.
+    let sc = unsafe { _mm_loadu_si128(b[192..].as_ptr() as *const __m128i) };
+    let both = _mm256_broadcastsi128_si256(sc);
     for k in 0..8 {
-        kb.mult[k] = _mm256_set_m128i(_mm_set1_epi16(sc(2 * k + 1)), _mm_set1_epi16(sc(2 * k)));
-        w[2 * k] = 32 * sc(2 * k);
-        w[2 * k + 1] = 32 * sc(2 * k + 1);
+        // scale 2k in the low lane, 2k + 1 in the high one, sign-extended
+        // from (s << 8 | s)
+        let idx = _mm256_set_m128i(_mm_set1_epi8(2 * k as i8 + 1), _mm_set1_epi8(2 * k as i8));
+        kb.mult[k] = _mm256_srai_epi16::<8>(_mm256_shuffle_epi8(both, idx));
     }
-    // SAFETY: `w` holds 16 i16.
-    kb.minw = unsafe { _mm256_loadu_si256(w.as_ptr() as *const __m256i) };
+    // 32 × each scale undoes the +32 offset of the quants
+    kb.minw = _mm256_slli_epi16::<5>(_mm256_cvtepi8_epi16(sc));
     kb
 }
 
