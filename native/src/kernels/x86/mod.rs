@@ -11,6 +11,7 @@
 mod avx2_attn;
 mod avx2_q;
 mod exp;
+mod vnni8;
 
 use core::ops::Range;
 
