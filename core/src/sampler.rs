@@ -151,6 +151,19 @@ impl Sampler {
     /// Pick the next token from `logits`, given the tokens so far.
     pub fn sample(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> u32 {
         let cfg = &self.config;
+        let penalize = cfg.repeat_penalty != 1.0
+            || cfg.presence_penalty != 0.0
+            || cfg.frequency_penalty != 0.0;
+        if cfg.temperature <= 0.0 && cfg.logit_bias.is_empty() && !penalize {
+            // plain greedy: the candidate list's order without building it
+            let mut best = 0;
+            for (i, l) in logits.iter().enumerate() {
+                if l.total_cmp(&logits[best]).is_gt() {
+                    best = i;
+                }
+            }
+            return best as u32;
+        }
         self.cands.clear();
         self.cands
             .extend(logits.iter().enumerate().map(|(i, &l)| Candidate {
@@ -163,9 +176,6 @@ impl Sampler {
                 c.logit += bias;
             }
         }
-        let penalize = cfg.repeat_penalty != 1.0
-            || cfg.presence_penalty != 0.0
-            || cfg.frequency_penalty != 0.0;
         if penalize {
             count_recent(&mut self.counts, history, cfg.repeat_last_n);
             apply_penalties(
@@ -339,6 +349,32 @@ mod tests {
                 p: 0.0,
             })
             .collect()
+    }
+
+    #[test]
+    fn greedy_fast_path_equals_the_candidate_path() {
+        // a zero bias forces the candidate list; the order must not change
+        let mut fast = Sampler::new(SamplerConfig::greedy());
+        let mut slow = Sampler::new(SamplerConfig {
+            logit_bias: vec![(0, 0.0)],
+            ..SamplerConfig::greedy()
+        });
+        let mut rng = Rng::new(3);
+        for case in 0..200 {
+            let logits: Vec<f32> = (0..64)
+                .map(|i| match (rng.next_u64() % 7, case % 3) {
+                    (0, _) => 0.0,
+                    (1, _) => -0.0,
+                    (2, 0) => f32::NEG_INFINITY,
+                    (_, _) => (rng.next_u64() % 5) as f32 - 2.0 + (i % 2) as f32 * 0.5,
+                })
+                .collect();
+            let (a, b) = (
+                fast.sample(&logits, &[], &mut rng),
+                slow.sample(&logits, &[], &mut rng),
+            );
+            assert_eq!(a, b, "{logits:?}");
+        }
     }
 
     #[test]

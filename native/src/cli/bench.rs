@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use tern::{Result, Threads};
-use tern_core::sampler::Rng;
+use tern_core::sampler::{Rng, Sampler, SamplerConfig};
 use tern_core::Logits;
 
 #[derive(clap::Args)]
@@ -151,6 +151,7 @@ pub fn run(a: Args) -> Result<()> {
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
     let kernels = tern::kernels().name();
+    let side = side_costs(&lm, a.n_prompt.max(1))?;
     if a.output == "json" {
         let rows: Vec<serde_json::Value> = samples
             .iter()
@@ -173,6 +174,8 @@ pub fn run(a: Args) -> Result<()> {
                     "samples_ns": s.ns, "samples_ts": ts,
                     "itl_p50_ms": pct(50), "itl_p90_ms": pct(90), "itl_p99_ms": pct(99),
                     "peak_rss_bytes": rss, "weight_bytes": weight_bytes, "repacked_bytes": 0, "load_ms": load_ms,
+                    "tokenize_tokens": side.n_tokens, "tokenize_ms": side.tokenize_ms,
+                    "sample_greedy_us": side.greedy_us, "sample_chain_us": side.chain_us,
                 })
             })
             .collect();
@@ -215,18 +218,75 @@ pub fn run(a: Args) -> Result<()> {
             s.n_threads
         );
     }
+    println!(
+        "\nnot in pp/tg (as llama-bench): tokenizing {} tokens {:.2} ms ({:.0} tokens/s); sampling per token: greedy {:.1} µs, default chain {:.1} µs",
+        side.n_tokens, side.tokenize_ms, side.n_tokens as f64 / (side.tokenize_ms / 1e3), side.greedy_us, side.chain_us
+    );
     let (ttft, _) = if ttft_ms.is_empty() {
         (0.0, 0.0)
     } else {
         mean_sd(&ttft_ms)
     };
     println!(
-        "\nload {load_ms:.0} ms (mmap), time to first token (pp{}) {ttft:.1} ms, peak RSS {:.1} MiB, weights {:.1} MiB, repacked 0 B",
+        "load {load_ms:.0} ms (mmap), time to first token (pp{}) {ttft:.1} ms, peak RSS {:.1} MiB, weights {:.1} MiB, repacked 0 B",
         a.n_prompt,
         rss as f64 / 1048576.0,
         weight_bytes as f64 / 1048576.0
     );
     Ok(())
+}
+
+/// What pp/tg leave out, measured on their own: tokenizing a prompt of
+/// about `n` tokens of English text, and sampling one token from real
+/// logits (greedy, and the default top-k/top-p/min-p/temperature chain).
+struct SideCosts {
+    n_tokens: usize,
+    tokenize_ms: f64,
+    greedy_us: f64,
+    chain_us: f64,
+}
+
+const TEXT: &str =
+    "The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins \
+with a single step; measure twice, cut once, and keep the numbers honest. ";
+
+fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
+    let mut text = String::from(TEXT);
+    while lm.tokenizer.encode(&text, false)?.len() < n {
+        text.push_str(TEXT);
+    }
+    let reps = 20;
+    let t0 = Instant::now();
+    let mut n_tokens = 0;
+    for _ in 0..reps {
+        n_tokens = lm.tokenizer.encode(&text, false)?.len();
+    }
+    let tokenize_ms = t0.elapsed().as_secs_f64() * 1e3 / reps as f64;
+
+    let threads = Threads::new(1);
+    let e = tern::engine(&threads, false);
+    let m = &lm.model;
+    let mut session = m.session(16, 16);
+    let prompt = lm.tokenizer.encode(TEXT, false)?;
+    let prompt = &prompt[..prompt.len().min(16)];
+    let logits = session.forward(m, &e, prompt, Logits::Last)?.to_vec();
+    let time = |cfg: SamplerConfig| {
+        let mut sampler = Sampler::new(cfg);
+        let mut rng = Rng::new(7);
+        let t0 = Instant::now();
+        for _ in 0..200 {
+            std::hint::black_box(sampler.sample(&logits, prompt, &mut rng));
+        }
+        t0.elapsed().as_secs_f64() * 1e6 / 200.0
+    };
+    let greedy_us = time(SamplerConfig::greedy());
+    let chain_us = time(SamplerConfig::default());
+    Ok(SideCosts {
+        n_tokens,
+        tokenize_ms,
+        greedy_us,
+        chain_us,
+    })
 }
 
 fn threads_n(t: &Threads) -> usize {
