@@ -9,29 +9,19 @@ use std::sync::Arc;
 use tern::Threads;
 use tern_core::chat::messages_from_json;
 use tern_core::conversation::{Conversation, Overflow};
-use tern_core::generate::{
-    generate_batch, BatchItem, Event, FinishReason, GenerateConfig, Generator,
-};
+use tern_core::generate::{generate_batch, BatchItem, Event, FinishReason, GenerateConfig, Generator};
 use tern_core::sampler::SamplerConfig;
 use tern_core::{Error, Logits};
 use tern_tests::*;
 
 fn greedy(n: usize) -> GenerateConfig {
-    GenerateConfig {
-        max_tokens: n,
-        sampler: SamplerConfig::greedy(),
-        ..Default::default()
-    }
+    GenerateConfig { max_tokens: n, sampler: SamplerConfig::greedy(), ..Default::default() }
 }
 
 fn sampled(n: usize, seed: Option<u64>) -> GenerateConfig {
     GenerateConfig {
         max_tokens: n,
-        sampler: SamplerConfig {
-            temperature: 0.9,
-            seed,
-            ..Default::default()
-        },
+        sampler: SamplerConfig { temperature: 0.9, seed, ..Default::default() },
         ..Default::default()
     }
 }
@@ -45,11 +35,7 @@ fn chat_templates_render_as_hf_does() {
         conv.messages = messages_from_json(&case["messages"]).unwrap();
         let rendered = conv.render().unwrap();
         assert_eq!(rendered, case["rendered"].as_str().unwrap(), "{model}");
-        assert_eq!(
-            conv.prompt(&lm.tokenizer, 0).unwrap(),
-            ids(&case["input_ids"]),
-            "{model}"
-        );
+        assert_eq!(conv.prompt(&lm.tokenizer, 0).unwrap(), ids(&case["input_ids"]), "{model}");
     }
 }
 
@@ -58,29 +44,16 @@ fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false);
     let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 512, Some("Be brief.")).unwrap();
-    let r1 = conv
-        .reply(
-            &lm.model,
-            e,
-            &lm.tokenizer,
-            "Name a color.",
-            greedy(12),
-            tern::clock,
-            |_, _| {},
-        )
-        .unwrap();
+    let r1 = conv.reply(&lm.model, e, &lm.tokenizer, "Name a color.", greedy(12), tern::clock, |_, _| {}).unwrap();
     assert_eq!(r1.usage.cached_tokens, 0);
     let in_cache = conv.session.n_past();
     let prompt2 = {
         let mut c = Conversation::new(&lm.model, &lm.tokenizer, 512, None).unwrap();
         c.messages = conv.messages.clone();
-        c.messages
-            .push(tern_core::chat::Message::new("user", "Another one."));
+        c.messages.push(tern_core::chat::Message::new("user", "Another one."));
         c.prompt(&lm.tokenizer, 0).unwrap()
     };
-    let gen = conv
-        .generator(&lm.model, e, &lm.tokenizer, "Another one.", greedy(1))
-        .unwrap();
+    let gen = conv.generator(&lm.model, e, &lm.tokenizer, "Another one.", greedy(1)).unwrap();
     let r2 = gen.run(|_, _| {}).unwrap();
     let reused = r2.usage.cached_tokens;
     println!(
@@ -89,20 +62,12 @@ fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
         r2.usage.prompt_tokens - reused
     );
     assert_eq!(r2.usage.prompt_tokens, prompt2.len());
-    assert!(
-        reused > r1.usage.prompt_tokens,
-        "the first turn's prompt and reply are reused"
-    );
+    assert!(reused > r1.usage.prompt_tokens, "the first turn's prompt and reply are reused");
     assert!(reused <= in_cache);
     let turn_logits = conv.session.sampling_parts().0.to_vec();
     let mut fresh = lm.model.session(512, 512);
-    let want = fresh
-        .forward(&lm.model, &e, &prompt2, Logits::Last)
-        .unwrap();
-    assert!(
-        bits_equal(&turn_logits, want),
-        "turn-2 logits differ from a fresh session over the whole conversation"
-    );
+    let want = fresh.forward(&lm.model, &e, &prompt2, Logits::Last).unwrap();
+    assert!(bits_equal(&turn_logits, want), "turn-2 logits differ from a fresh session over the whole conversation");
 }
 
 #[test]
@@ -110,51 +75,19 @@ fn saved_session_continues_identically() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false);
     let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 512, None).unwrap();
-    conv.reply(
-        &lm.model,
-        e,
-        &lm.tokenizer,
-        "Tell me a story.",
-        sampled(10, Some(5)),
-        tern::clock,
-        |_, _| {},
-    )
-    .unwrap();
+    conv.reply(&lm.model, e, &lm.tokenizer, "Tell me a story.", sampled(10, Some(5)), tern::clock, |_, _| {}).unwrap();
     let saved = conv.save(&lm.model);
     // seed None: the second turn draws from the session's RNG, saved with it
-    let a = conv
-        .reply(
-            &lm.model,
-            e,
-            &lm.tokenizer,
-            "Go on.",
-            sampled(12, None),
-            tern::clock,
-            |_, _| {},
-        )
-        .unwrap();
+    let a = conv.reply(&lm.model, e, &lm.tokenizer, "Go on.", sampled(12, None), tern::clock, |_, _| {}).unwrap();
     let mut other = Conversation::new(&lm.model, &lm.tokenizer, 512, None).unwrap();
     other.load(&lm.model, &saved).unwrap();
-    let b = other
-        .reply(
-            &lm.model,
-            e,
-            &lm.tokenizer,
-            "Go on.",
-            sampled(12, None),
-            tern::clock,
-            |_, _| {},
-        )
-        .unwrap();
+    let b = other.reply(&lm.model, e, &lm.tokenizer, "Go on.", sampled(12, None), tern::clock, |_, _| {}).unwrap();
     assert_eq!(a.tokens, b.tokens);
     assert_eq!(a.usage, b.usage);
     // a damaged state is refused with a typed error
     let mut bad = saved.clone();
     bad.truncate(bad.len() - 3);
-    assert!(matches!(
-        other.load(&lm.model, &bad),
-        Err(Error::InvalidValue { .. })
-    ));
+    assert!(matches!(other.load(&lm.model, &bad), Err(Error::InvalidValue { .. })));
 }
 
 #[test]
@@ -163,49 +96,16 @@ fn context_overflow_errors_unless_dropping_oldest_turns() {
     let e = tern::engine(threads(), false);
     let long = "word ".repeat(60);
     let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 128, Some("S.")).unwrap();
-    conv.reply(
-        &lm.model,
-        e,
-        &lm.tokenizer,
-        &long,
-        greedy(4),
-        tern::clock,
-        |_, _| {},
-    )
-    .unwrap();
+    conv.reply(&lm.model, e, &lm.tokenizer, &long, greedy(4), tern::clock, |_, _| {}).unwrap();
     let before = conv.messages.len();
-    let err = conv
-        .generator(&lm.model, e, &lm.tokenizer, &long, greedy(4))
-        .err()
-        .unwrap();
-    assert!(
-        matches!(err, Error::ContextFull { n_ctx: 128, .. }),
-        "{err}"
-    );
-    assert_eq!(
-        conv.messages.len(),
-        before,
-        "a refused turn leaves the history as it was"
-    );
+    let err = conv.generator(&lm.model, e, &lm.tokenizer, &long, greedy(4)).err().unwrap();
+    assert!(matches!(err, Error::ContextFull { n_ctx: 128, .. }), "{err}");
+    assert_eq!(conv.messages.len(), before, "a refused turn leaves the history as it was");
     conv.overflow = Overflow::DropOldest;
-    let r = conv
-        .reply(
-            &lm.model,
-            e,
-            &lm.tokenizer,
-            &long,
-            greedy(4),
-            tern::clock,
-            |_, _| {},
-        )
-        .unwrap();
+    let r = conv.reply(&lm.model, e, &lm.tokenizer, &long, greedy(4), tern::clock, |_, _| {}).unwrap();
     assert_eq!(r.usage.completion_tokens, 4);
     assert_eq!(conv.messages[0].role, "system");
-    assert_eq!(
-        conv.messages.len(),
-        3,
-        "system, the new user turn, its reply"
-    );
+    assert_eq!(conv.messages.len(), 3, "system, the new user turn, its reply");
 }
 
 #[test]
@@ -215,16 +115,7 @@ fn seeded_sampling_is_the_same_for_any_thread_count() {
     let run = |t: &Threads| {
         let mut s = lm.model.session(64, 512);
         let cfg = sampled(16, Some(1234));
-        Generator::new(
-            &lm.model,
-            tern::engine(t, false),
-            &lm.tokenizer,
-            &mut s,
-            &prompt,
-            cfg,
-        )
-        .run(|_, _| {})
-        .unwrap()
+        Generator::new(&lm.model, tern::engine(t, false), &lm.tokenizer, &mut s, &prompt, cfg).run(|_, _| {}).unwrap()
     };
     let (one, two) = (run(&Threads::new(1)), run(&Threads::new(2)));
     assert_eq!(one.tokens, two.tokens);
@@ -232,17 +123,10 @@ fn seeded_sampling_is_the_same_for_any_thread_count() {
     assert_ne!(one.tokens, {
         let mut s = lm.model.session(64, 512);
         let cfg = sampled(16, Some(99));
-        Generator::new(
-            &lm.model,
-            tern::engine(threads(), false),
-            &lm.tokenizer,
-            &mut s,
-            &prompt,
-            cfg,
-        )
-        .run(|_, _| {})
-        .unwrap()
-        .tokens
+        Generator::new(&lm.model, tern::engine(threads(), false), &lm.tokenizer, &mut s, &prompt, cfg)
+            .run(|_, _| {})
+            .unwrap()
+            .tokens
     });
 }
 
@@ -254,15 +138,7 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     let mut s = lm.model.session(256, 512);
     let mut text = String::new();
     let mut ids = Vec::new();
-    let gen = Generator::new(
-        &lm.model,
-        e,
-        &lm.tokenizer,
-        &mut s,
-        &case.input_ids,
-        greedy(24),
-    )
-    .with_clock(tern::clock);
+    let gen = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &case.input_ids, greedy(24)).with_clock(tern::clock);
     let mut result = None;
     for ev in gen {
         match ev.unwrap() {
@@ -276,22 +152,10 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     let r = result.unwrap();
     assert_eq!((r.text.as_str(), &r.tokens), (text.as_str(), &ids));
     let t = &r.timings;
-    assert!(
-        t.prefill_ms > 0.0 && t.first_token_ms >= t.prefill_ms && t.total_ms >= t.first_token_ms,
-        "{t:?}"
-    );
-    assert!(
-        t.per_token_p50_ms > 0.0
-            && t.per_token_p50_ms <= t.per_token_p99_ms
-            && t.tokens_per_s > 0.0,
-        "{t:?}"
-    );
+    assert!(t.prefill_ms > 0.0 && t.first_token_ms >= t.prefill_ms && t.total_ms >= t.first_token_ms, "{t:?}");
+    assert!(t.per_token_p50_ms > 0.0 && t.per_token_p50_ms <= t.per_token_p99_ms && t.tokens_per_s > 0.0, "{t:?}");
     assert_eq!(
-        (
-            r.usage.prompt_tokens,
-            r.usage.cached_tokens,
-            r.usage.completion_tokens
-        ),
+        (r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.completion_tokens),
         (case.input_ids.len(), 0, 24)
     );
 
@@ -305,15 +169,7 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
         })
     };
     let mut s = lm.model.session(256, 512);
-    let gen = Generator::new(
-        &lm.model,
-        e,
-        &lm.tokenizer,
-        &mut s,
-        &case.input_ids,
-        greedy(200),
-    )
-    .with_cancel(flag);
+    let gen = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &case.input_ids, greedy(200)).with_cancel(flag);
     let mut sent = false;
     let r = gen
         .run(|_, _| {
@@ -326,11 +182,7 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
         .unwrap();
     canceller.join().unwrap();
     assert_eq!(r.finish_reason, FinishReason::Cancelled);
-    assert!(
-        r.tokens.len() < 5,
-        "{} tokens after cancelling",
-        r.tokens.len()
-    );
+    assert!(r.tokens.len() < 5, "{} tokens after cancelling", r.tokens.len());
 }
 
 #[test]
@@ -342,39 +194,16 @@ fn batched_sequences_equal_each_run_alone() {
         .enumerate()
         .map(|(i, p)| BatchItem {
             prompt: prompt_case(MODELS[1].0, p).input_ids,
-            cfg: if i % 2 == 0 {
-                greedy(6 + 3 * i)
-            } else {
-                sampled(6 + 3 * i, Some(i as u64))
-            },
+            cfg: if i % 2 == 0 { greedy(6 + 3 * i) } else { sampled(6 + 3 * i, Some(i as u64)) },
         })
         .collect();
     let mut sessions: Vec<_> = items.iter().map(|_| lm.model.session(512, 64)).collect();
-    let batched = generate_batch(
-        &lm.model,
-        &e,
-        &lm.tokenizer,
-        &mut sessions,
-        &items,
-        tern::clock,
-    )
-    .unwrap();
+    let batched = generate_batch(&lm.model, &e, &lm.tokenizer, &mut sessions, &items, tern::clock).unwrap();
     for (it, b) in items.iter().zip(&batched) {
         let mut s = lm.model.session(512, 64);
-        let alone = Generator::new(
-            &lm.model,
-            e,
-            &lm.tokenizer,
-            &mut s,
-            &it.prompt,
-            it.cfg.clone(),
-        )
-        .run(|_, _| {})
-        .unwrap();
-        assert_eq!(
-            (&alone.tokens, &alone.text, alone.finish_reason),
-            (&b.tokens, &b.text, b.finish_reason)
-        );
+        let alone =
+            Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &it.prompt, it.cfg.clone()).run(|_, _| {}).unwrap();
+        assert_eq!((&alone.tokens, &alone.text, alone.finish_reason), (&b.tokens, &b.text, b.finish_reason));
     }
 
     // the logits themselves: one batched step vs each session alone
@@ -387,24 +216,13 @@ fn batched_sequences_equal_each_run_alone() {
     let mut scratch = lm.model.batch_scratch(8, 512);
     let nv = lm.model.config.n_vocab;
     for step in 0..3u32 {
-        let toks: Vec<[u32; 1]> = (0..items.len() as u32)
-            .map(|i| [100 + 7 * i + step])
-            .collect();
-        let mut work: Vec<_> = together
-            .iter_mut()
-            .zip(&toks)
-            .map(|(s, t)| (s, &t[..]))
-            .collect();
+        let toks: Vec<[u32; 1]> = (0..items.len() as u32).map(|i| [100 + 7 * i + step]).collect();
+        let mut work: Vec<_> = together.iter_mut().zip(&toks).map(|(s, t)| (s, &t[..])).collect();
         let mut logits = Vec::new();
-        lm.model
-            .forward_batch(&e, &mut scratch, &mut work, &mut logits)
-            .unwrap();
+        lm.model.forward_batch(&e, &mut scratch, &mut work, &mut logits).unwrap();
         for (i, a) in alone.iter_mut().enumerate() {
             let want = a.forward(&lm.model, &e, &toks[i], Logits::Last).unwrap();
-            assert!(
-                bits_equal(&logits[i * nv..(i + 1) * nv], want),
-                "sequence {i}, step {step}"
-            );
+            assert!(bits_equal(&logits[i * nv..(i + 1) * nv], want), "sequence {i}, step {step}");
         }
     }
 }

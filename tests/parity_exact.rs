@@ -22,10 +22,7 @@ fn check_model(model: &str, file: &str) {
 
         // full vocabulary at the recorded positions: last prompt row, steps 1..4
         for (kind, err, same_top1) in recorded_errors(model, p, &run, nv) {
-            assert!(
-                err <= TOL,
-                "{model} {p} {kind}: max|Δ|/max|logit| = {err:.2e} > {TOL:e}"
-            );
+            assert!(err <= TOL, "{model} {p} {kind}: max|Δ|/max|logit| = {err:.2e} > {TOL:e}");
             assert!(same_top1, "{model} {p} {kind}: top-1 differs");
             if err > worst.0 {
                 worst = (err, p);
@@ -45,38 +42,21 @@ fn check_model(model: &str, file: &str) {
             }
             let lse = tern_core::perplexity::nll(row, 0) + row[0] as f64;
             let want_lse = pos["logsumexp"].as_f64().unwrap();
-            assert!(
-                (lse - want_lse).abs() <= TOL * scale,
-                "{model} {p} pos {i}: logsumexp {lse} vs {want_lse}"
-            );
-            assert_eq!(
-                argmax(row),
-                top_ids[0],
-                "{model} {p} pos {i}: top-1 differs"
-            );
+            assert!((lse - want_lse).abs() <= TOL * scale, "{model} {p} pos {i}: logsumexp {lse} vs {want_lse}");
+            assert_eq!(argmax(row), top_ids[0], "{model} {p} pos {i}: top-1 differs");
         }
 
         // cached decode == one forward over the whole prefix, bit for bit
         let mut seq = case.input_ids.clone();
         seq.extend_from_slice(&case.generated[..STEPS]);
         let full = run_full(&lm, &e, &seq);
-        assert!(
-            bits_equal(&run.prompt_rows, &full[..n * nv]),
-            "{model} {p}: prompt rows differ from recompute"
-        );
+        assert!(bits_equal(&run.prompt_rows, &full[..n * nv]), "{model} {p}: prompt rows differ from recompute");
         for (k, r) in run.steps.iter().enumerate() {
             let f = &full[(n + k) * nv..(n + k + 1) * nv];
-            assert!(
-                bits_equal(r, f),
-                "{model} {p}: cached step {} differs from full recompute",
-                k + 1
-            );
+            assert!(bits_equal(r, f), "{model} {p}: cached step {} differs from full recompute", k + 1);
         }
     }
-    println!(
-        "{model}: exact path worst max|Δ|/max|logit| = {:.3e} (prompt {})",
-        worst.0, worst.1
-    );
+    println!("{model}: exact path worst max|Δ|/max|logit| = {:.3e} (prompt {})", worst.0, worst.1);
 }
 
 #[test]

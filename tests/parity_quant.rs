@@ -92,19 +92,11 @@ fn check_oracle(model: &str, lm: &tern::Loaded) {
                 worst_top = worst_top.max((row[*id as usize] as f64 - l.as_f64().unwrap()).abs());
             }
             if tl[0].as_f64().unwrap() - tl[1].as_f64().unwrap() > MARGIN {
-                assert_eq!(
-                    argmax(row),
-                    top[0],
-                    "{model} {p} pos {i}: top-1 differs at margin > {MARGIN}"
-                );
+                assert_eq!(argmax(row), top[0], "{model} {p} pos {i}: top-1 differs at margin > {MARGIN}");
                 checked += 1;
             }
         }
-        let mut rows = vec![(
-            "last".to_string(),
-            &run.prompt_rows[(n - 1) * nv..],
-            case.margins[0],
-        )];
+        let mut rows = vec![("last".to_string(), &run.prompt_rows[(n - 1) * nv..], case.margins[0])];
         for (k, r) in run.steps.iter().enumerate() {
             rows.push((format!("gen{}", k + 1), &r[..], case.margins[k + 1]));
         }
@@ -112,11 +104,7 @@ fn check_oracle(model: &str, lm: &tern::Loaded) {
             let want = oracle_logits(model, p, &kind);
             worst_full = worst_full.max(max_abs_diff(got, &want));
             if margin > MARGIN {
-                assert_eq!(
-                    argmax(got),
-                    argmax(&want),
-                    "{model} {p} {kind}: top-1 differs at margin {margin}"
-                );
+                assert_eq!(argmax(got), argmax(&want), "{model} {p} {kind}: top-1 differs at margin {margin}");
                 checked += 1;
             }
         }
@@ -124,10 +112,7 @@ fn check_oracle(model: &str, lm: &tern::Loaded) {
         let mut seq = case.input_ids.clone();
         seq.extend_from_slice(&case.generated[..STEPS]);
         let full = run_full(lm, &e, &seq);
-        assert!(
-            bits_equal(&run.prompt_rows, &full[..n * nv]),
-            "{model} {p}: prompt rows differ from recompute"
-        );
+        assert!(bits_equal(&run.prompt_rows, &full[..n * nv]), "{model} {p}: prompt rows differ from recompute");
         for (k, r) in run.steps.iter().enumerate() {
             assert!(
                 bits_equal(r, &full[(n + k) * nv..(n + k + 1) * nv]),
@@ -150,36 +135,19 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
         let prompt = ids(&rec["prompt_ids"]);
         let want = ids(&rec["generated_ids"]);
         let mut s = lm.model.session(prompt.len() + want.len(), 512);
-        let ban = lm
-            .tokenizer
-            .eog
-            .iter()
-            .map(|&t| (t, f32::NEG_INFINITY))
-            .collect();
+        let ban = lm.tokenizer.eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect();
         let cfg = GenerateConfig {
             max_tokens: want.len(),
-            sampler: SamplerConfig {
-                logit_bias: ban,
-                ..SamplerConfig::greedy()
-            },
+            sampler: SamplerConfig { logit_bias: ban, ..SamplerConfig::greedy() },
             ignore_eos: true,
             ..Default::default()
         };
-        let got = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &prompt, cfg)
-            .run(|_, _| {})
-            .unwrap()
-            .tokens;
+        let got = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &prompt, cfg).run(|_, _| {}).unwrap().tokens;
         let first_diff = got.iter().zip(&want).position(|(a, b)| a != b);
-        let accepted = ACCEPTED_DIVERGENCES
-            .iter()
-            .find(|a| a.0 == model && a.1 == p)
-            .map(|a| (a.2, a.3));
+        let accepted = ACCEPTED_DIVERGENCES.iter().find(|a| a.0 == model && a.1 == p).map(|a| (a.2, a.3));
         match first_diff {
             None => {
-                assert!(
-                    accepted.is_none(),
-                    "{model} {p}: listed divergence did not happen"
-                );
+                assert!(accepted.is_none(), "{model} {p}: listed divergence did not happen");
                 println!("{model} {p}: 32/32 greedy tokens equal llama.cpp's");
             }
             Some(i) => {
@@ -200,40 +168,22 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
                 };
                 match why {
                     Why::LlamaCppNearTie => {
-                        assert!(
-                            (p1 - p2).abs() <= NEAR_TIE,
-                            "{model} {p}: divergence at {i} is not a near-tie"
-                        )
+                        assert!((p1 - p2).abs() <= NEAR_TIE, "{model} {p}: divergence at {i} is not a near-tie")
                     }
                     Why::OracleAgrees => {
                         let case = prompt_case(model, p);
                         assert_eq!(case.input_ids, prompt, "{model} {p}: oracle prompt differs");
-                        assert_eq!(
-                            got[..=i],
-                            case.generated[..=i],
-                            "{model} {p}: tern differs from the fp32 oracle"
-                        );
-                        assert!(
-                            case.margins[i] < MARGIN,
-                            "{model} {p}: oracle margin {} at {i}",
-                            case.margins[i]
-                        );
+                        assert_eq!(got[..=i], case.generated[..=i], "{model} {p}: tern differs from the fp32 oracle");
+                        assert!(case.margins[i] < MARGIN, "{model} {p}: oracle margin {} at {i}", case.margins[i]);
                     }
                     Why::LlamaCppBuildsFlip => {
                         let (gap, flip) = ((p1 / p2).ln(), largest_build_flip());
-                        assert!(
-                            gap <= flip,
-                            "{model} {p}: gap {gap:.3} nats at {i} > builds' {flip:.3}"
-                        );
+                        assert!(gap <= flip, "{model} {p}: gap {gap:.3} nats at {i} > builds' {flip:.3}");
                     }
                     Why::OracleTop2 => {
                         let case = prompt_case(model, p);
                         assert_eq!(case.input_ids, prompt, "{model} {p}: oracle prompt differs");
-                        assert_eq!(
-                            got[..i],
-                            case.generated[..i],
-                            "{model} {p}: prefix differs from the fp32 oracle"
-                        );
+                        assert_eq!(got[..i], case.generated[..i], "{model} {p}: prefix differs from the fp32 oracle");
                         let o = oracle_step(model, lm, &case, i);
                         let mut order: Vec<u32> = (0..o.len() as u32).collect();
                         order.sort_by(|&a, &b| o[b as usize].total_cmp(&o[a as usize]));
@@ -243,10 +193,7 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
                         pair.sort();
                         assert_eq!(top2, pair, "{model} {p}: oracle top-2 at {i}");
                         let margin = (o[order[0] as usize] - o[order[1] as usize]) as f64;
-                        assert!(
-                            margin < MARGIN,
-                            "{model} {p}: oracle margin {margin} at {i}"
-                        );
+                        assert!(margin < MARGIN, "{model} {p}: oracle margin {margin} at {i}");
                     }
                 }
             }
@@ -260,28 +207,12 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
 /// must also reproduce the oracle's recorded choice and top-1/top-2 margin).
 fn oracle_step(model: &str, lm: &tern::Loaded, case: &PromptCase, i: usize) -> Vec<f32> {
     if i <= STEPS {
-        return oracle_logits(
-            model,
-            case.name,
-            &if i == 0 {
-                "last".to_string()
-            } else {
-                format!("gen{i}")
-            },
-        );
+        return oracle_logits(model, case.name, &if i == 0 { "last".to_string() } else { format!("gen{i}") });
     }
     let e = tern::engine(threads(), true);
-    let seq: Vec<u32> = case
-        .input_ids
-        .iter()
-        .chain(&case.generated[..i])
-        .copied()
-        .collect();
+    let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated[..i]).copied().collect();
     let mut s = lm.model.session_kv(seq.len(), 512, e.kv_type());
-    let o = s
-        .forward(&lm.model, &e, &seq, tern_core::Logits::Last)
-        .unwrap()
-        .to_vec();
+    let o = s.forward(&lm.model, &e, &seq, tern_core::Logits::Last).unwrap().to_vec();
     let mut order: Vec<usize> = (0..o.len()).collect();
     order.sort_by(|&a, &b| o[b].total_cmp(&o[a]));
     assert_eq!(

@@ -7,16 +7,8 @@ use tern_tests::*;
 fn check(file: &str) {
     let rec = read_json("perplexity/llamacpp.json");
     let want = &rec["results"][file];
-    let (ctx, want_ppl) = (
-        want["ctx"].as_u64().unwrap() as usize,
-        want["ppl"].as_f64().unwrap(),
-    );
-    let text = std::fs::read_to_string(
-        oracle_dir()
-            .join("perplexity")
-            .join(rec["text"].as_str().unwrap()),
-    )
-    .unwrap();
+    let (ctx, want_ppl) = (want["ctx"].as_u64().unwrap() as usize, want["ppl"].as_f64().unwrap());
+    let text = std::fs::read_to_string(oracle_dir().join("perplexity").join(rec["text"].as_str().unwrap())).unwrap();
     let lm = load(file);
     let tokens = lm.tokenizer.encode(&text, false).unwrap();
     let bos = lm.tokenizer.add_bos.then_some(lm.tokenizer.bos).flatten();
@@ -35,11 +27,7 @@ fn check(file: &str) {
     // 2026-11-30) while tern's exact f32 path, which tracks the HF oracle to
     // ~1e-6, scores 18.1303: llama.cpp sits 1.1-1.4 % above the model's
     // exact perplexity, tern's quantized path (f16 cache) 0.2 %.
-    assert!(
-        rel < 0.015,
-        "perplexity {:.4} is more than 1.5% from llama.cpp's {want_ppl}",
-        r.ppl
-    );
+    assert!(rel < 0.015, "perplexity {:.4} is more than 1.5% from llama.cpp's {want_ppl}", r.ppl);
 }
 
 #[test]

@@ -16,20 +16,11 @@ fn check(model: &str, file: &str) {
     for c in cases {
         let text = c["text"].as_str().unwrap();
         let hex: String = text.bytes().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            hex,
-            c["utf8_hex"].as_str().unwrap(),
-            "case {} text decoded wrongly from JSON",
-            c["index"]
-        );
+        assert_eq!(hex, c["utf8_hex"].as_str().unwrap(), "case {} text decoded wrongly from JSON", c["index"]);
         let want = &c["models"][model];
         let got = tok.encode(text, true).unwrap();
         if got != ids(&want["ids"]) {
-            failures.push(format!(
-                "case {} {text:?}: ids {got:?} != {:?}",
-                c["index"],
-                ids(&want["ids"])
-            ));
+            failures.push(format!("case {} {text:?}: ids {got:?} != {:?}", c["index"], ids(&want["ids"])));
             continue;
         }
         let decoded = tok.decode(&got);
@@ -42,18 +33,9 @@ fn check(model: &str, file: &str) {
             streamed += &stream.push(tok.token_bytes(id));
         }
         streamed += &stream.finish();
-        assert_eq!(
-            streamed, decoded,
-            "case {}: streamed text differs",
-            c["index"]
-        );
+        assert_eq!(streamed, decoded, "case {}: streamed text differs", c["index"]);
     }
-    assert!(
-        failures.is_empty(),
-        "{model}: {} of 195 cases fail:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{model}: {} of 195 cases fail:\n{}", failures.len(), failures.join("\n"));
     println!("{model}: 195/195 tokenizer cases equal HF (ids and decoded text)");
 }
 

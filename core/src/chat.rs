@@ -20,10 +20,7 @@ pub struct Message {
 
 impl Message {
     pub fn new(role: &str, content: &str) -> Message {
-        Message {
-            role: role.to_string(),
-            content: content.to_string(),
-        }
+        Message { role: role.to_string(), content: content.to_string() }
     }
 }
 
@@ -50,20 +47,12 @@ impl ChatTemplate {
         let mut env = Environment::new();
         minijinja_contrib::add_to_environment(&mut env);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function(
-            "raise_exception",
-            |msg: String| -> core::result::Result<String, minijinja::Error> {
-                Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
-            },
-        );
+        env.add_function("raise_exception", |msg: String| -> core::result::Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+        });
         env.add_function("strftime_now", |fmt: String| strftime(&fmt, unix_now()));
-        env.add_template_owned("chat", source.to_string())
-            .map_err(template_err)?;
-        Ok(ChatTemplate {
-            env,
-            bos_token: bos_token.to_string(),
-            eos_token: eos_token.to_string(),
-        })
+        env.add_template_owned("chat", source.to_string()).map_err(template_err)?;
+        Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
     }
 
     /// Render a conversation; `add_generation_prompt` opens the assistant's
@@ -88,9 +77,7 @@ impl ChatTemplate {
 }
 
 fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// `strftime` for the codes chat templates use: %Y %m %d %e %H %M %S %B %b
@@ -110,15 +97,7 @@ pub fn strftime(fmt: &str, unix: i64) -> String {
         "November",
         "December",
     ];
-    const DAYS: [&str; 7] = [
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-    ];
+    const DAYS: [&str; 7] = ["Thursday", "Friday", "Saturday", "Sunday", "Monday", "Tuesday", "Wednesday"];
     let days = unix.div_euclid(86400);
     let secs = unix.rem_euclid(86400);
     // civil date from days since 1970-01-01 (H. Hinnant's algorithm)
@@ -166,9 +145,7 @@ pub fn strftime(fmt: &str, unix: i64) -> String {
 
 /// Messages from a JSON array of `{role, content}` objects.
 pub fn messages_from_json(v: &serde_json::Value) -> Result<Vec<Message>> {
-    serde_json::from_value(v.clone()).map_err(|e| Error::InvalidArgument {
-        what: alloc::format!("messages: {e}"),
-    })
+    serde_json::from_value(v.clone()).map_err(|e| Error::InvalidArgument { what: alloc::format!("messages: {e}") })
 }
 
 #[cfg(test)]
@@ -191,22 +168,10 @@ mod tests {
             {% if loop.index > 2 %}{% break %}{% endif %}<{{ m.role }}>{{ m.content.strip() | tojson }}{% endfor %}\
             {% if add_generation_prompt %}{{ bos_token }}go{% endif %}";
         let t = ChatTemplate::new(src, "<s>", "</s>").unwrap();
-        let msgs = [
-            Message::new("user", " hi "),
-            Message::new("assistant", "yo"),
-            Message::new("user", "x"),
-        ];
-        assert_eq!(
-            t.render(&msgs, true, None).unwrap(),
-            "<user>\"hi\"<assistant>\"yo\"<s>go"
-        );
-        let err = t
-            .render(&[Message::new("bad", "")], false, None)
-            .unwrap_err();
+        let msgs = [Message::new("user", " hi "), Message::new("assistant", "yo"), Message::new("user", "x")];
+        assert_eq!(t.render(&msgs, true, None).unwrap(), "<user>\"hi\"<assistant>\"yo\"<s>go");
+        let err = t.render(&[Message::new("bad", "")], false, None).unwrap_err();
         assert!(err.to_string().contains("no bad"), "{err}");
-        assert!(matches!(
-            ChatTemplate::new("{% if %}", "", ""),
-            Err(Error::Template { .. })
-        ));
+        assert!(matches!(ChatTemplate::new("{% if %}", "", ""), Err(Error::Template { .. })));
     }
 }

@@ -31,29 +31,15 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    pub fn new<B: AsRef<[u8]>>(
-        model: &Model<B>,
-        tok: &Tokenizer,
-        n_ctx: usize,
-        system: Option<&str>,
-    ) -> Result<Self> {
+    pub fn new<B: AsRef<[u8]>>(model: &Model<B>, tok: &Tokenizer, n_ctx: usize, system: Option<&str>) -> Result<Self> {
         let src = tok
             .chat_template
             .as_deref()
-            .ok_or_else(|| Error::Template {
-                detail: "the model has no chat template".into(),
-            })?;
+            .ok_or_else(|| Error::Template { detail: "the model has no chat template".into() })?;
         let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
         let template = ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))?;
-        let messages = system
-            .map(|s| alloc::vec![Message::new("system", s)])
-            .unwrap_or_default();
-        Ok(Conversation {
-            template,
-            messages,
-            session: model.session(n_ctx, 512),
-            overflow: Overflow::Error,
-        })
+        let messages = system.map(|s| alloc::vec![Message::new("system", s)]).unwrap_or_default();
+        Ok(Conversation { template, messages, session: model.session(n_ctx, 512), overflow: Overflow::Error })
     }
 
     /// The rendered conversation, opening the assistant's turn.
@@ -81,12 +67,7 @@ impl Conversation {
                         self.messages.remove(i);
                     }
                 }
-                _ => {
-                    return Err(Error::ContextFull {
-                        n_ctx: self.session.n_ctx(),
-                        needed,
-                    })
-                }
+                _ => return Err(Error::ContextFull { n_ctx: self.session.n_ctx(), needed }),
             }
         }
     }
@@ -109,14 +90,7 @@ impl Conversation {
                 return Err(e);
             }
         };
-        Ok(Generator::new(
-            model,
-            engine,
-            tok,
-            &mut self.session,
-            &ids,
-            cfg,
-        ))
+        Ok(Generator::new(model, engine, tok, &mut self.session, &ids, cfg))
     }
 
     pub fn push_reply(&mut self, text: &str) {
@@ -135,10 +109,7 @@ impl Conversation {
         clock: Clock,
         on_token: impl FnMut(u32, &str),
     ) -> Result<GenerationResult> {
-        let r = self
-            .generator(model, engine, tok, user, cfg)?
-            .with_clock(clock)
-            .run(on_token)?;
+        let r = self.generator(model, engine, tok, user, cfg)?.with_clock(clock).run(on_token)?;
         self.push_reply(&r.text);
         Ok(r)
     }
@@ -159,20 +130,16 @@ impl Conversation {
     }
 
     pub fn load<B: AsRef<[u8]>>(&mut self, model: &Model<B>, bytes: &[u8]) -> Result<()> {
-        let nl = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| Error::InvalidValue {
-                field: "conversation file",
-                offset: 0,
-                detail: "no message header".to_string(),
-            })?;
-        let messages: Vec<Message> =
-            serde_json::from_slice(&bytes[..nl]).map_err(|e| Error::InvalidValue {
-                field: "conversation messages",
-                offset: 0,
-                detail: e.to_string(),
-            })?;
+        let nl = bytes.iter().position(|&b| b == b'\n').ok_or_else(|| Error::InvalidValue {
+            field: "conversation file",
+            offset: 0,
+            detail: "no message header".to_string(),
+        })?;
+        let messages: Vec<Message> = serde_json::from_slice(&bytes[..nl]).map_err(|e| Error::InvalidValue {
+            field: "conversation messages",
+            offset: 0,
+            detail: e.to_string(),
+        })?;
         self.session.restore(&model.config, &bytes[nl + 1..])?;
         self.messages = messages;
         Ok(())

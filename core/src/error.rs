@@ -117,10 +117,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use Error::*;
         match self {
-            Truncated { what, offset, need, file_len } => write!(
-                f,
-                "truncated file: {what} at offset {offset} needs {need} bytes, file has {file_len}"
-            ),
+            Truncated { what, offset, need, file_len } => {
+                write!(f, "truncated file: {what} at offset {offset} needs {need} bytes, file has {file_len}")
+            }
             BadMagic { found } => write!(f, "not a GGUF file: magic {found:02x?}"),
             UnsupportedVersion { version } => write!(f, "unsupported GGUF version {version} (need 2 or 3)"),
             InvalidValue { field, offset, detail } => write!(f, "invalid {field} at offset {offset}: {detail}"),
@@ -128,7 +127,9 @@ impl fmt::Display for Error {
                 write!(f, "{field} at offset {offset} is {count}, more than the file can hold")
             }
             InvalidUtf8 { field, offset } => write!(f, "{field} at offset {offset} is not valid UTF-8"),
-            UnknownValueType { offset, type_id } => write!(f, "unknown metadata value type {type_id} at offset {offset}"),
+            UnknownValueType { offset, type_id } => {
+                write!(f, "unknown metadata value type {type_id} at offset {offset}")
+            }
             UnknownTensorType { tensor, type_id } => write!(f, "tensor {tensor}: unknown ggml type id {type_id}"),
             TensorOutOfBounds { tensor, offset, len, data_len } => write!(
                 f,
@@ -147,12 +148,16 @@ impl fmt::Display for Error {
             UnsupportedTensorType { arch, tensor, type_name } => {
                 write!(f, "{arch}: tensor {tensor} has type {type_name}, which has no kernel")
             }
-            UnsupportedTokenizer { model } => write!(f, "unsupported tokenizer model {model:?} (supported: gpt2 byte-level BPE)"),
+            UnsupportedTokenizer { model } => {
+                write!(f, "unsupported tokenizer model {model:?} (supported: gpt2 byte-level BPE)")
+            }
             Tokenizer { detail } => write!(f, "tokenizer: {detail}"),
             Template { detail } => write!(f, "chat template: {detail}"),
             Unsupported { what } => write!(f, "unsupported: {what}"),
             TokenOutOfRange { id, n_vocab } => write!(f, "token id {id} is outside the vocabulary of {n_vocab}"),
-            ContextFull { n_ctx, needed } => write!(f, "context full: {needed} positions needed, the session holds {n_ctx}"),
+            ContextFull { n_ctx, needed } => {
+                write!(f, "context full: {needed} positions needed, the session holds {n_ctx}")
+            }
             InvalidArgument { what } => write!(f, "invalid argument: {what}"),
         }
     }

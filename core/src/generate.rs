@@ -204,9 +204,7 @@ impl Output {
                     continue;
                 }
                 let start = self.text.len() - k;
-                if self.text.is_char_boundary(start)
-                    && s.as_bytes().starts_with(&self.text.as_bytes()[start..])
-                {
+                if self.text.is_char_boundary(start) && s.as_bytes().starts_with(&self.text.as_bytes()[start..]) {
                     held = k;
                     break;
                 }
@@ -226,10 +224,7 @@ impl Output {
 
     /// The final tokens and text.
     pub fn take(&mut self) -> (Vec<u32>, String) {
-        (
-            core::mem::take(&mut self.tokens),
-            core::mem::take(&mut self.text),
-        )
+        (core::mem::take(&mut self.tokens), core::mem::take(&mut self.text))
     }
 }
 
@@ -246,11 +241,7 @@ pub struct Stopwatch {
 
 impl Stopwatch {
     pub fn start(now: u64, cap: usize) -> Stopwatch {
-        Stopwatch {
-            t0: now,
-            steps_ns: Vec::with_capacity(cap),
-            ..Default::default()
-        }
+        Stopwatch { t0: now, steps_ns: Vec::with_capacity(cap), ..Default::default() }
     }
     pub fn prefilled(&mut self, now: u64) {
         self.t_prefill = now;
@@ -268,11 +259,8 @@ impl Stopwatch {
         let ms = |ns: u64| ns as f64 / 1e6;
         let steps = &mut self.steps_ns;
         steps.sort_unstable();
-        let pct = |p: usize| {
-            steps
-                .get((steps.len() * p / 100).min(steps.len().saturating_sub(1)))
-                .map_or(0.0, |&v| ms(v))
-        };
+        let pct =
+            |p: usize| steps.get((steps.len() * p / 100).min(steps.len().saturating_sub(1))).map_or(0.0, |&v| ms(v));
         let prefill = self.t_prefill.saturating_sub(self.t0);
         let decode = self.t_last.saturating_sub(self.t_first);
         let per_s = |n: usize, ns: u64| {
@@ -284,11 +272,7 @@ impl Stopwatch {
         };
         Timings {
             prefill_ms: ms(prefill),
-            first_token_ms: if self.n > 0 {
-                ms(self.t_first.saturating_sub(self.t0))
-            } else {
-                0.0
-            },
+            first_token_ms: if self.n > 0 { ms(self.t_first.saturating_sub(self.t0)) } else { 0.0 },
             per_token_p50_ms: pct(50),
             per_token_p90_ms: pct(90),
             per_token_p99_ms: pct(99),
@@ -379,39 +363,27 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
     }
 
     fn step(&mut self) -> Result<Event> {
-        if self
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
+        if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Ok(self.finish(FinishReason::Cancelled));
         }
         if !self.started {
             if self.prompt.is_empty() {
-                return Err(crate::Error::InvalidArgument {
-                    what: "an empty prompt".into(),
-                });
+                return Err(crate::Error::InvalidArgument { what: "an empty prompt".into() });
             }
             self.started = true;
             self.watch = Stopwatch::start((self.clock)(), self.cfg.max_tokens.min(1 << 16));
             let keep = prefill_start(self.session, &self.prompt);
-            self.usage = Usage {
-                prompt_tokens: self.prompt.len(),
-                cached_tokens: keep,
-                completion_tokens: 0,
-            };
+            self.usage = Usage { prompt_tokens: self.prompt.len(), cached_tokens: keep, completion_tokens: 0 };
             if self.cfg.max_tokens == 0 {
                 return Ok(self.finish(FinishReason::Length));
             }
-            self.session
-                .forward(self.model, &self.engine, &self.prompt[keep..], Logits::Last)?;
+            self.session.forward(self.model, &self.engine, &self.prompt[keep..], Logits::Last)?;
             self.watch.prefilled((self.clock)());
             if let Some(seed) = self.cfg.sampler.seed {
                 self.session.rng = Rng::new(seed);
             }
         } else if let Some(t) = self.pending.take() {
-            self.session
-                .forward(self.model, &self.engine, &[t], Logits::Last)?;
+            self.session.forward(self.model, &self.engine, &[t], Logits::Last)?;
         }
         let id = self.session.sample_last(&mut self.sampler);
         self.watch.token((self.clock)());
@@ -431,28 +403,17 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
 
     fn finish(&mut self, reason: FinishReason) -> Event {
         self.finished = true;
-        let timings = self.watch.timings(
-            (self.clock)(),
-            self.usage.prompt_tokens - self.usage.cached_tokens,
-        );
+        let timings = self.watch.timings((self.clock)(), self.usage.prompt_tokens - self.usage.cached_tokens);
         let (tokens, text) = self.out.take();
         self.usage.completion_tokens = tokens.len();
-        Event::Done(GenerationResult {
-            tokens,
-            text,
-            finish_reason: reason,
-            usage: self.usage,
-            timings,
-        })
+        Event::Done(GenerationResult { tokens, text, finish_reason: reason, usage: self.usage, timings })
     }
 }
 
 /// Keep the cached prefix of `prompt` (all but its last token at most: that
 /// one must run to give logits); return how many tokens are kept.
 pub fn prefill_start(session: &mut Session, prompt: &[u32]) -> usize {
-    let keep = session
-        .common_prefix(prompt)
-        .min(prompt.len().saturating_sub(1));
+    let keep = session.common_prefix(prompt).min(prompt.len().saturating_sub(1));
     session.truncate(keep);
     keep
 }
@@ -504,18 +465,11 @@ pub fn generate_batch<B: AsRef<[u8]>>(
 ) -> Result<Vec<GenerationResult>> {
     if sessions.len() != items.len() {
         return Err(crate::Error::InvalidArgument {
-            what: alloc::format!(
-                "{} sessions for {} batch items",
-                sessions.len(),
-                items.len()
-            ),
+            what: alloc::format!("{} sessions for {} batch items", sessions.len(), items.len()),
         });
     }
     let nv = model.config.n_vocab;
-    let mut samplers: Vec<Sampler> = items
-        .iter()
-        .map(|it| Sampler::new(it.cfg.sampler.clone()))
-        .collect();
+    let mut samplers: Vec<Sampler> = items.iter().map(|it| Sampler::new(it.cfg.sampler.clone())).collect();
     let mut outs: Vec<Output> = items.iter().map(|it| Output::new(&it.cfg)).collect();
     let mut results: Vec<Option<GenerationResult>> = items.iter().map(|_| None).collect();
     let mut watches = Vec::with_capacity(items.len());
@@ -525,17 +479,11 @@ pub fn generate_batch<B: AsRef<[u8]>>(
     // prefill each sequence on its own, then sample its first token
     for (i, (sess, it)) in sessions.iter_mut().zip(items).enumerate() {
         if it.prompt.is_empty() {
-            return Err(crate::Error::InvalidArgument {
-                what: alloc::format!("batch item {i} has an empty prompt"),
-            });
+            return Err(crate::Error::InvalidArgument { what: alloc::format!("batch item {i} has an empty prompt") });
         }
         let mut w = Stopwatch::start(clock(), it.cfg.max_tokens.min(1 << 16));
         let keep = prefill_start(sess, &it.prompt);
-        usages.push(Usage {
-            prompt_tokens: it.prompt.len(),
-            cached_tokens: keep,
-            completion_tokens: 0,
-        });
+        usages.push(Usage { prompt_tokens: it.prompt.len(), cached_tokens: keep, completion_tokens: 0 });
         if it.cfg.max_tokens > 0 {
             sess.forward(model, engine, &it.prompt[keep..], Logits::Last)?;
         }
@@ -562,13 +510,7 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         let timings = watches[i].timings(clock(), u.prompt_tokens - u.cached_tokens);
         let (tokens, text) = outs[i].take();
         u.completion_tokens = tokens.len();
-        results[i] = Some(GenerationResult {
-            tokens,
-            text,
-            finish_reason: reason,
-            usage: *u,
-            timings,
-        });
+        results[i] = Some(GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings });
         None
     };
     let mut active: Vec<usize> = Vec::with_capacity(items.len());
@@ -607,10 +549,7 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         }
         core::mem::swap(&mut active, &mut still);
     }
-    Ok(results
-        .into_iter()
-        .map(|r| r.expect("every item finished"))
-        .collect())
+    Ok(results.into_iter().map(|r| r.expect("every item finished")).collect())
 }
 
 #[cfg(test)]
@@ -632,19 +571,7 @@ mod tests {
 
     fn toy() -> Toy {
         let crab = "🦀".as_bytes();
-        Toy(vec![
-            b"</s>",
-            b"Hel",
-            b"lo",
-            b" wor",
-            b"ld",
-            b"!",
-            b"EN",
-            b"D",
-            &crab[..2],
-            &crab[2..],
-            b"E",
-        ])
+        Toy(vec![b"</s>", b"Hel", b"lo", b" wor", b"ld", b"!", b"EN", b"D", &crab[..2], &crab[2..], b"E"])
     }
 
     fn feed(cfg: GenerateConfig, ids: &[u32]) -> (Vec<String>, String, Option<FinishReason>) {
@@ -665,11 +592,7 @@ mod tests {
     }
 
     fn cfg(stop: &[&str], max: usize) -> GenerateConfig {
-        GenerateConfig {
-            max_tokens: max,
-            stop: stop.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        }
+        GenerateConfig { max_tokens: max, stop: stop.iter().map(|s| s.to_string()).collect(), ..Default::default() }
     }
 
     #[test]
@@ -692,10 +615,7 @@ mod tests {
         assert_eq!(end, Some(FinishReason::Stop)); // EOS
                                                    // at the length limit held-back text is flushed
         let (d, text, end) = feed(cfg(&["END"], 2), &[5, 6]);
-        assert_eq!(
-            (d.concat(), text, end),
-            ("!EN".into(), "!EN".into(), Some(FinishReason::Length))
-        );
+        assert_eq!((d.concat(), text, end), ("!EN".into(), "!EN".into(), Some(FinishReason::Length)));
     }
 
     #[test]
@@ -707,11 +627,7 @@ mod tests {
         let (_, text, end) = feed(cfg(&["lo"], 2), &[1, 2]);
         assert_eq!((text.as_str(), end), ("Hel", Some(FinishReason::Stop)));
         // extra stop ids and ignore_eos
-        let c = GenerateConfig {
-            stop_tokens: vec![5],
-            ignore_eos: true,
-            ..cfg(&[], 10)
-        };
+        let c = GenerateConfig { stop_tokens: vec![5], ignore_eos: true, ..cfg(&[], 10) };
         let (_, text, end) = feed(c, &[0, 1, 5, 2]);
         assert_eq!((text.as_str(), end), ("</s>Hel", Some(FinishReason::Stop)));
     }
@@ -723,9 +639,6 @@ mod tests {
         assert_eq!(text, "🦀!");
         // a stop string after a multi-byte char
         let (d, text, end) = feed(cfg(&["!E"], 10), &[8, 9, 5, 10]);
-        assert_eq!(
-            (d.concat(), text, end),
-            ("🦀".into(), "🦀".into(), Some(FinishReason::Stop))
-        );
+        assert_eq!((d.concat(), text, end), ("🦀".into(), "🦀".into(), Some(FinishReason::Stop)));
     }
 }

@@ -8,12 +8,7 @@ pub trait Parallel: Sync {
 
     /// Call `f(i, chunk)` for every `chunk_len`-sized chunk `i` of `data`
     /// (the last may be shorter), in any order, possibly concurrently.
-    fn for_each_chunk(
-        &self,
-        data: &mut [f32],
-        chunk_len: usize,
-        f: &(dyn Fn(usize, &mut [f32]) + Sync),
-    );
+    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync));
 
     /// Run `f`, which opens many parallel regions (a forward pass), in the
     /// place they are cheapest to open from (a threaded runner: one of its
@@ -30,12 +25,7 @@ impl Parallel for Serial {
     fn n_workers(&self) -> usize {
         1
     }
-    fn for_each_chunk(
-        &self,
-        data: &mut [f32],
-        chunk_len: usize,
-        f: &(dyn Fn(usize, &mut [f32]) + Sync),
-    ) {
+    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
         for (i, c) in data.chunks_mut(chunk_len.max(1)).enumerate() {
             f(i, c);
         }

@@ -35,10 +35,7 @@ pub fn perplexity<B: AsRef<[u8]>>(
     let mut n_chunks = tokens.len() / n_ctx.max(1);
     if n_ctx < 4 || n_chunks == 0 {
         return Err(Error::InvalidArgument {
-            what: alloc::format!(
-                "{} tokens make no window of {n_ctx} (need 2 × n_ctx ≥ 8)",
-                tokens.len()
-            ),
+            what: alloc::format!("{} tokens make no window of {n_ctx} (need 2 × n_ctx ≥ 8)", tokens.len()),
         });
     }
     if let Some(m) = max_chunks {
@@ -68,10 +65,5 @@ pub fn perplexity<B: AsRef<[u8]>>(
     let mean = sum / count as f64;
     let var = (sum2 / count as f64 - mean * mean).max(0.0);
     let ppl = libm::exp(mean);
-    Ok(Perplexity {
-        ppl,
-        stderr: ppl * libm::sqrt(var / (count as f64 - 1.0).max(1.0)),
-        n_chunks,
-        n_scored: count,
-    })
+    Ok(Perplexity { ppl, stderr: ppl * libm::sqrt(var / (count as f64 - 1.0).max(1.0)), n_chunks, n_scored: count })
 }

@@ -54,10 +54,7 @@ impl Default for SamplerConfig {
 
 impl SamplerConfig {
     pub fn greedy() -> Self {
-        SamplerConfig {
-            temperature: 0.0,
-            ..Default::default()
-        }
+        SamplerConfig { temperature: 0.0, ..Default::default() }
     }
 }
 
@@ -77,9 +74,7 @@ impl Rng {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        Rng {
-            s: [next(), next(), next(), next()],
-        }
+        Rng { s: [next(), next(), next(), next()] }
     }
 
     pub fn state(&self) -> [u64; 4] {
@@ -141,19 +136,13 @@ pub fn argmax(logits: &[f32]) -> u32 {
 
 impl Sampler {
     pub fn new(config: SamplerConfig) -> Sampler {
-        Sampler {
-            config,
-            cands: Vec::new(),
-            counts: Vec::new(),
-        }
+        Sampler { config, cands: Vec::new(), counts: Vec::new() }
     }
 
     /// Pick the next token from `logits`, given the tokens so far.
     pub fn sample(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> u32 {
         let cfg = &self.config;
-        let penalize = cfg.repeat_penalty != 1.0
-            || cfg.presence_penalty != 0.0
-            || cfg.frequency_penalty != 0.0;
+        let penalize = cfg.repeat_penalty != 1.0 || cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0;
         if cfg.temperature <= 0.0 && cfg.logit_bias.is_empty() && !penalize {
             // plain greedy: the candidate list's order without building it
             let mut best = 0;
@@ -165,12 +154,7 @@ impl Sampler {
             return best as u32;
         }
         self.cands.clear();
-        self.cands
-            .extend(logits.iter().enumerate().map(|(i, &l)| Candidate {
-                id: i as u32,
-                logit: l,
-                p: 0.0,
-            }));
+        self.cands.extend(logits.iter().enumerate().map(|(i, &l)| Candidate { id: i as u32, logit: l, p: 0.0 }));
         for &(id, bias) in &cfg.logit_bias {
             if let Some(c) = self.cands.get_mut(id as usize) {
                 c.logit += bias;
@@ -187,12 +171,7 @@ impl Sampler {
             );
         }
         if cfg.temperature <= 0.0 {
-            return self
-                .cands
-                .iter()
-                .copied()
-                .min_by(by_logit)
-                .map_or(0, |c| c.id);
+            return self.cands.iter().copied().min_by(by_logit).map_or(0, |c| c.id);
         }
         top_k(&mut self.cands, cfg.top_k);
         typical(&mut self.cands, cfg.typical_p);
@@ -222,11 +201,7 @@ pub fn draw(c: &[Candidate], u: f64) -> u32 {
 /// (token, occurrences) among the last `last_n` tokens, sorted by token.
 pub fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n: usize) {
     counts.clear();
-    counts.extend(
-        history[history.len().saturating_sub(last_n)..]
-            .iter()
-            .map(|&t| (t, 1)),
-    );
+    counts.extend(history[history.len().saturating_sub(last_n)..].iter().map(|&t| (t, 1)));
     counts.sort_unstable();
     counts.dedup_by(|b, a| {
         let same = a.0 == b.0;
@@ -239,21 +214,11 @@ pub fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n: usize
 
 /// Repetition (÷/× `repeat`), presence (−once) and frequency (−per count)
 /// penalties on candidates still indexed by token id.
-pub fn apply_penalties(
-    c: &mut [Candidate],
-    counts: &[(u32, u32)],
-    repeat: f32,
-    presence: f32,
-    frequency: f32,
-) {
+pub fn apply_penalties(c: &mut [Candidate], counts: &[(u32, u32)], repeat: f32, presence: f32, frequency: f32) {
     for &(id, n) in counts {
         if let Some(x) = c.get_mut(id as usize).filter(|x| x.id == id) {
             if repeat != 1.0 {
-                x.logit = if x.logit > 0.0 {
-                    x.logit / repeat
-                } else {
-                    x.logit * repeat
-                };
+                x.logit = if x.logit > 0.0 { x.logit / repeat } else { x.logit * repeat };
             }
             x.logit -= n as f32 * frequency + presence;
         }
@@ -312,11 +277,7 @@ pub fn typical(c: &mut Vec<Candidate>, p: f32) {
         return;
     }
     softmax(c);
-    let entropy: f32 = c
-        .iter()
-        .filter(|x| x.p > 0.0)
-        .map(|x| -x.p * libm::logf(x.p))
-        .sum();
+    let entropy: f32 = c.iter().filter(|x| x.p > 0.0).map(|x| -x.p * libm::logf(x.p)).sum();
     let dev = |x: &Candidate| libm::fabsf(-libm::logf(x.p) - entropy);
     c.sort_by(|a, b| dev(a).total_cmp(&dev(b)).then(a.id.cmp(&b.id)));
     c.truncate(mass_prefix(c, p));
@@ -340,25 +301,14 @@ mod tests {
     use alloc::vec;
 
     fn cands(logits: &[f32]) -> Vec<Candidate> {
-        logits
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| Candidate {
-                id: i as u32,
-                logit: l,
-                p: 0.0,
-            })
-            .collect()
+        logits.iter().enumerate().map(|(i, &l)| Candidate { id: i as u32, logit: l, p: 0.0 }).collect()
     }
 
     #[test]
     fn greedy_fast_path_equals_the_candidate_path() {
         // a zero bias forces the candidate list; the order must not change
         let mut fast = Sampler::new(SamplerConfig::greedy());
-        let mut slow = Sampler::new(SamplerConfig {
-            logit_bias: vec![(0, 0.0)],
-            ..SamplerConfig::greedy()
-        });
+        let mut slow = Sampler::new(SamplerConfig { logit_bias: vec![(0, 0.0)], ..SamplerConfig::greedy() });
         let mut rng = Rng::new(3);
         for case in 0..200 {
             let logits: Vec<f32> = (0..64)
@@ -369,10 +319,7 @@ mod tests {
                     (_, _) => (rng.next_u64() % 5) as f32 - 2.0 + (i % 2) as f32 * 0.5,
                 })
                 .collect();
-            let (a, b) = (
-                fast.sample(&logits, &[], &mut rng),
-                slow.sample(&logits, &[], &mut rng),
-            );
+            let (a, b) = (fast.sample(&logits, &[], &mut rng), slow.sample(&logits, &[], &mut rng));
             assert_eq!(a, b, "{logits:?}");
         }
     }
@@ -425,16 +372,10 @@ mod tests {
         assert_eq!(counts, vec![(0, 1), (1, 2), (9, 1)]);
         let mut c = cands(&[2.0, -2.0, 2.0]);
         apply_penalties(&mut c, &counts, 2.0, 0.0, 0.0);
-        assert_eq!(
-            c.iter().map(|x| x.logit).collect::<Vec<_>>(),
-            vec![1.0, -4.0, 2.0]
-        );
+        assert_eq!(c.iter().map(|x| x.logit).collect::<Vec<_>>(), vec![1.0, -4.0, 2.0]);
         let mut c = cands(&[2.0, -2.0, 2.0]);
         apply_penalties(&mut c, &counts, 1.0, 0.5, 0.25);
-        assert_eq!(
-            c.iter().map(|x| x.logit).collect::<Vec<_>>(),
-            vec![1.25, -3.0, 2.0]
-        );
+        assert_eq!(c.iter().map(|x| x.logit).collect::<Vec<_>>(), vec![1.25, -3.0, 2.0]);
     }
 
     #[test]
@@ -456,33 +397,21 @@ mod tests {
     fn temperature_sharpens_as_hand_computed() {
         // T = 0.5 squares the odds: 16 : 9 : 4 : 1 out of 30
         let l = [libm::logf(4.0), libm::logf(3.0), libm::logf(2.0), 0.0];
-        let cfg = SamplerConfig {
-            temperature: 0.5,
-            top_k: 0,
-            top_p: 1.0,
-            min_p: 0.0,
-            ..Default::default()
-        };
+        let cfg = SamplerConfig { temperature: 0.5, top_k: 0, top_p: 1.0, min_p: 0.0, ..Default::default() };
         let mut s = Sampler::new(cfg);
         let mut rng = Rng::new(3);
         let mut counts = [0u32; 4];
         for _ in 0..30000 {
             counts[s.sample(&l, &[], &mut rng) as usize] += 1;
         }
-        for (c, p) in counts
-            .iter()
-            .zip([16.0 / 30.0, 9.0 / 30.0, 4.0 / 30.0, 1.0 / 30.0])
-        {
+        for (c, p) in counts.iter().zip([16.0 / 30.0, 9.0 / 30.0, 4.0 / 30.0, 1.0 / 30.0]) {
             assert!((*c as f64 / 30000.0 - p).abs() < 0.012, "{counts:?}");
         }
     }
 
     #[test]
     fn logit_bias_bans_and_boosts() {
-        let cfg = SamplerConfig {
-            logit_bias: vec![(0, f32::NEG_INFINITY), (2, 5.0)],
-            ..SamplerConfig::greedy()
-        };
+        let cfg = SamplerConfig { logit_bias: vec![(0, f32::NEG_INFINITY), (2, 5.0)], ..SamplerConfig::greedy() };
         let mut s = Sampler::new(cfg);
         assert_eq!(s.sample(&[9.0, 3.0, 0.0], &[], &mut Rng::new(0)), 2);
     }
@@ -490,13 +419,7 @@ mod tests {
     #[test]
     fn draws_follow_the_distribution_and_repeat_with_the_seed() {
         let l = [libm::logf(4.0), libm::logf(3.0), libm::logf(2.0), 0.0];
-        let cfg = SamplerConfig {
-            temperature: 1.0,
-            top_k: 0,
-            top_p: 1.0,
-            min_p: 0.0,
-            ..Default::default()
-        };
+        let cfg = SamplerConfig { temperature: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, ..Default::default() };
         let mut s = Sampler::new(cfg.clone());
         let mut counts = [0u32; 4];
         let mut rng = Rng::new(7);

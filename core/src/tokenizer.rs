@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 
 /// Split regexes of the pre-tokenizers tern knows (as llama.cpp names them).
-const QWEN2_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_REGEX: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// GGUF token types.
@@ -39,9 +40,7 @@ pub struct Tokenizer {
 }
 
 fn tok_err(e: impl core::fmt::Display) -> Error {
-    Error::Tokenizer {
-        detail: e.to_string(),
-    }
+    Error::Tokenizer { detail: e.to_string() }
 }
 
 /// GPT-2's byte ↔ printable-char table: char for each byte.
@@ -49,8 +48,7 @@ fn byte_chars() -> [char; 256] {
     let mut table = ['\0'; 256];
     let mut n = 0u32;
     for b in 0..256u32 {
-        let printable =
-            (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+        let printable = (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
         table[b as usize] = if printable {
             char::from_u32(b).unwrap_or('\0')
         } else {
@@ -62,26 +60,16 @@ fn byte_chars() -> [char; 256] {
 }
 
 fn strings<'a>(g: &Gguf<'a>, key: &str) -> Result<Vec<&'a str>> {
-    let arr = g
-        .get_array(key)?
-        .ok_or_else(|| Error::MissingKey { key: key.into() })?;
+    let arr = g.get_array(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })?;
     arr.iter()
-        .map(|v| {
-            v.as_str().ok_or_else(|| Error::KeyType {
-                key: key.into(),
-                expected: "an array of strings",
-            })
-        })
+        .map(|v| v.as_str().ok_or_else(|| Error::KeyType { key: key.into(), expected: "an array of strings" }))
         .collect()
 }
 
 fn id_key(g: &Gguf, key: &str, n: usize) -> Result<Option<u32>> {
     match g.get_u64(key)? {
         Some(id) if (id as usize) < n => Ok(Some(id as u32)),
-        Some(id) => Err(Error::TokenOutOfRange {
-            id: id as u32,
-            n_vocab: n,
-        }),
+        Some(id) => Err(Error::TokenOutOfRange { id: id as u32, n_vocab: n }),
         None => Ok(None),
     }
 }
@@ -90,9 +78,7 @@ impl Tokenizer {
     pub fn from_gguf(g: &Gguf) -> Result<Tokenizer> {
         let model = g.require_str("tokenizer.ggml.model")?;
         if model != "gpt2" {
-            return Err(Error::UnsupportedTokenizer {
-                model: model.to_string(),
-            });
+            return Err(Error::UnsupportedTokenizer { model: model.to_string() });
         }
         let pre = g.get_str("tokenizer.ggml.pre")?.unwrap_or("default");
         let pre_tok: PreTokenizerWrapper = match pre {
@@ -100,9 +86,7 @@ impl Tokenizer {
             "llama3" | "llama-bpe" | "smaug-bpe" => split_then_bytes(LLAMA3_REGEX)?,
             "smollm" | "gpt2" | "default" => ByteLevel::new(false, true, true).into(),
             other => {
-                return Err(Error::UnsupportedTokenizer {
-                    model: alloc::format!("gpt2 with pre-tokenizer {other:?}"),
-                })
+                return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") })
             }
         };
         let tokens = strings(g, "tokenizer.ggml.tokens")?;
@@ -111,9 +95,7 @@ impl Tokenizer {
             None => alloc::vec![1; n],
             Some(a) if a.len() == n => a.iter().map(|v| v.as_i64().unwrap_or(1)).collect(),
             Some(a) => {
-                return Err(Error::Tokenizer {
-                    detail: alloc::format!("{} token types for {n} tokens", a.len()),
-                })
+                return Err(Error::Tokenizer { detail: alloc::format!("{} token types for {n} tokens", a.len()) })
             }
         };
         let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges")?
@@ -121,9 +103,7 @@ impl Tokenizer {
             .map(|m| {
                 m.split_once(' ')
                     .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| Error::Tokenizer {
-                        detail: alloc::format!("merge {m:?} has no space"),
-                    })
+                    .ok_or_else(|| Error::Tokenizer { detail: alloc::format!("merge {m:?} has no space") })
             })
             .collect::<Result<_>>()?;
 
@@ -131,10 +111,7 @@ impl Tokenizer {
         for (i, t) in tokens.iter().enumerate() {
             vocab.entry(t.to_string()).or_insert(i as u32);
         }
-        let bpe = BPE::builder()
-            .vocab_and_merges(vocab, merges)
-            .build()
-            .map_err(tok_err)?;
+        let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(tok_err)?;
         let mut inner = tokenizers::Tokenizer::new(bpe);
         inner.with_pre_tokenizer(Some(pre_tok));
         inner.with_decoder(Some(ByteLevelDecoder::default()));
@@ -180,10 +157,7 @@ impl Tokenizer {
         let mut eog: Vec<u32> = [eos, eot, eom].into_iter().flatten().collect();
         // Chat models end turns with these whatever the file names as EOS.
         for (i, t) in tokens.iter().enumerate() {
-            let end = matches!(
-                *t,
-                "<|im_end|>" | "<|endoftext|>" | "<|eot_id|>" | "<|end_of_text|>" | "<end_of_turn>"
-            );
+            let end = matches!(*t, "<|im_end|>" | "<|endoftext|>" | "<|eot_id|>" | "<|end_of_text|>" | "<end_of_turn>");
             if end && types[i] == TOKEN_CONTROL {
                 eog.push(i as u32);
             }
@@ -222,9 +196,7 @@ impl Tokenizer {
 
     /// The bytes a token stands for.
     pub fn token_bytes(&self, id: u32) -> &[u8] {
-        self.token_bytes
-            .get(id as usize)
-            .map_or(&[], |b| b.as_slice())
+        self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
     }
 
     pub fn is_control(&self, id: u32) -> bool {
@@ -237,10 +209,7 @@ impl Tokenizer {
 
     /// Text of `ids`, special tokens included; invalid UTF-8 becomes U+FFFD.
     pub fn decode(&self, ids: &[u32]) -> String {
-        let bytes: Vec<u8> = ids
-            .iter()
-            .flat_map(|&i| self.token_bytes(i).iter().copied())
-            .collect();
+        let bytes: Vec<u8> = ids.iter().flat_map(|&i| self.token_bytes(i).iter().copied()).collect();
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
@@ -251,28 +220,14 @@ impl Tokenizer {
 }
 
 fn split_then_bytes(regex: &str) -> Result<PreTokenizerWrapper> {
-    let split = Split::new(
-        SplitPattern::Regex(regex.to_string()),
-        SplitDelimiterBehavior::Isolated,
-        false,
-    )
-    .map_err(tok_err)?;
-    Ok(Sequence::new(alloc::vec![
-        split.into(),
-        ByteLevel::new(false, true, false).into()
-    ])
-    .into())
+    let split =
+        Split::new(SplitPattern::Regex(regex.to_string()), SplitDelimiterBehavior::Isolated, false).map_err(tok_err)?;
+    Ok(Sequence::new(alloc::vec![split.into(), ByteLevel::new(false, true, false).into()]).into())
 }
 
 impl core::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "Tokenizer({} {}, {} tokens)",
-            self.model,
-            self.pre,
-            self.n_vocab()
-        )
+        write!(f, "Tokenizer({} {}, {} tokens)", self.model, self.pre, self.n_vocab())
     }
 }
 

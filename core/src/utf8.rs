@@ -47,11 +47,7 @@ impl Utf8Stream {
 
     /// End of stream: whatever is held back is not valid UTF-8.
     pub fn finish(&mut self) -> String {
-        let out = if self.pending.is_empty() {
-            String::new()
-        } else {
-            String::from(char::REPLACEMENT_CHARACTER)
-        };
+        let out = if self.pending.is_empty() { String::new() } else { String::from(char::REPLACEMENT_CHARACTER) };
         self.pending.clear();
         out
     }

@@ -15,42 +15,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => models::ensure(models::SMOLLM2)?,
     };
     let sizes: Vec<usize> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
-    let sizes = if sizes.is_empty() {
-        vec![1, 4, 8]
-    } else {
-        sizes
-    };
+    let sizes = if sizes.is_empty() { vec![1, 4, 8] } else { sizes };
     let lm = tern::load(&path)?;
     let threads = Threads::new(0);
     let engine = tern::engine(&threads, false);
-    let topics = [
-        "the sea",
-        "a city",
-        "winter",
-        "a robot",
-        "the moon",
-        "coffee",
-        "a library",
-        "rain",
-    ];
+    let topics = ["the sea", "a city", "winter", "a robot", "the moon", "coffee", "a library", "rain"];
     let mut base = 0.0;
     for n in sizes {
         let items: Vec<BatchItem> = (0..n)
             .map(|i| BatchItem {
                 prompt: lm
                     .tokenizer
-                    .encode(
-                        &format!("A short poem about {}:", topics[i % topics.len()]),
-                        true,
-                    )
+                    .encode(&format!("A short poem about {}:", topics[i % topics.len()]), true)
                     .unwrap(),
                 cfg: GenerateConfig {
                     max_tokens: 32,
-                    sampler: SamplerConfig {
-                        temperature: 0.8,
-                        seed: Some(i as u64),
-                        ..Default::default()
-                    },
+                    sampler: SamplerConfig { temperature: 0.8, seed: Some(i as u64), ..Default::default() },
                     ignore_eos: true,
                     ..Default::default()
                 },
@@ -58,18 +38,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         let mut sessions: Vec<_> = items.iter().map(|_| lm.model.session(128, 64)).collect();
         let t0 = std::time::Instant::now();
-        let results = generate_batch(
-            &lm.model,
-            &engine,
-            &lm.tokenizer,
-            &mut sessions,
-            &items,
-            tern::clock,
-        )?;
-        let decode_s: f64 = results
-            .iter()
-            .map(|r| (r.timings.total_ms - r.timings.first_token_ms) / 1e3)
-            .fold(0.0, f64::max);
+        let results = generate_batch(&lm.model, &engine, &lm.tokenizer, &mut sessions, &items, tern::clock)?;
+        let decode_s: f64 =
+            results.iter().map(|r| (r.timings.total_ms - r.timings.first_token_ms) / 1e3).fold(0.0, f64::max);
         let tokens: usize = results.iter().map(|r| r.tokens.len() - 1).sum();
         let tps = tokens as f64 / decode_s;
         if base == 0.0 {

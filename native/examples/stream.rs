@@ -19,11 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut session = lm.model.session(512, 512);
     let cfg = GenerateConfig {
         max_tokens: 200,
-        sampler: SamplerConfig {
-            temperature: 0.7,
-            seed: Some(1),
-            ..Default::default()
-        },
+        sampler: SamplerConfig { temperature: 0.7, seed: Some(1), ..Default::default() },
         stop: vec!["\n6.".into()],
         ..Default::default()
     };
@@ -33,16 +29,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(std::time::Duration::from_secs(2));
         flag.store(true, Ordering::Relaxed);
     });
-    let gen = Generator::new(
-        &lm.model,
-        tern::engine(&threads, false),
-        &lm.tokenizer,
-        &mut session,
-        &ids,
-        cfg,
-    )
-    .with_cancel(cancel)
-    .with_clock(tern::clock);
+    let gen = Generator::new(&lm.model, tern::engine(&threads, false), &lm.tokenizer, &mut session, &ids, cfg)
+        .with_cancel(cancel)
+        .with_clock(tern::clock);
     print!("1.");
     for event in gen {
         match event? {
@@ -50,11 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 print!("{text}");
                 std::io::stdout().flush()?;
             }
-            Event::Done(r) => println!(
-                "\n[{}: {} tokens]",
-                r.finish_reason.as_str(),
-                r.usage.completion_tokens
-            ),
+            Event::Done(r) => println!("\n[{}: {} tokens]", r.finish_reason.as_str(), r.usage.completion_tokens),
         }
     }
     Ok(())

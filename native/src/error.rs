@@ -7,13 +7,8 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     Core(tern_core::Error),
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    Fetch {
-        detail: String,
-    },
+    Io { path: PathBuf, source: std::io::Error },
+    Fetch { detail: String },
 }
 
 impl fmt::Display for Error {

@@ -28,21 +28,14 @@ pub struct Loaded {
 /// Map `path` and load the model and tokenizer it holds.
 pub fn load(path: &Path) -> Result<Loaded> {
     let t0 = Instant::now();
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
     let file = File::open(path).map_err(io)?;
     // SAFETY: the file is opened read-only and the map is never written;
     // like every mmap user we rely on the file not being truncated while
     // mapped (a model file in a cache folder is not modified in place).
     let map = unsafe { Mmap::map(&file) }.map_err(io)?;
     let (model, tokenizer) = Model::load_gguf_with(map, Tokenizer::from_gguf)?;
-    Ok(Loaded {
-        model,
-        tokenizer,
-        load_time: t0.elapsed(),
-    })
+    Ok(Loaded { model, tokenizer, load_time: t0.elapsed() })
 }
 
 /// The kernels this process uses (see `kernels::select`); the scalar
@@ -60,9 +53,5 @@ pub fn clock() -> u64 {
 
 /// An engine over the given thread pool.
 pub fn engine(par: &Threads, exact: bool) -> Engine<'_> {
-    Engine {
-        kernels: kernels(),
-        par,
-        exact,
-    }
+    Engine { kernels: kernels(), par, exact }
 }

@@ -24,11 +24,7 @@ pub fn ensure(name: &str) -> Result<PathBuf> {
     let which = match name {
         DEFAULT_MODEL => "qwen",
         SMOLLM2 => "smollm2",
-        other => {
-            return Err(Error::Fetch {
-                detail: format!("{other} is not a model the fetch script knows"),
-            })
-        }
+        other => return Err(Error::Fetch { detail: format!("{other} is not a model the fetch script knows") }),
     };
     let path = cache_dir().join(name);
     if path.exists() {
@@ -42,13 +38,9 @@ pub fn ensure(name: &str) -> Result<PathBuf> {
         .arg(which)
         .env("TERN_MODELS", cache_dir())
         .status()
-        .map_err(|e| Error::Fetch {
-            detail: format!("running bash: {e}"),
-        })?;
+        .map_err(|e| Error::Fetch { detail: format!("running bash: {e}") })?;
     if !status.success() || !path.exists() {
-        return Err(Error::Fetch {
-            detail: format!("the fetch script failed ({status})"),
-        });
+        return Err(Error::Fetch { detail: format!("the fetch script failed ({status})") });
     }
     Ok(path)
 }

@@ -13,11 +13,7 @@ pub struct Threads {
 impl Threads {
     /// `n` workers; 0 means one per available core.
     pub fn new(n: usize) -> Threads {
-        let n = if n == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            n
-        };
+        let n = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
         let pool = (n > 1).then(|| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
@@ -44,12 +40,7 @@ impl Parallel for Threads {
         }
     }
 
-    fn for_each_chunk(
-        &self,
-        data: &mut [f32],
-        chunk_len: usize,
-        f: &(dyn Fn(usize, &mut [f32]) + Sync),
-    ) {
+    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
         let chunk_len = chunk_len.max(1);
         let n_chunks = data.len().div_ceil(chunk_len);
         match &self.pool {

@@ -9,11 +9,7 @@ fn tern() -> Command {
 
 fn smollm2() -> String {
     let p = tern::models::cache_dir().join(tern::models::SMOLLM2);
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/fetch-models.sh (CI does)",
-        p.display()
-    );
+    assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     p.display().to_string()
 }
 
@@ -21,53 +17,23 @@ fn smollm2() -> String {
 fn run_json_with_prompt_ids_and_logits_out() {
     let logits = std::env::temp_dir().join(format!("tern-cli-logits-{}.bin", std::process::id()));
     let out = tern()
-        .args([
-            "run",
-            "-m",
-            &smollm2(),
-            "--prompt-ids",
-            "504,3575,282,4649,314",
-            "-n",
-            "4",
-            "--temp",
-            "0",
-            "--json",
-        ])
-        .args([
-            "--ignore-eos",
-            "-t",
-            "1",
-            "--logits-out",
-            logits.to_str().unwrap(),
-        ])
+        .args(["run", "-m", &smollm2(), "--prompt-ids", "504,3575,282,4649,314", "-n", "4", "--temp", "0", "--json"])
+        .args(["--ignore-eos", "-t", "1", "--logits-out", logits.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // llama.cpp's (and the HF oracle's) greedy start for "The capital of France is"
     assert_eq!(j["ids"], serde_json::json!([7042, 30, 198, 198]));
-    assert_eq!(
-        j["prompt_ids"],
-        serde_json::json!([504, 3575, 282, 4649, 314])
-    );
+    assert_eq!(j["prompt_ids"], serde_json::json!([504, 3575, 282, 4649, 314]));
     assert_eq!(j["text"], " Paris.\n\n");
     assert_eq!(j["finish_reason"], "length");
     assert!(j["timings"]["tokens_per_s"].as_f64().unwrap() > 0.0);
     let bytes = std::fs::read(&logits).unwrap();
     std::fs::remove_file(&logits).ok();
-    assert_eq!(
-        bytes.len(),
-        4 * 49152 * 4,
-        "one f32 row per generated token"
-    );
-    let row0: Vec<f32> = bytes[..49152 * 4]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    assert_eq!(bytes.len(), 4 * 49152 * 4, "one f32 row per generated token");
+    let row0: Vec<f32> =
+        bytes[..49152 * 4].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(tern_core::sampler::argmax(&row0), 7042);
 }
 
@@ -75,26 +41,10 @@ fn run_json_with_prompt_ids_and_logits_out() {
 fn text_prompt_streams_and_seed_repeats() {
     let run = || {
         let out = tern()
-            .args([
-                "run",
-                "-m",
-                &smollm2(),
-                "-p",
-                "Once upon a time",
-                "-n",
-                "6",
-                "--seed",
-                "42",
-                "-t",
-                "1",
-            ])
+            .args(["run", "-m", &smollm2(), "-p", "Once upon a time", "-n", "6", "--seed", "42", "-t", "1"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
     let a = run();
@@ -106,10 +56,7 @@ fn text_prompt_streams_and_seed_repeats() {
 fn info_and_errors() {
     let out = tern().args(["info", &smollm2()]).output().unwrap();
     let s = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        s.contains("arch        llama") && s.contains("Q4_1: 210"),
-        "{s}"
-    );
+    assert!(s.contains("arch        llama") && s.contains("Q4_1: 210"), "{s}");
 
     let out = tern().args(["info", "/nonexistent.gguf"]).output().unwrap();
     assert!(!out.status.success());
@@ -117,10 +64,7 @@ fn info_and_errors() {
 
     let junk = std::env::temp_dir().join(format!("tern-junk-{}.gguf", std::process::id()));
     std::fs::write(&junk, b"GGUF\x03\0\0\0\xff\xff\xff\xff\xff\xff\xff\xff").unwrap();
-    let out = tern()
-        .args(["run", "-m", junk.to_str().unwrap(), "-p", "x"])
-        .output()
-        .unwrap();
+    let out = tern().args(["run", "-m", junk.to_str().unwrap(), "-p", "x"]).output().unwrap();
     std::fs::remove_file(&junk).ok();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -132,80 +76,36 @@ fn chat_keeps_history_in_the_session_and_saves_it() {
     use std::io::Write;
     let save = std::env::temp_dir().join(format!("tern-chat-{}.bin", std::process::id()));
     let mut child = tern()
-        .args([
-            "chat",
-            "-m",
-            &smollm2(),
-            "--temp",
-            "0",
-            "-n",
-            "8",
-            "-t",
-            "1",
-            "--system",
-            "Be brief.",
-        ])
+        .args(["chat", "-m", &smollm2(), "--temp", "0", "-n", "8", "-t", "1", "--system", "Be brief."])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let script = format!(
-        "Hi!\nAnd again?\n/save {0}\n/reset\n/load {0}\nBye.\n/quit\n",
-        save.display()
-    );
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
+    let script = format!("Hi!\nAnd again?\n/save {0}\n/reset\n/load {0}\nBye.\n/quit\n", save.display());
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     std::fs::remove_file(&save).ok();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let cached: Vec<usize> = err
         .lines()
-        .filter_map(|l| {
-            l.split(" cached;")
-                .next()
-                .and_then(|h| h.rsplit(", ").next())
-                .and_then(|n| n.parse().ok())
-        })
+        .filter_map(|l| l.split(" cached;").next().and_then(|h| h.rsplit(", ").next()).and_then(|n| n.parse().ok()))
         .collect();
     assert_eq!(cached.len(), 3, "{err}");
     assert_eq!(cached[0], 0);
-    assert!(
-        cached[1] > 0 && cached[2] > cached[1],
-        "turns reuse the cache, also after /load: {cached:?}\n{err}"
-    );
-    assert!(
-        err.contains("(saved 5 messages") && err.contains("(loaded 5 messages"),
-        "{err}"
-    );
+    assert!(cached[1] > 0 && cached[2] > cached[1], "turns reuse the cache, also after /load: {cached:?}\n{err}");
+    assert!(err.contains("(saved 5 messages") && err.contains("(loaded 5 messages"), "{err}");
 }
 
 #[test]
 fn run_chat_template_and_stop_string() {
     let out = tern()
-        .args([
-            "run",
-            "-m",
-            &smollm2(),
-            "-p",
-            "Count from 1 to 9, separated by commas.",
-            "--chat",
-            "--temp",
-            "0",
-        ])
+        .args(["run", "-m", &smollm2(), "-p", "Count from 1 to 9, separated by commas.", "--chat", "--temp", "0"])
         .args(["-n", "40", "--stop", "5", "--json", "-t", "1"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = j["text"].as_str().unwrap();
     assert_eq!(j["finish_reason"], "stop", "{j}");
@@ -218,29 +118,14 @@ fn run_chat_template_and_stop_string() {
 fn ctrl_c_cancels_the_reply_not_the_chat() {
     use std::io::{BufRead, BufReader, Write};
     let mut child = tern()
-        .args([
-            "chat",
-            "-m",
-            &smollm2(),
-            "--temp",
-            "0.7",
-            "--seed",
-            "3",
-            "-n",
-            "400",
-            "--ignore-eos",
-            "-t",
-            "1",
-        ])
+        .args(["chat", "-m", &smollm2(), "--temp", "0.7", "--seed", "3", "-n", "400", "--ignore-eos", "-t", "1"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"Write a long story about a dragon.\n")
-        .unwrap();
+    stdin.write_all(b"Write a long story about a dragon.\n").unwrap();
     stdin.flush().unwrap();
     // wait until the reply is streaming, then interrupt
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -249,73 +134,30 @@ fn ctrl_c_cancels_the_reply_not_the_chat() {
     let consumed = first.len();
     stdout.consume(consumed);
     let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .unwrap()
-        .success());
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
     stdin.write_all(b"/quit\n").unwrap();
     drop(stdin);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the chat survives Ctrl-C: {:?}",
-        out.status
-    );
+    assert!(out.status.success(), "the chat survives Ctrl-C: {:?}", out.status);
     assert!((first + &rest).contains("[cancelled]"), "{rest}");
 }
 
 #[test]
 fn bench_json_uses_llama_bench_fields() {
     let out = tern()
-        .args([
-            "bench",
-            "-m",
-            &smollm2(),
-            "-p",
-            "8",
-            "-n",
-            "4",
-            "-d",
-            "4",
-            "-r",
-            "2",
-            "-t",
-            "1",
-            "-o",
-            "json",
-        ])
+        .args(["bench", "-m", &smollm2(), "-p", "8", "-n", "4", "-d", "4", "-r", "2", "-t", "1", "-o", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 2, "a pp and a tg row");
     for (r, (np, ng)) in rows.iter().zip([(8, 0), (0, 4)]) {
-        assert_eq!(
-            (
-                r["n_prompt"].as_u64(),
-                r["n_gen"].as_u64(),
-                r["n_depth"].as_u64()
-            ),
-            (Some(np), Some(ng), Some(4))
-        );
+        assert_eq!((r["n_prompt"].as_u64(), r["n_gen"].as_u64(), r["n_depth"].as_u64()), (Some(np), Some(ng), Some(4)));
         assert_eq!(r["samples_ts"].as_array().unwrap().len(), 2);
-        for f in [
-            "avg_ts",
-            "stddev_ts",
-            "avg_ns",
-            "n_threads",
-            "model_size",
-            "peak_rss_bytes",
-            "weight_bytes",
-        ] {
+        for f in ["avg_ts", "stddev_ts", "avg_ns", "n_threads", "model_size", "peak_rss_bytes", "weight_bytes"] {
             assert!(r[f].is_number(), "{f} in {r}");
         }
         assert!(r["avg_ts"].as_f64().unwrap() > 0.0);

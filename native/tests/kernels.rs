@@ -33,28 +33,17 @@ fn tern_kernels_selects_or_fails() {
     for name in tern::kernels::available() {
         let out = std::process::Command::new(tern)
             .env("TERN_KERNELS", name)
-            .args([
-                "bench", "-m", model, "-p", "4", "-n", "0", "-r", "1", "-t", "1", "-o", "json",
-            ])
+            .args(["bench", "-m", model, "-p", "4", "-n", "0", "-r", "1", "-t", "1", "-o", "json"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(rows[0]["backends"], format!("CPU/{name}"));
     }
-    let out = std::process::Command::new(tern)
-        .env("TERN_KERNELS", "neon-on-x86")
-        .args(["info", model])
-        .output()
-        .unwrap();
+    let out =
+        std::process::Command::new(tern).env("TERN_KERNELS", "neon-on-x86").args(["info", model]).output().unwrap();
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("TERN_KERNELS=neon-on-x86 is not available")
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TERN_KERNELS=neon-on-x86 is not available"));
 }
 
 /// The whole model's logits are the same bits on every backend and thread
@@ -63,28 +52,14 @@ fn tern_kernels_selects_or_fails() {
 fn model_logits_identical_across_backends_and_threads() {
     use tern_core::{Engine, Logits};
     let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/fetch-models.sh (CI does)",
-        path.display()
-    );
+    assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
-    let prompt = lm
-        .tokenizer
-        .encode("The quick brown fox jumps over the lazy dog.", true)
-        .unwrap();
+    let prompt = lm.tokenizer.encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
     let run = |name: &str, threads: usize, exact: bool| {
         let par = tern::Threads::new(threads);
-        let e = Engine {
-            kernels: tern::kernels::by_name(name).unwrap(),
-            par: &par,
-            exact,
-        };
+        let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };
         let mut s = lm.model.session_kv(64, 512, e.kv_type());
-        let mut out = s
-            .forward(&lm.model, &e, &prompt, Logits::All)
-            .unwrap()
-            .to_vec();
+        let mut out = s.forward(&lm.model, &e, &prompt, Logits::All).unwrap().to_vec();
         for t in [42u32, 7, 1000] {
             out.extend_from_slice(s.forward(&lm.model, &e, &[t], Logits::Last).unwrap());
         }
@@ -112,34 +87,17 @@ fn logits_bits_match_the_recorded_hash() {
     use tern_core::{Engine, Logits};
     const RECORDED: [u64; 2] = [0x24b7790e8b2a9beb, 0x4f694e12c29a4e3e]; // [quantized, exact]
     let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/fetch-models.sh (CI does)",
-        path.display()
-    );
+    assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
     let prompt = [504u32, 3575, 282, 4649, 314]; // "The capital of France is"
     for (exact, want) in [false, true].into_iter().zip(RECORDED) {
         let par = tern::Threads::new(1);
-        let e = Engine {
-            kernels: tern::kernels(),
-            par: &par,
-            exact,
-        };
+        let e = Engine { kernels: tern::kernels(), par: &par, exact };
         let mut s = lm.model.session_kv(16, 512, e.kv_type());
-        let mut bits: Vec<u32> = s
-            .forward(&lm.model, &e, &prompt, Logits::Last)
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect();
+        let mut bits: Vec<u32> =
+            s.forward(&lm.model, &e, &prompt, Logits::Last).unwrap().iter().map(|v| v.to_bits()).collect();
         for t in [7042u32, 30] {
-            bits.extend(
-                s.forward(&lm.model, &e, &[t], Logits::Last)
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits()),
-            );
+            bits.extend(s.forward(&lm.model, &e, &[t], Logits::Last).unwrap().iter().map(|v| v.to_bits()));
         }
         let mut h = 0xcbf29ce484222325u64;
         for b in bits {
@@ -148,9 +106,6 @@ fn logits_bits_match_the_recorded_hash() {
             }
         }
         println!("exact={exact}: logits hash {h:#018x}");
-        assert_eq!(
-            h, want,
-            "exact={exact}: logits differ from the recorded x86-64 bits"
-        );
+        assert_eq!(h, want, "exact={exact}: logits differ from the recorded x86-64 bits");
     }
 }

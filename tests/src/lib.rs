@@ -11,10 +11,8 @@ use tern::{Loaded, Threads};
 use tern_core::{Engine, Logits, Session};
 
 /// The two oracle models: (oracle name, GGUF file name).
-pub const MODELS: [(&str, &str); 2] = [
-    ("qwen2.5-coder-0.5b", tern::models::DEFAULT_MODEL),
-    ("smollm2-135m", tern::models::SMOLLM2),
-];
+pub const MODELS: [(&str, &str); 2] =
+    [("qwen2.5-coder-0.5b", tern::models::DEFAULT_MODEL), ("smollm2-135m", tern::models::SMOLLM2)];
 pub const PROMPTS: [&str; 5] = ["p1", "p2", "p3", "p4", "p5"];
 
 pub fn fixtures() -> PathBuf {
@@ -40,30 +38,14 @@ pub fn manifest() -> &'static Value {
 pub fn oracle_logits(model: &str, prompt: &str, kind: &str) -> Vec<f32> {
     let rel = format!("logits/{model}/{prompt}.{kind}.bin");
     let bytes = std::fs::read(oracle_dir().join(&rel)).unwrap();
-    let entry = manifest()["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["file"] == rel)
-        .expect("in manifest");
+    let entry = manifest()["files"].as_array().unwrap().iter().find(|f| f["file"] == rel).expect("in manifest");
     let sha = format!("{:x}", Sha256::digest(&bytes));
-    assert_eq!(
-        sha,
-        entry["sha256"].as_str().unwrap(),
-        "{rel} differs from the oracle's"
-    );
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    assert_eq!(sha, entry["sha256"].as_str().unwrap(), "{rel} differs from the oracle's");
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 pub fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
 }
 
 pub struct PromptCase {
@@ -80,22 +62,13 @@ pub fn prompt_case(model: &str, p: &'static str) -> PromptCase {
         name: p,
         input_ids: ids(&e["input_ids"]),
         generated: ids(&e["generation"]["generated_ids"]),
-        margins: e["generation"]["top1_top2_margins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect(),
+        margins: e["generation"]["top1_top2_margins"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect(),
     }
 }
 
 pub fn model_path(file: &str) -> PathBuf {
     let p = tern::models::cache_dir().join(file);
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/fetch-models.sh (CI does)",
-        p.display()
-    );
+    assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     p
 }
 
@@ -112,17 +85,12 @@ pub fn threads() -> &'static Threads {
 pub fn rel_err(got: &[f32], want: &[f32]) -> f64 {
     assert_eq!(got.len(), want.len());
     let max_abs = want.iter().fold(0.0f64, |a, &b| a.max((b as f64).abs()));
-    let max_d = got
-        .iter()
-        .zip(want)
-        .fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w as f64).abs()));
+    let max_d = got.iter().zip(want).fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w as f64).abs()));
     max_d / max_abs
 }
 
 pub fn max_abs_diff(got: &[f32], want: &[f32]) -> f64 {
-    got.iter()
-        .zip(want)
-        .fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w as f64).abs()))
+    got.iter().zip(want).fold(0.0f64, |a, (&g, &w)| a.max((g as f64 - w as f64).abs()))
 }
 
 pub fn argmax(x: &[f32]) -> u32 {
@@ -138,18 +106,8 @@ pub struct Run {
 }
 
 pub fn run_cached(lm: &Loaded, e: &Engine, s: &mut Session, input: &[u32], feed: &[u32]) -> Run {
-    let prompt_rows = s
-        .forward(&lm.model, e, input, Logits::All)
-        .unwrap()
-        .to_vec();
-    let steps = feed
-        .iter()
-        .map(|&t| {
-            s.forward(&lm.model, e, &[t], Logits::Last)
-                .unwrap()
-                .to_vec()
-        })
-        .collect();
+    let prompt_rows = s.forward(&lm.model, e, input, Logits::All).unwrap().to_vec();
+    let steps = feed.iter().map(|&t| s.forward(&lm.model, e, &[t], Logits::Last).unwrap().to_vec()).collect();
     Run { prompt_rows, steps }
 }
 
@@ -166,12 +124,7 @@ pub fn bits_equal(a: &[f32], b: &[f32]) -> bool {
 
 /// The largest relative error against the oracle over a run's recorded
 /// positions (last prompt row, then one row per step), with each row's name.
-pub fn recorded_errors(
-    model: &str,
-    prompt: &str,
-    run: &Run,
-    n_vocab: usize,
-) -> Vec<(String, f64, bool)> {
+pub fn recorded_errors(model: &str, prompt: &str, run: &Run, n_vocab: usize) -> Vec<(String, f64, bool)> {
     let n = run.prompt_rows.len() / n_vocab;
     let mut rows = vec![("last".to_string(), &run.prompt_rows[(n - 1) * n_vocab..])];
     for (k, r) in run.steps.iter().enumerate() {

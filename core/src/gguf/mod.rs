@@ -81,16 +81,11 @@ impl<'a> Gguf<'a> {
             let type_offset = r.offset();
             let type_id = r.u32("metadata value type")?;
             if type_id > 12 {
-                return Err(Error::UnknownValueType {
-                    offset: type_offset,
-                    type_id,
-                });
+                return Err(Error::UnknownValueType { offset: type_offset, type_id });
             }
             let value = Value::read(&mut r, type_id, 0)?;
             if index.insert(key, metadata.len()).is_some() {
-                return Err(Error::DuplicateKey {
-                    key: key.to_string(),
-                });
+                return Err(Error::DuplicateKey { key: key.to_string() });
             }
             metadata.push((key, value));
         }
@@ -120,60 +115,29 @@ impl<'a> Gguf<'a> {
             detail: "overflows".into(),
         })?;
         let data_len = (bytes.len() as u64).saturating_sub(data_offset);
-        let data = if data_offset <= bytes.len() as u64 {
-            &bytes[data_offset as usize..]
-        } else {
-            &[][..]
-        };
+        let data = if data_offset <= bytes.len() as u64 { &bytes[data_offset as usize..] } else { &[][..] };
 
         let mut tensors = Vec::with_capacity(raw.len());
         let mut tensor_index = BTreeMap::new();
         for (name, dims, type_id, offset) in raw {
-            let ty = GgmlType::from_id(type_id).ok_or_else(|| Error::UnknownTensorType {
-                tensor: name.to_string(),
-                type_id,
-            })?;
+            let ty = GgmlType::from_id(type_id)
+                .ok_or_else(|| Error::UnknownTensorType { tensor: name.to_string(), type_id })?;
             let len = tensor_bytes(name, &dims, ty)?;
             if offset % alignment != 0 {
-                return Err(Error::TensorMisaligned {
-                    tensor: name.to_string(),
-                    offset,
-                    alignment,
-                });
+                return Err(Error::TensorMisaligned { tensor: name.to_string(), offset, alignment });
             }
             let end = offset.checked_add(len);
             if end.is_none_or(|e| e > data_len) {
-                return Err(Error::TensorOutOfBounds {
-                    tensor: name.to_string(),
-                    offset,
-                    len,
-                    data_len,
-                });
+                return Err(Error::TensorOutOfBounds { tensor: name.to_string(), offset, len, data_len });
             }
             if tensor_index.insert(name, tensors.len()).is_some() {
-                return Err(Error::DuplicateTensor {
-                    name: name.to_string(),
-                });
+                return Err(Error::DuplicateTensor { name: name.to_string() });
             }
             let view = &data[offset as usize..(offset + len) as usize];
-            tensors.push(TensorInfo {
-                name,
-                dims,
-                ty,
-                offset,
-                data: view,
-            });
+            tensors.push(TensorInfo { name, dims, ty, offset, data: view });
         }
 
-        Ok(Gguf {
-            version,
-            alignment,
-            metadata,
-            index,
-            tensors,
-            tensor_index,
-            data_offset,
-        })
+        Ok(Gguf { version, alignment, metadata, index, tensors, tensor_index, data_offset })
     }
 
     pub fn get(&self, key: &str) -> Option<&Value<'a>> {
@@ -201,35 +165,22 @@ impl<'a> Gguf<'a> {
     pub fn get_array(&self, key: &str) -> Result<Option<&[Value<'a>]>> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v.as_array().map(Some).ok_or(Error::KeyType {
-                key: key.to_string(),
-                expected: "an array",
-            }),
+            Some(v) => v.as_array().map(Some).ok_or(Error::KeyType { key: key.to_string(), expected: "an array" }),
         }
     }
 
-    fn typed<T>(
-        &self,
-        key: &str,
-        expected: &'static str,
-        f: impl Fn(&Value<'a>) -> Option<T>,
-    ) -> Result<Option<T>> {
+    fn typed<T>(&self, key: &str, expected: &'static str, f: impl Fn(&Value<'a>) -> Option<T>) -> Result<Option<T>> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => f(v).map(Some).ok_or(Error::KeyType {
-                key: key.to_string(),
-                expected,
-            }),
+            Some(v) => f(v).map(Some).ok_or(Error::KeyType { key: key.to_string(), expected }),
         }
     }
 
     pub fn require_u64(&self, key: &str) -> Result<u64> {
-        self.get_u64(key)?
-            .ok_or_else(|| Error::MissingKey { key: key.into() })
+        self.get_u64(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })
     }
     pub fn require_str(&self, key: &str) -> Result<&'a str> {
-        self.get_str(key)?
-            .ok_or_else(|| Error::MissingKey { key: key.into() })
+        self.get_str(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })
     }
 }
 
@@ -254,23 +205,15 @@ fn read_tensor_info<'a>(r: &mut Reader<'a>) -> Result<(&'a str, Vec<u64>, u32, u
 }
 
 fn tensor_bytes(name: &str, dims: &[u64], ty: GgmlType) -> Result<u64> {
-    let shape_err = |detail: String| Error::TensorShape {
-        tensor: name.to_string(),
-        detail,
-    };
+    let shape_err = |detail: String| Error::TensorShape { tensor: name.to_string(), detail };
     let (bs, ts) = ty.block();
     let ne0 = dims[0];
     if !ne0.is_multiple_of(bs as u64) {
-        return Err(shape_err(alloc::format!(
-            "row of {ne0} is not a multiple of the {} block of {bs}",
-            ty.name()
-        )));
+        return Err(shape_err(alloc::format!("row of {ne0} is not a multiple of the {} block of {bs}", ty.name())));
     }
     let mut n = ne0 / bs as u64 * ts as u64;
     for &d in &dims[1..] {
-        n = n
-            .checked_mul(d)
-            .ok_or_else(|| shape_err(alloc::format!("dimensions {dims:?} overflow")))?;
+        n = n.checked_mul(d).ok_or_else(|| shape_err(alloc::format!("dimensions {dims:?} overflow")))?;
     }
     Ok(n)
 }

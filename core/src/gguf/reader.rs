@@ -22,12 +22,7 @@ impl<'a> Reader<'a> {
 
     pub fn take(&mut self, n: u64, what: &'static str) -> Result<&'a [u8]> {
         if n > self.remaining() as u64 {
-            return Err(Error::Truncated {
-                what,
-                offset: self.offset(),
-                need: n,
-                file_len: self.bytes.len() as u64,
-            });
+            return Err(Error::Truncated { what, offset: self.offset(), need: n, file_len: self.bytes.len() as u64 });
         }
         let s = &self.bytes[self.pos..self.pos + n as usize];
         self.pos += n as usize;
@@ -62,11 +57,7 @@ impl<'a> Reader<'a> {
         let need = count.checked_mul(min_item_bytes);
         match need {
             Some(n) if n <= self.remaining() as u64 => Ok(count),
-            _ => Err(Error::CountTooLarge {
-                field,
-                offset,
-                count,
-            }),
+            _ => Err(Error::CountTooLarge { field, offset, count }),
         }
     }
 

@@ -17,31 +17,12 @@ fn sample() -> Vec<u8> {
         ("a.i16", Value::I16(-3)),
         ("a.f64", Value::F64(0.5)),
         ("a.bool", Value::Bool(true)),
-        (
-            "a.nested",
-            Value::Array(vec![
-                Value::Array(vec![Value::U32(1), Value::U32(2)]),
-                Value::Array(vec![]),
-            ]),
-        ),
-        (
-            "a.strings",
-            Value::Array(vec![Value::Str("x"), Value::Str("yz")]),
-        ),
+        ("a.nested", Value::Array(vec![Value::Array(vec![Value::U32(1), Value::U32(2)]), Value::Array(vec![])])),
+        ("a.strings", Value::Array(vec![Value::Str("x"), Value::Str("yz")])),
     ];
     let t = [
-        TensorData {
-            name: "w",
-            dims: vec![32, 2],
-            ty: GgmlType::Q8_0,
-            data: vec![0; 68],
-        },
-        TensorData {
-            name: "v",
-            dims: vec![3],
-            ty: GgmlType::F32,
-            data: vec![0; 12],
-        },
+        TensorData { name: "w", dims: vec![32, 2], ty: GgmlType::Q8_0, data: vec![0; 68] },
+        TensorData { name: "v", dims: vec![3], ty: GgmlType::F32, data: vec![0; 12] },
     ];
     gguf(&md, &t)
 }
@@ -70,10 +51,7 @@ fn parses_every_value_type() {
     assert_eq!(nested[0].as_array().unwrap()[1], Value::U32(2));
     assert_eq!(g.tensors.len(), 2);
     let w = g.tensor("w").unwrap();
-    assert_eq!(
-        (w.ty, w.data.len(), w.rows()),
-        (GgmlType::Q8_0, 68, (32, 2))
-    );
+    assert_eq!((w.ty, w.data.len(), w.rows()), (GgmlType::Q8_0, 68, (32, 2)));
     assert_eq!(g.tensor("v").unwrap().offset, 96);
     assert!(matches!(g.get_u64("a.bool"), Err(Error::KeyType { .. })));
 }
@@ -86,29 +64,12 @@ fn truncated_anywhere_is_an_error() {
         assert!(r.is_err(), "parsing {len} of {} bytes succeeded", b.len());
     }
     // one check per section
-    assert!(matches!(
-        Gguf::parse(&b[..2]),
-        Err(Error::Truncated { what: "magic", .. })
-    ));
-    assert!(matches!(
-        Gguf::parse(&b[..6]),
-        Err(Error::Truncated {
-            what: "version",
-            ..
-        })
-    ));
-    assert!(matches!(
-        Gguf::parse(&b[..30]),
-        Err(Error::Truncated { .. } | Error::CountTooLarge { .. })
-    ));
+    assert!(matches!(Gguf::parse(&b[..2]), Err(Error::Truncated { what: "magic", .. })));
+    assert!(matches!(Gguf::parse(&b[..6]), Err(Error::Truncated { what: "version", .. })));
+    assert!(matches!(Gguf::parse(&b[..30]), Err(Error::Truncated { .. } | Error::CountTooLarge { .. })));
     let dir = tensor_dir_offset(&b);
-    assert!(matches!(
-        Gguf::parse(&b[..dir + 5]),
-        Err(Error::Truncated { .. } | Error::CountTooLarge { .. })
-    ));
-    assert!(
-        matches!(Gguf::parse(&b[..b.len() - 1]), Err(Error::TensorOutOfBounds { tensor, .. }) if tensor == "v")
-    );
+    assert!(matches!(Gguf::parse(&b[..dir + 5]), Err(Error::Truncated { .. } | Error::CountTooLarge { .. })));
+    assert!(matches!(Gguf::parse(&b[..b.len() - 1]), Err(Error::TensorOutOfBounds { tensor, .. }) if tensor == "v"));
 }
 
 fn patch(b: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
@@ -120,37 +81,20 @@ fn patch(b: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn header_errors() {
     let b = sample();
-    assert_eq!(
-        Gguf::parse(&patch(&b, 0, b"GGML")).unwrap_err(),
-        Error::BadMagic { found: *b"GGML" }
-    );
-    assert_eq!(
-        Gguf::parse(&patch(&b, 4, &1u32.to_le_bytes())).unwrap_err(),
-        Error::UnsupportedVersion { version: 1 }
-    );
+    assert_eq!(Gguf::parse(&patch(&b, 0, b"GGML")).unwrap_err(), Error::BadMagic { found: *b"GGML" });
+    assert_eq!(Gguf::parse(&patch(&b, 4, &1u32.to_le_bytes())).unwrap_err(), Error::UnsupportedVersion { version: 1 });
     let huge = u64::MAX.to_le_bytes();
     assert!(matches!(
         Gguf::parse(&patch(&b, 8, &huge)).unwrap_err(),
-        Error::CountTooLarge {
-            field: "tensor count",
-            offset: 8,
-            ..
-        }
+        Error::CountTooLarge { field: "tensor count", offset: 8, .. }
     ));
     assert!(matches!(
         Gguf::parse(&patch(&b, 16, &huge)).unwrap_err(),
-        Error::CountTooLarge {
-            field: "metadata count",
-            offset: 16,
-            ..
-        }
+        Error::CountTooLarge { field: "metadata count", offset: 16, .. }
     ));
     // a count just above what the file could hold is rejected too
     let n = (b.len() as u64 / 13 + 1).to_le_bytes();
-    assert!(matches!(
-        Gguf::parse(&patch(&b, 16, &n)).unwrap_err(),
-        Error::CountTooLarge { .. }
-    ));
+    assert!(matches!(Gguf::parse(&patch(&b, 16, &n)).unwrap_err(), Error::CountTooLarge { .. }));
 }
 
 #[test]
@@ -160,75 +104,45 @@ fn metadata_errors() {
     let huge = (1u64 << 40).to_le_bytes();
     assert!(matches!(
         Gguf::parse(&patch(&b, 24, &huge)).unwrap_err(),
-        Error::CountTooLarge {
-            field: "metadata key",
-            offset: 24,
-            ..
-        }
+        Error::CountTooLarge { field: "metadata key", offset: 24, .. }
     ));
     // the first value's type: after key length (8) + "general.architecture" (20)
     let type_at = 24 + 8 + 20;
     assert_eq!(
         Gguf::parse(&patch(&b, type_at, &13u32.to_le_bytes())).unwrap_err(),
-        Error::UnknownValueType {
-            offset: type_at as u64,
-            type_id: 13
-        }
+        Error::UnknownValueType { offset: type_at as u64, type_id: 13 }
     );
     // the string value itself: not UTF-8
     let str_at = type_at + 4 + 8;
     assert_eq!(
         Gguf::parse(&patch(&b, str_at, &[0xff])).unwrap_err(),
-        Error::InvalidUtf8 {
-            field: "string value",
-            offset: str_at as u64
-        }
+        Error::InvalidUtf8 { field: "string value", offset: str_at as u64 }
     );
     // a bool that is neither 0 nor 1
     let key = b.windows(6).position(|w| w == b"a.bool").unwrap();
     assert!(matches!(
         Gguf::parse(&patch(&b, key + 6 + 4, &[2])).unwrap_err(),
-        Error::InvalidValue {
-            field: "bool value",
-            ..
-        }
+        Error::InvalidValue { field: "bool value", .. }
     ));
     // an array claiming more elements than bytes remain
     let key = b.windows(9).position(|w| w == b"a.strings").unwrap();
     assert!(matches!(
         Gguf::parse(&patch(&b, key + 9 + 4 + 4, &(1u64 << 50).to_le_bytes())).unwrap_err(),
-        Error::CountTooLarge {
-            field: "array length",
-            ..
-        }
+        Error::CountTooLarge { field: "array length", .. }
     ));
     // duplicate key
     let dup = gguf(&[("k", Value::U8(1)), ("k", Value::U8(2))], &[]);
-    assert_eq!(
-        Gguf::parse(&dup).unwrap_err(),
-        Error::DuplicateKey {
-            key: "k".to_string()
-        }
-    );
+    assert_eq!(Gguf::parse(&dup).unwrap_err(), Error::DuplicateKey { key: "k".to_string() });
     // arrays nested too deep
     let mut v = Value::U8(0);
     for _ in 0..12 {
         v = Value::Array(vec![v]);
     }
     let deep = gguf(&[("deep", v)], &[]);
-    assert!(matches!(
-        Gguf::parse(&deep).unwrap_err(),
-        Error::InvalidValue { field: "array", .. }
-    ));
+    assert!(matches!(Gguf::parse(&deep).unwrap_err(), Error::InvalidValue { field: "array", .. }));
     // alignment that is not a power of two
     let bad = gguf(&[("general.alignment", Value::U32(24))], &[]);
-    assert!(matches!(
-        Gguf::parse(&bad).unwrap_err(),
-        Error::InvalidValue {
-            field: "general.alignment",
-            ..
-        }
-    ));
+    assert!(matches!(Gguf::parse(&bad).unwrap_err(), Error::InvalidValue { field: "general.alignment", .. }));
 }
 
 #[test]
@@ -240,18 +154,12 @@ fn tensor_directory_errors() {
     for n in [0u32, 5] {
         assert!(matches!(
             Gguf::parse(&patch(&b, n_dims_at, &n.to_le_bytes())).unwrap_err(),
-            Error::InvalidValue {
-                field: "tensor n_dims",
-                ..
-            }
+            Error::InvalidValue { field: "tensor n_dims", .. }
         ));
     }
     assert_eq!(
         Gguf::parse(&patch(&b, type_at, &99u32.to_le_bytes())).unwrap_err(),
-        Error::UnknownTensorType {
-            tensor: "w".to_string(),
-            type_id: 99
-        }
+        Error::UnknownTensorType { tensor: "w".to_string(), type_id: 99 }
     );
     // Q8_0 → Q4_K: a row of 32 is not a whole 256-block
     assert!(matches!(
@@ -268,30 +176,16 @@ fn tensor_directory_errors() {
     ));
     assert!(matches!(
         Gguf::parse(&patch(&b, off_at, &8u64.to_le_bytes())).unwrap_err(),
-        Error::TensorMisaligned {
-            offset: 8,
-            alignment: 32,
-            ..
-        }
+        Error::TensorMisaligned { offset: 8, alignment: 32, .. }
     ));
     // dimensions whose product overflows
     assert!(matches!(
         Gguf::parse(&patch(&b, n_dims_at + 4 + 8, &u64::MAX.to_le_bytes())).unwrap_err(),
         Error::TensorShape { .. }
     ));
-    let t = |name| TensorData {
-        name,
-        dims: vec![4],
-        ty: GgmlType::F32,
-        data: vec![0; 16],
-    };
+    let t = |name| TensorData { name, dims: vec![4], ty: GgmlType::F32, data: vec![0; 16] };
     let dup = gguf(&[], &[t("x"), t("x")]);
-    assert_eq!(
-        Gguf::parse(&dup).unwrap_err(),
-        Error::DuplicateTensor {
-            name: "x".to_string()
-        }
-    );
+    assert_eq!(Gguf::parse(&dup).unwrap_err(), Error::DuplicateTensor { name: "x".to_string() });
 }
 
 /// Pseudo-random byte flips: never a panic.

@@ -71,10 +71,7 @@ impl<'a> Value<'a> {
                 let elem_offset = r.offset();
                 let elem = r.u32("array element type")?;
                 if elem > 12 {
-                    return Err(Error::UnknownValueType {
-                        offset: elem_offset,
-                        type_id: elem,
-                    });
+                    return Err(Error::UnknownValueType { offset: elem_offset, type_id: elem });
                 }
                 let n = r.count("array length", min_size(elem))?;
                 let mut v = Vec::with_capacity(n as usize);

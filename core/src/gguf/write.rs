@@ -14,9 +14,7 @@ pub struct TensorData<'a> {
 }
 
 pub fn type_id(ty: GgmlType) -> u32 {
-    (0..40)
-        .find(|&i| GgmlType::from_id(i) == Some(ty))
-        .unwrap_or(u32::MAX)
+    (0..40).find(|&i| GgmlType::from_id(i) == Some(ty)).unwrap_or(u32::MAX)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {

@@ -48,12 +48,8 @@ fn weights(r: &mut Rand, ty: GgmlType, scales: &[usize], n_cols: usize, n_rows: 
     let n = n_cols * n_rows;
     match ty {
         GgmlType::F32 => (0..n).flat_map(|_| r.f32(1.0).to_le_bytes()).collect(),
-        GgmlType::F16 => (0..n)
-            .flat_map(|_| f16::from_f32(r.f32(1.0)).to_le_bytes())
-            .collect(),
-        GgmlType::BF16 => (0..n)
-            .flat_map(|_| half::bf16::from_f32(r.f32(1.0)).to_le_bytes())
-            .collect(),
+        GgmlType::F16 => (0..n).flat_map(|_| f16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
+        GgmlType::BF16 => (0..n).flat_map(|_| half::bf16::from_f32(r.f32(1.0)).to_le_bytes()).collect(),
         _ => {
             let (bs, ts) = ty.block();
             let mut b: Vec<u8> = (0..n / bs * ts).map(|_| r.next() as u8).collect();
@@ -79,16 +75,9 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         for &n_cols in &[256usize, 512, 1536] {
             let n_rows = 9;
             let w = weights(&mut r, ty, scales, n_cols, n_rows);
-            let m = QMatrix {
-                ty,
-                data: &w,
-                n_cols,
-                n_rows,
-            };
+            let m = QMatrix { ty, data: &w, n_cols, n_rows };
             for &n_tok in &[1usize, 3, 11] {
-                let x: Vec<f32> = (0..n_tok * n_cols)
-                    .map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 }))
-                    .collect();
+                let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
                 let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
                 let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];
                 let mut qk = vec![BlockQ8K::ZERO; n_tok * n_cols / QK_K];
@@ -100,10 +89,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
                 k.quantize_q8_k(&x, &mut qk);
                 s.quantize_q8_k(&x, &mut ek);
                 if q0 != e0 || q1 != e1 || qk != ek {
-                    return Err(format!(
-                        "{}: 8-bit quantization of {n_tok}×{n_cols} differs",
-                        k.name()
-                    ));
+                    return Err(format!("{}: 8-bit quantization of {n_tok}×{n_cols} differs", k.name()));
                 }
                 let mut acts = vec![Acts::F32(&x)];
                 match ty.vec_dot_type() {
@@ -120,11 +106,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
                         k.matmul_rows(&m, a, n_tok, rows.clone(), &mut got);
                         scalar::matmul_rows(&m, a, n_tok, rows.clone(), &mut want);
                         if !same(&got, &want) {
-                            let kind = if matches!(a, Acts::F32(_)) {
-                                "f32"
-                            } else {
-                                "q8"
-                            };
+                            let kind = if matches!(a, Acts::F32(_)) { "f32" } else { "q8" };
                             return Err(format!(
                                 "{}: matmul {} × {kind}, {n_cols} cols, {n_tok} tokens, rows {rows:?}: {got:?} != {want:?}",
                                 k.name(),
@@ -215,36 +197,23 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     }
     // attention over f32 and f16 caches; rows start at an odd offset, as a
     // KV head past the first does
-    for &(hd, n_kv, stride) in &[
-        (64usize, 1usize, 64usize),
-        (64, 37, 128),
-        (128, 300, 256),
-        (80, 5, 160),
-        (18, 9, 36),
-    ] {
+    for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160), (18, 9, 36)]
+    {
         let off = stride - hd + 1;
         let q: Vec<f32> = (0..hd).map(|_| r.f32(1.0)).collect();
         let kc: Vec<f32> = (0..off + n_kv * stride).map(|_| r.f32(2.0)).collect();
         let vc: Vec<f32> = (0..off + n_kv * stride).map(|_| r.f32(1.0)).collect();
-        let (kh, vh): (Vec<_>, Vec<_>) = kc
-            .iter()
-            .zip(&vc)
-            .map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b)))
-            .unzip();
-        for (kind, kr, vr) in [
-            ("f32", KvRows::F32(&kc), KvRows::F32(&vc)),
-            ("f16", KvRows::F16(&kh), KvRows::F16(&vh)),
-        ] {
+        let (kh, vh): (Vec<_>, Vec<_>) =
+            kc.iter().zip(&vc).map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b))).unzip();
+        for (kind, kr, vr) in [("f32", KvRows::F32(&kc), KvRows::F32(&vc)), ("f16", KvRows::F16(&kh), KvRows::F16(&vh))]
+        {
             let (kr, vr) = (kr.from(off), vr.from(off));
             let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
             let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
             k.attention_head(&q, kr, vr, stride, n_kv, 0.125, &mut s1, &mut o1);
             s.attention_head(&q, kr, vr, stride, n_kv, 0.125, &mut s2, &mut o2);
             if !same(&o1, &o2) {
-                return Err(format!(
-                    "{}: attention head_dim {hd} over {n_kv} {kind} rows",
-                    k.name()
-                ));
+                return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows", k.name()));
             }
         }
     }

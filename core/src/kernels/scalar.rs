@@ -106,20 +106,11 @@ fn row_f32(ty: GgmlType, row: &[u8], n: usize, x: &[f32], toks: Range<usize>, ou
 }
 
 #[inline]
-fn row_q8_0(
-    ty: GgmlType,
-    row: &[u8],
-    nb: usize,
-    a: &[BlockQ8_0],
-    toks: Range<usize>,
-    out: &mut [f32],
-) {
+fn row_q8_0(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_0], toks: Range<usize>, out: &mut [f32]) {
     let ts = ty.type_size();
     let mut acc = [0.0f32; TOK_CHUNK];
     for b in 0..nb {
-        let Some(u) = quant::unpack_32(ty, &row[b * ts..(b + 1) * ts]) else {
-            unreachable!()
-        };
+        let Some(u) = quant::unpack_32(ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
         for (s, t) in acc.iter_mut().zip(toks.clone()) {
             *s += quant::dot_32_q8_0(&u, &a[t * nb + b]);
         }
@@ -128,20 +119,11 @@ fn row_q8_0(
 }
 
 #[inline]
-fn row_q8_1(
-    ty: GgmlType,
-    row: &[u8],
-    nb: usize,
-    a: &[BlockQ8_1],
-    toks: Range<usize>,
-    out: &mut [f32],
-) {
+fn row_q8_1(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8_1], toks: Range<usize>, out: &mut [f32]) {
     let ts = ty.type_size();
     let mut acc = [0.0f32; TOK_CHUNK];
     for b in 0..nb {
-        let Some(u) = quant::unpack_32(ty, &row[b * ts..(b + 1) * ts]) else {
-            unreachable!()
-        };
+        let Some(u) = quant::unpack_32(ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
         for (s, t) in acc.iter_mut().zip(toks.clone()) {
             *s += quant::dot_32_q8_1(&u, &a[t * nb + b]);
         }
@@ -150,20 +132,11 @@ fn row_q8_1(
 }
 
 #[inline]
-fn row_q8_k(
-    ty: GgmlType,
-    row: &[u8],
-    nb: usize,
-    a: &[BlockQ8K],
-    toks: Range<usize>,
-    out: &mut [f32],
-) {
+fn row_q8_k(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8K], toks: Range<usize>, out: &mut [f32]) {
     let ts = ty.type_size();
     let mut acc = [0.0f32; TOK_CHUNK];
     for b in 0..nb {
-        let Some(u) = quant::unpack_k(ty, &row[b * ts..(b + 1) * ts]) else {
-            unreachable!()
-        };
+        let Some(u) = quant::unpack_k(ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
         for (s, t) in acc.iter_mut().zip(toks.clone()) {
             *s += quant::dot_k_q8_k(&u, &a[t * nb + b]);
         }

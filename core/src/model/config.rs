@@ -20,9 +20,7 @@ impl Arch {
             "llama" => Ok(Arch::Llama),
             "qwen2" => Ok(Arch::Qwen2),
             "qwen3" => Ok(Arch::Qwen3),
-            _ => Err(Error::UnsupportedArch {
-                arch: s.to_string(),
-            }),
+            _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
         }
     }
     pub fn name(self) -> &'static str {
@@ -69,14 +67,11 @@ pub struct Config {
 
 fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
     let v = g.require_u64(key)?;
-    usize::try_from(v)
-        .ok()
-        .filter(|&v| v > 0 && v < (1 << 31))
-        .ok_or(Error::InvalidValue {
-            field: "metadata",
-            offset: 0,
-            detail: alloc::format!("{key} = {v} is out of range"),
-        })
+    usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or(Error::InvalidValue {
+        field: "metadata",
+        offset: 0,
+        detail: alloc::format!("{key} = {v} is out of range"),
+    })
 }
 
 fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
@@ -89,11 +84,7 @@ fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
 impl Config {
     /// Read the configuration. `n_vocab` and rope frequency factors come
     /// from tensors, which the caller has already located.
-    pub fn from_gguf(
-        g: &Gguf,
-        n_vocab: usize,
-        rope_freq_factors: Option<&[f32]>,
-    ) -> Result<Config> {
+    pub fn from_gguf(g: &Gguf, n_vocab: usize, rope_freq_factors: Option<&[f32]>) -> Result<Config> {
         let arch = Arch::parse(g.require_str("general.architecture")?)?;
         let a = arch.name();
         let k = |s: &str| alloc::format!("{a}.{s}");
@@ -103,9 +94,7 @@ impl Config {
         let head_dim = opt_usize_key(g, &k("attention.key_length"))?.unwrap_or(n_embd / n_head);
         if let Some(vl) = opt_usize_key(g, &k("attention.value_length"))? {
             if vl != head_dim {
-                return Err(Error::Unsupported {
-                    what: alloc::format!("value_length {vl} != key_length {head_dim}"),
-                });
+                return Err(Error::Unsupported { what: alloc::format!("value_length {vl} != key_length {head_dim}") });
             }
         }
         if n_head % n_head_kv != 0 {
@@ -144,11 +133,7 @@ impl Config {
                 }
                 rope_pos_scale = 1.0 / f;
             }
-            other => {
-                return Err(Error::Unsupported {
-                    what: alloc::format!("rope scaling {other:?}"),
-                })
-            }
+            other => return Err(Error::Unsupported { what: alloc::format!("rope scaling {other:?}") }),
         }
         if let Some(ff) = rope_freq_factors {
             if ff.len() != n_rot / 2 {
@@ -178,9 +163,7 @@ impl Config {
             head_dim,
             n_ff: usize_key(g, &k("feed_forward_length"))?,
             n_ctx_train: opt_usize_key(g, &k("context_length"))?.unwrap_or(2048),
-            norm_eps: g
-                .get_f32(&k("attention.layer_norm_rms_epsilon"))?
-                .unwrap_or(1e-5),
+            norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
             rope_style: match arch {
                 Arch::Llama => RopeStyle::Adjacent,
                 Arch::Qwen2 | Arch::Qwen3 => RopeStyle::Neox,

@@ -59,39 +59,18 @@ pub(super) fn batch(
     let head = m.matrix(&w.output);
     for (t, &r) in out_rows.iter().enumerate() {
         let x = &s.x[r * ne..(r + 1) * ne];
-        e.kernels.rms_norm(
-            x,
-            &w.output_norm,
-            c.norm_eps,
-            &mut s.xn[t * ne..(t + 1) * ne],
-        );
+        e.kernels.rms_norm(x, &w.output_norm, c.norm_eps, &mut s.xn[t * ne..(t + 1) * ne]);
     }
     for t0 in (0..n_out).step_by(HEAD_TOKENS) {
         let nt = HEAD_TOKENS.min(n_out - t0);
         let out = &mut logits[t0 * c.n_vocab..(t0 + nt) * c.n_vocab];
-        matmul(
-            e,
-            &[(head, None)],
-            &s.xn[t0 * ne..],
-            nt,
-            &mut s.acts,
-            &mut s.mm,
-            &mut [out],
-        );
+        matmul(e, &[(head, None)], &s.xn[t0 * ne..], nt, &mut s.acts, &mut s.mm, &mut [out]);
     }
     Ok(())
 }
 
 /// One transformer block, in place on the residual stream `s.x`.
-fn layer(
-    m: View,
-    e: &Engine,
-    s: &mut Scratch,
-    seqs: &mut [Seq],
-    l: usize,
-    lw: &LayerWeights,
-    n: usize,
-) {
+fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize) {
     let c = m.config;
     let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
     let k = e.kernels;
@@ -106,15 +85,7 @@ fn layer(
         (m.matrix(&lw.wk), lw.bk.as_deref()),
         (m.matrix(&lw.wv), lw.bv.as_deref()),
     ];
-    matmul(
-        e,
-        &qkv,
-        xn,
-        n,
-        acts,
-        mm,
-        &mut [&mut s.q, &mut s.k, &mut s.v],
-    );
+    matmul(e, &qkv, xn, n, acts, mm, &mut [&mut s.q, &mut s.k, &mut s.v]);
     if seqs[0].faults.swap_qk {
         for t in 0..n {
             s.q[t * qd..t * qd + kvd].swap_with_slice(&mut s.k[t * kvd..(t + 1) * kvd]);
@@ -127,10 +98,7 @@ fn layer(
         (RopeStyle::Neox, true) => RopeStyle::Adjacent,
         (RopeStyle::Adjacent, true) => RopeStyle::Neox,
     };
-    for (buf, norm) in [
-        (&mut s.q[..n * qd], &lw.q_norm),
-        (&mut s.k[..n * kvd], &lw.k_norm),
-    ] {
+    for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
         let row = buf.len() / n;
         for (t, head) in buf.chunks_exact_mut(hd).enumerate() {
             if let Some(w) = norm {
@@ -140,12 +108,7 @@ fn layer(
                 k.rms_norm(tmp, w, c.norm_eps, head);
             }
             let tok = t * hd / row;
-            rope::apply(
-                style,
-                c.n_rot,
-                &s.rope[tok * c.n_rot..(tok + 1) * c.n_rot],
-                head,
-            );
+            rope::apply(style, c.n_rot, &s.rope[tok * c.n_rot..(tok + 1) * c.n_rot], head);
         }
     }
 
@@ -159,15 +122,7 @@ fn layer(
     attention(c, e, s, seqs, l, n);
 
     // output projection and residual
-    matmul(
-        e,
-        &[(m.matrix(&lw.wo), None)],
-        &s.att,
-        n,
-        &mut s.acts,
-        &mut s.mm,
-        &mut [&mut s.y],
-    );
+    matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     add(&mut s.x[..n * ne], &s.y[..n * ne]);
 
     // ffn rmsnorm, then w_down(silu(w_gate(x)) * w_up(x)), residual
@@ -177,18 +132,8 @@ fn layer(
     matmul(e, &gate_up, xn, n, acts, mm, &mut [&mut s.gate, &mut s.up]);
     let (nf, up) = (c.n_ff, &s.up);
     let per = nf * n.div_ceil(e.par.n_workers());
-    e.par.for_each_chunk(&mut s.gate[..n * nf], per, &|i, g| {
-        k.swiglu(g, &up[i * per..])
-    });
-    matmul(
-        e,
-        &[(m.matrix(&lw.w_down), None)],
-        &s.gate,
-        n,
-        &mut s.acts,
-        &mut s.mm,
-        &mut [&mut s.y],
-    );
+    e.par.for_each_chunk(&mut s.gate[..n * nf], per, &|i, g| k.swiglu(g, &up[i * per..]));
+    matmul(e, &[(m.matrix(&lw.w_down), None)], &s.gate, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     add(&mut s.x[..n * ne], &s.y[..n * ne]);
 }
 
@@ -201,36 +146,26 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
     let (q, tok_seq, tok_pos) = (&s.q, &s.tok_seq, &s.tok_pos);
     let per_head = n * hd + s.n_ctx;
     let k = e.kernels;
-    e.par
-        .for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
-            let (out, scores) = buf.split_at_mut(n * hd);
-            let g = h / group;
-            for t in 0..n {
-                let (sq, pos) = (&seqs[tok_seq[t]], tok_pos[t]);
-                let (kl, vl) = sq.kv.layer(l);
-                // keys visible to the query at `pos`: 0..=pos
-                let f = sq.faults;
-                let (start, n_kv) = if f.mask_inverted {
-                    (pos, sq.pos0 + sq.tokens.len() - pos)
-                } else if f.frontier_off_by_one {
-                    (0, pos.max(1))
-                } else {
-                    (0, pos + 1)
-                };
-                let off = start * kvd + g * hd;
-                let qh = &q[t * qd + h * hd..t * qd + (h + 1) * hd];
-                k.attention_head(
-                    qh,
-                    kl.from(off),
-                    vl.from(off),
-                    kvd,
-                    n_kv,
-                    scale,
-                    scores,
-                    &mut out[t * hd..(t + 1) * hd],
-                );
-            }
-        });
+    e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
+        let (out, scores) = buf.split_at_mut(n * hd);
+        let g = h / group;
+        for t in 0..n {
+            let (sq, pos) = (&seqs[tok_seq[t]], tok_pos[t]);
+            let (kl, vl) = sq.kv.layer(l);
+            // keys visible to the query at `pos`: 0..=pos
+            let f = sq.faults;
+            let (start, n_kv) = if f.mask_inverted {
+                (pos, sq.pos0 + sq.tokens.len() - pos)
+            } else if f.frontier_off_by_one {
+                (0, pos.max(1))
+            } else {
+                (0, pos + 1)
+            };
+            let off = start * kvd + g * hd;
+            let qh = &q[t * qd + h * hd..t * qd + (h + 1) * hd];
+            k.attention_head(qh, kl.from(off), vl.from(off), kvd, n_kv, scale, scores, &mut out[t * hd..(t + 1) * hd]);
+        }
+    });
     for h in 0..c.n_head {
         for t in 0..n {
             let src = &s.heads[h * per_head + t * hd..h * per_head + (t + 1) * hd];

@@ -59,20 +59,10 @@ impl KvCache {
     pub fn new(c: &Config, n_ctx: usize, ty: KvType) -> KvCache {
         let n = c.n_layer * n_ctx * c.kv_dim();
         let store = match ty {
-            KvType::F16 => Store::F16 {
-                k: vec![f16::ZERO; n],
-                v: vec![f16::ZERO; n],
-            },
-            KvType::F32 => Store::F32 {
-                k: vec![0.0; n],
-                v: vec![0.0; n],
-            },
+            KvType::F16 => Store::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
+            KvType::F32 => Store::F32 { k: vec![0.0; n], v: vec![0.0; n] },
         };
-        KvCache {
-            n_ctx,
-            kv_dim: c.kv_dim(),
-            store,
-        }
+        KvCache { n_ctx, kv_dim: c.kv_dim(), store }
     }
 
     pub fn ty(&self) -> KvType {
@@ -93,11 +83,7 @@ impl KvCache {
         let r = self.range(layer, pos, n);
         match &mut self.store {
             Store::F16 { k: kc, v: vc } => {
-                for (d, &s) in kc[r.clone()]
-                    .iter_mut()
-                    .zip(k)
-                    .chain(vc[r].iter_mut().zip(v))
-                {
+                for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
                     *d = f16::from_f32(s);
                 }
             }

@@ -53,20 +53,11 @@ pub fn matmul(
 ) {
     let first = &ws[0].0;
     let act = |w: &QMatrix| if e.exact { None } else { w.ty.vec_dot_type() };
-    let fusable = ws.iter().all(|(w, _)| {
-        act(w) == act(first) && w.n_cols == first.n_cols && w.n_rows % FUSED_ROWS == 0
-    });
+    let fusable =
+        ws.iter().all(|(w, _)| act(w) == act(first) && w.n_cols == first.n_cols && w.n_rows % FUSED_ROWS == 0);
     if ws.len() > 1 && !fusable {
         for (wb, out) in ws.iter().zip(outs.iter_mut()) {
-            matmul(
-                e,
-                core::slice::from_ref(wb),
-                x,
-                n_tok,
-                acts,
-                mm,
-                core::slice::from_mut(out),
-            );
+            matmul(e, core::slice::from_ref(wb), x, n_tok, acts, mm, core::slice::from_mut(out));
         }
         return;
     }
@@ -75,11 +66,7 @@ pub fn matmul(
     let a = quantize(e, first.ty, x, n_tok, acts);
     let k: &dyn Kernels = e.kernels;
     let total: usize = ws.iter().map(|(w, _)| w.n_rows).sum();
-    let rows = if ws.len() > 1 {
-        FUSED_ROWS
-    } else {
-        rows_per_task(total, e.par.n_workers())
-    };
+    let rows = if ws.len() > 1 { FUSED_ROWS } else { rows_per_task(total, e.par.n_workers()) };
     let mm = &mut mm[..n_tok * total];
     e.par.for_each_chunk(mm, rows * n_tok, &|i, chunk| {
         // find the matrix holding global row i * rows
@@ -132,13 +119,7 @@ fn add_bias(out: &mut [f32], bias: Option<&[f32]>) {
     }
 }
 
-fn quantize<'s>(
-    e: &Engine,
-    ty: GgmlType,
-    x: &'s [f32],
-    n_tok: usize,
-    acts: &'s mut ActBufs,
-) -> Acts<'s> {
+fn quantize<'s>(e: &Engine, ty: GgmlType, x: &'s [f32], n_tok: usize, acts: &'s mut ActBufs) -> Acts<'s> {
     let n = x.len() / n_tok.max(1);
     match (e.exact, ty.vec_dot_type()) {
         (false, Some(GgmlType::Q8_0)) => {

@@ -50,10 +50,7 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// Parse a GGUF file held in `bytes`, bind and check its weights, and
     /// let `with` read anything else it needs (e.g. the tokenizer) from the
     /// same parse.
-    pub fn load_gguf_with<T>(
-        bytes: B,
-        with: impl FnOnce(&Gguf) -> Result<T>,
-    ) -> Result<(Model<B>, T)> {
+    pub fn load_gguf_with<T>(bytes: B, with: impl FnOnce(&Gguf) -> Result<T>) -> Result<(Model<B>, T)> {
         let (config, weights, extra) = {
             let g = Gguf::parse(bytes.as_ref())?;
             let ff = weights::rope_freq_factors(&g)?;
@@ -61,14 +58,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             let weights = Weights::bind(&g, &config)?;
             (config, weights, with(&g)?)
         };
-        Ok((
-            Model {
-                bytes,
-                config,
-                weights,
-            },
-            extra,
-        ))
+        Ok((Model { bytes, config, weights }, extra))
     }
 
     pub fn load_gguf(bytes: B) -> Result<Model<B>> {
@@ -84,11 +74,7 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     fn view(&self) -> View<'_> {
-        View {
-            config: &self.config,
-            weights: &self.weights,
-            bytes: self.bytes.as_ref(),
-        }
+        View { config: &self.config, weights: &self.weights, bytes: self.bytes.as_ref() }
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
@@ -141,17 +127,11 @@ impl<B: AsRef<[u8]>> Model<B> {
             sess.check(&self.config, toks)?;
             if sess.kv.n_ctx > scratch.n_ctx {
                 return Err(Error::InvalidArgument {
-                    what: alloc::format!(
-                        "a session of {} positions in scratch for {}",
-                        sess.kv.n_ctx,
-                        scratch.n_ctx
-                    ),
+                    what: alloc::format!("a session of {} positions in scratch for {}", sess.kv.n_ctx, scratch.n_ctx),
                 });
             }
             if toks.is_empty() {
-                return Err(Error::InvalidArgument {
-                    what: "an empty item in a batch".into(),
-                });
+                return Err(Error::InvalidArgument { what: "an empty item in a batch".into() });
             }
             row += toks.len();
             out_rows.push(row - 1);
@@ -168,8 +148,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             .collect();
         let mut r = Ok(());
         let m = self.view();
-        e.par
-            .install(&mut || r = forward::batch(m, e, scratch, &mut seqs, &out_rows, logits));
+        e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seqs, &out_rows, logits));
         r?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
@@ -189,12 +168,7 @@ struct View<'a> {
 
 impl<'a> View<'a> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'a> {
-        QMatrix {
-            ty: t.ty,
-            data: &self.bytes[t.start..t.start + t.len],
-            n_cols: t.n_cols,
-            n_rows: t.n_rows,
-        }
+        QMatrix { ty: t.ty, data: &self.bytes[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
     }
 }
 
@@ -242,11 +216,7 @@ impl Session {
     }
     /// How many leading tokens of `tokens` the cache already holds.
     pub fn common_prefix(&self, tokens: &[u32]) -> usize {
-        self.tokens
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
+        self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count()
     }
     /// Bytes held by the KV cache and the scratch buffers.
     pub fn bytes(&self) -> usize {
@@ -256,16 +226,10 @@ impl Session {
     fn check(&self, c: &Config, tokens: &[u32]) -> Result<()> {
         let needed = self.tokens.len() + tokens.len();
         if needed > self.kv.n_ctx {
-            return Err(Error::ContextFull {
-                n_ctx: self.kv.n_ctx,
-                needed,
-            });
+            return Err(Error::ContextFull { n_ctx: self.kv.n_ctx, needed });
         }
         if let Some(&id) = tokens.iter().find(|&&id| id as usize >= c.n_vocab) {
-            return Err(Error::TokenOutOfRange {
-                id,
-                n_vocab: c.n_vocab,
-            });
+            return Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab });
         }
         Ok(())
     }
@@ -299,16 +263,11 @@ impl Session {
                 _ => {}
             }
             let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
-            let mut seq = [forward::Seq {
-                kv: &mut self.kv,
-                pos0: self.tokens.len(),
-                tokens: batch,
-                faults: self.faults,
-            }];
+            let mut seq =
+                [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
             let mut r = Ok(());
             let (scratch, m) = (&mut self.scratch, m.view());
-            e.par
-                .install(&mut || r = forward::batch(m, e, scratch, &mut seq, &out_rows, out));
+            e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seq, &out_rows, out));
             if let Err(err) = r {
                 self.scratch.out_rows = out_rows;
                 return Err(err);

@@ -36,12 +36,8 @@ impl Session {
         for l in 0..c.n_layer {
             for rows in <[KvRows; 2]>::from(self.kv.layer(l)) {
                 match rows {
-                    KvRows::F16(x) => x[..n * kvd]
-                        .iter()
-                        .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-                    KvRows::F32(x) => x[..n * kvd]
-                        .iter()
-                        .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+                    KvRows::F16(x) => x[..n * kvd].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+                    KvRows::F32(x) => x[..n * kvd].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
                 }
             }
         }
@@ -50,17 +46,11 @@ impl Session {
 
     /// Replace this session's state with a saved one from the same model.
     pub fn restore(&mut self, c: &Config, bytes: &[u8]) -> Result<()> {
-        let bad = |detail: alloc::string::String| Error::InvalidValue {
-            field: "session state",
-            offset: 0,
-            detail,
-        };
+        let bad = |detail: alloc::string::String| Error::InvalidValue { field: "session state", offset: 0, detail };
         if bytes.len() < HEADER || &bytes[..8] != MAGIC {
             return Err(bad("not a tern session state".into()));
         }
-        let u32_at = |i: usize| {
-            u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize
-        };
+        let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
         let (n_layer, kvd, n, es) = (u32_at(8), u32_at(12), u32_at(16), u32_at(20));
         if es != 2 && es != 4 {
             return Err(bad(alloc::format!("KV element size {es} (2 or 4)")));
@@ -73,17 +63,11 @@ impl Session {
             )));
         }
         if n > self.kv.n_ctx {
-            return Err(Error::ContextFull {
-                n_ctx: self.kv.n_ctx,
-                needed: n,
-            });
+            return Err(Error::ContextFull { n_ctx: self.kv.n_ctx, needed: n });
         }
         let want = HEADER + 4 * n + 2 * es * n_layer * n * kvd;
         if bytes.len() != want {
-            return Err(bad(alloc::format!(
-                "{} bytes, expected {want}",
-                bytes.len()
-            )));
+            return Err(bad(alloc::format!("{} bytes, expected {want}", bytes.len())));
         }
         let mut rng = [0u64; 4];
         for (i, w) in rng.iter_mut().enumerate() {
@@ -92,10 +76,7 @@ impl Session {
         }
         let tokens: Vec<u32> = (0..n).map(|i| u32_at(HEADER + 4 * i) as u32).collect();
         if let Some(&id) = tokens.iter().find(|&&t| t as usize >= c.n_vocab) {
-            return Err(Error::TokenOutOfRange {
-                id,
-                n_vocab: c.n_vocab,
-            });
+            return Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab });
         }
         let mut floats = bytes[HEADER + 4 * n..].chunks_exact(es).map(|b| match b {
             [a, b] => half::f16::from_le_bytes([*a, *b]).to_f32(),

@@ -64,41 +64,17 @@ fn build(spec: Spec) -> Vec<u8> {
         (k("rope.freq_base"), Value::F32(10000.0)),
     ];
     let mut t: Vec<(String, Vec<u64>, GgmlType, Vec<u8>)> = vec![
-        (
-            "token_embd.weight".into(),
-            vec![E, VOCAB],
-            GgmlType::F32,
-            f32_bytes(E * VOCAB, 1),
-        ),
-        (
-            "output_norm.weight".into(),
-            vec![E],
-            GgmlType::F32,
-            f32_bytes(E, 2),
-        ),
+        ("token_embd.weight".into(), vec![E, VOCAB], GgmlType::F32, f32_bytes(E * VOCAB, 1)),
+        ("output_norm.weight".into(), vec![E], GgmlType::F32, f32_bytes(E, 2)),
     ];
     for i in 0..LAYERS as u64 {
         let s = 10 * (i + 1);
         let m = |n: &str, c: u64, r: u64, ty| {
-            let data = if ty == GgmlType::Q8_0 {
-                q8_0_bytes(c * r, s)
-            } else {
-                f32_bytes(c * r, s + c)
-            };
+            let data = if ty == GgmlType::Q8_0 { q8_0_bytes(c * r, s) } else { f32_bytes(c * r, s + c) };
             (format!("blk.{i}.{n}"), vec![c, r], ty, data)
         };
-        t.push((
-            format!("blk.{i}.attn_norm.weight"),
-            vec![E],
-            GgmlType::F32,
-            f32_bytes(E, s + 1),
-        ));
-        t.push((
-            format!("blk.{i}.ffn_norm.weight"),
-            vec![E],
-            GgmlType::F32,
-            f32_bytes(E, s + 2),
-        ));
+        t.push((format!("blk.{i}.attn_norm.weight"), vec![E], GgmlType::F32, f32_bytes(E, s + 1)));
+        t.push((format!("blk.{i}.ffn_norm.weight"), vec![E], GgmlType::F32, f32_bytes(E, s + 2)));
         t.push(m("attn_q.weight", E, E, GgmlType::F32));
         t.push(m("attn_k.weight", E, E / 2, GgmlType::F32));
         t.push(m("attn_v.weight", E, E / 2, GgmlType::Q8_0));
@@ -115,64 +91,30 @@ fn build(spec: Spec) -> Vec<u8> {
             x.3 = vec![0; ty.row_bytes(x.1[0] as usize).unwrap() * rows as usize];
         }
     }
-    let tensors: Vec<TensorData> = t
-        .iter()
-        .map(|(n, d, ty, b)| TensorData {
-            name: n,
-            dims: d.clone(),
-            ty: *ty,
-            data: b.clone(),
-        })
-        .collect();
+    let tensors: Vec<TensorData> =
+        t.iter().map(|(n, d, ty, b)| TensorData { name: n, dims: d.clone(), ty: *ty, data: b.clone() }).collect();
     gguf(&md, &tensors)
 }
 
 fn ok_spec() -> Spec {
-    Spec {
-        arch: "llama",
-        block_count: Value::U32(LAYERS as u32),
-        drop: None,
-        retype: None,
-    }
+    Spec { arch: "llama", block_count: Value::U32(LAYERS as u32), drop: None, retype: None }
 }
 
 #[test]
 fn load_errors_name_what_is_wrong() {
     let err = |s: Spec| Model::load_gguf(build(s)).err().unwrap();
+    assert_eq!(err(Spec { arch: "gpt2", ..ok_spec() }), Error::UnsupportedArch { arch: "gpt2".into() });
     assert_eq!(
-        err(Spec {
-            arch: "gpt2",
-            ..ok_spec()
-        }),
-        Error::UnsupportedArch {
-            arch: "gpt2".into()
-        }
+        err(Spec { block_count: Value::Str("two"), ..ok_spec() }),
+        Error::KeyType { key: "llama.block_count".into(), expected: "an unsigned integer" }
     );
     assert_eq!(
-        err(Spec {
-            block_count: Value::Str("two"),
-            ..ok_spec()
-        }),
-        Error::KeyType {
-            key: "llama.block_count".into(),
-            expected: "an unsigned integer"
-        }
-    );
-    assert_eq!(
-        err(Spec {
-            drop: Some("blk.1.ffn_down.weight".into()),
-            ..ok_spec()
-        }),
-        Error::MissingTensor {
-            name: "blk.1.ffn_down.weight".into()
-        }
+        err(Spec { drop: Some("blk.1.ffn_down.weight".into()), ..ok_spec() }),
+        Error::MissingTensor { name: "blk.1.ffn_down.weight".into() }
     );
     // IQ4_NL has 32-element blocks, so the shape is fine but no kernel exists
     assert_eq!(
-        err(Spec {
-            retype: Some(("blk.0.attn_q.weight".into(), GgmlType::IQ4_NL)),
-            ..ok_spec()
-        }),
+        err(Spec { retype: Some(("blk.0.attn_q.weight".into(), GgmlType::IQ4_NL)), ..ok_spec() }),
         Error::UnsupportedTensorType {
             arch: "llama".into(),
             tensor: "blk.0.attn_q.weight".into(),
@@ -180,10 +122,7 @@ fn load_errors_name_what_is_wrong() {
         }
     );
     assert!(matches!(
-        err(Spec {
-            retype: Some(("output_norm.weight".into(), GgmlType::Q8_0)),
-            ..ok_spec()
-        }),
+        err(Spec { retype: Some(("output_norm.weight".into(), GgmlType::Q8_0)), ..ok_spec() }),
         Error::TensorShape { .. } | Error::UnsupportedTensorType { .. }
     ));
 }
@@ -194,11 +133,7 @@ fn cached_decode_equals_full_recompute_on_both_paths() {
     assert!(m.weights.tied_output);
     let seq = [3u32, 17, 5, 30, 0, 9, 9];
     for exact in [true, false] {
-        let e = Engine {
-            kernels: &Scalar,
-            par: &Serial,
-            exact,
-        };
+        let e = Engine { kernels: &Scalar, par: &Serial, exact };
         let mut full = m.session(16, 3); // batches of 3: prefill crosses batch edges
         let all = full.forward(&m, &e, &seq, Logits::All).unwrap().to_vec();
         let mut s = m.session(16, 4);
@@ -215,26 +150,10 @@ fn cached_decode_equals_full_recompute_on_both_paths() {
 #[test]
 fn bad_tokens_and_full_context_are_errors() {
     let m = Model::load_gguf(build(ok_spec())).unwrap();
-    let e = Engine {
-        kernels: &Scalar,
-        par: &Serial,
-        exact: false,
-    };
+    let e = Engine { kernels: &Scalar, par: &Serial, exact: false };
     let mut s = m.session(4, 4);
-    assert_eq!(
-        s.forward(&m, &e, &[1, 32], Logits::Last).unwrap_err(),
-        Error::TokenOutOfRange {
-            id: 32,
-            n_vocab: 32
-        }
-    );
+    assert_eq!(s.forward(&m, &e, &[1, 32], Logits::Last).unwrap_err(), Error::TokenOutOfRange { id: 32, n_vocab: 32 });
     s.forward(&m, &e, &[1, 2, 3], Logits::None).unwrap();
-    assert_eq!(
-        s.forward(&m, &e, &[1, 2], Logits::Last).unwrap_err(),
-        Error::ContextFull {
-            n_ctx: 4,
-            needed: 5
-        }
-    );
+    assert_eq!(s.forward(&m, &e, &[1, 2], Logits::Last).unwrap_err(), Error::ContextFull { n_ctx: 4, needed: 5 });
     assert_eq!(s.n_past(), 3);
 }

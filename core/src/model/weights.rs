@@ -59,9 +59,7 @@ struct Binder<'g, 'a> {
 
 impl<'a> Binder<'_, 'a> {
     fn find(&self, name: &str) -> Result<&TensorInfo<'a>> {
-        self.g.tensor(name).ok_or_else(|| Error::MissingTensor {
-            name: name.to_string(),
-        })
+        self.g.tensor(name).ok_or_else(|| Error::MissingTensor { name: name.to_string() })
     }
 
     /// A matrix of exactly `[n_cols, n_rows]` whose type has a kernel.
@@ -82,14 +80,7 @@ impl<'a> Binder<'_, 'a> {
             });
         }
         let start = self.g.data_offset as usize + t.offset as usize;
-        Ok(TensorRef {
-            name: name.to_string(),
-            ty: t.ty,
-            start,
-            len: t.data.len(),
-            n_cols,
-            n_rows,
-        })
+        Ok(TensorRef { name: name.to_string(), ty: t.ty, start, len: t.data.len(), n_cols, n_rows })
     }
 
     /// A vector of `n` values, converted to f32.
@@ -123,11 +114,7 @@ impl<'a> Binder<'_, 'a> {
 
 /// The vocabulary size, from the embedding's shape.
 pub fn n_vocab(g: &Gguf) -> Result<usize> {
-    let t = g
-        .tensor("token_embd.weight")
-        .ok_or_else(|| Error::MissingTensor {
-            name: "token_embd.weight".into(),
-        })?;
+    let t = g.tensor("token_embd.weight").ok_or_else(|| Error::MissingTensor { name: "token_embd.weight".into() })?;
     Ok(t.rows().1)
 }
 
@@ -143,10 +130,7 @@ pub fn rope_freq_factors(g: &Gguf) -> Result<Option<Vec<f32>>> {
 
 impl Weights {
     pub fn bind(g: &Gguf, c: &Config) -> Result<Weights> {
-        let b = Binder {
-            g,
-            arch: c.arch.name(),
-        };
+        let b = Binder { g, arch: c.arch.name() };
         let (e, q, kv, ff) = (c.n_embd, c.q_dim(), c.kv_dim(), c.n_ff);
         let token_embd = b.matrix("token_embd.weight", e, c.n_vocab)?;
         let (output, tied_output) = match g.tensor("output.weight") {
@@ -180,24 +164,12 @@ impl Weights {
                 w_down: b.matrix(&n("ffn_down.weight"), ff, e)?,
             });
         }
-        Ok(Weights {
-            token_embd,
-            output_norm: b.vector("output_norm.weight", e)?,
-            output,
-            tied_output,
-            layers,
-        })
+        Ok(Weights { token_embd, output_norm: b.vector("output_norm.weight", e)?, output, tied_output, layers })
     }
 
     /// Every matrix, for reporting.
     pub fn matrices(&self) -> impl Iterator<Item = &TensorRef> {
-        let head = [&self.token_embd]
-            .into_iter()
-            .chain((!self.tied_output).then_some(&self.output));
-        head.chain(
-            self.layers
-                .iter()
-                .flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]),
-        )
+        let head = [&self.token_embd].into_iter().chain((!self.tied_output).then_some(&self.output));
+        head.chain(self.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]))
     }
 }

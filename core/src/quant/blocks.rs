@@ -27,13 +27,7 @@ pub struct UnpackedK {
 }
 
 impl UnpackedK {
-    pub const ZERO: UnpackedK = UnpackedK {
-        q: [0; QK_K],
-        sc: [0; 16],
-        mn: [0; 16],
-        d: 0.0,
-        dmin: 0.0,
-    };
+    pub const ZERO: UnpackedK = UnpackedK { q: [0; QK_K], sc: [0; 16], mn: [0; 16], d: 0.0, dmin: 0.0 };
 }
 
 /// Activations for Q4_0 / Q5_0 / Q8_0 weights: `x[i] ≈ d * qs[i]`. As in
@@ -61,24 +55,13 @@ pub struct BlockQ8K {
 }
 
 impl BlockQ8_0 {
-    pub const ZERO: BlockQ8_0 = BlockQ8_0 {
-        d: 0.0,
-        qs: [0; QK8],
-    };
+    pub const ZERO: BlockQ8_0 = BlockQ8_0 { d: 0.0, qs: [0; QK8] };
 }
 impl BlockQ8_1 {
-    pub const ZERO: BlockQ8_1 = BlockQ8_1 {
-        d: 0.0,
-        s: 0.0,
-        qs: [0; QK8],
-    };
+    pub const ZERO: BlockQ8_1 = BlockQ8_1 { d: 0.0, s: 0.0, qs: [0; QK8] };
 }
 impl BlockQ8K {
-    pub const ZERO: BlockQ8K = BlockQ8K {
-        d: 0.0,
-        qs: [0; QK_K],
-        bsums: [0; 16],
-    };
+    pub const ZERO: BlockQ8K = BlockQ8K { d: 0.0, qs: [0; QK_K], bsums: [0; 16] };
 }
 
 /// Scale for symmetric 8-bit quantization: `d = amax / 127`, and its inverse.

@@ -88,12 +88,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
     let (bs, ts) = ty.block();
     if !dst.len().is_multiple_of(bs) || src.len() != dst.len() / bs * ts {
         return Err(Error::InvalidArgument {
-            what: alloc::format!(
-                "{} row: {} bytes for {} elements",
-                ty.name(),
-                src.len(),
-                dst.len()
-            ),
+            what: alloc::format!("{} row: {} bytes for {} elements", ty.name(), src.len(), dst.len()),
         });
     }
     match ty {
@@ -119,9 +114,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
                 } else if let Some(u) = unpack_k(ty, b) {
                     dequantize_k(&u, o);
                 } else {
-                    return Err(Error::Unsupported {
-                        what: alloc::format!("dequantizing {}", ty.name()),
-                    });
+                    return Err(Error::Unsupported { what: alloc::format!("dequantizing {}", ty.name()) });
                 }
             }
         }

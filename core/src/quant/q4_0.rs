@@ -14,9 +14,5 @@ pub fn unpack(b: &[u8]) -> Unpacked32 {
         q[j] = (b[2 + j] & 0x0F) as i8 - 8;
         q[j + 16] = (b[2 + j] >> 4) as i8 - 8;
     }
-    Unpacked32 {
-        q,
-        d: f16_at(b, 0),
-        m: 0.0,
-    }
+    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
 }

@@ -13,9 +13,5 @@ pub fn unpack(b: &[u8]) -> Unpacked32 {
         q[j] = (b[4 + j] & 0x0F) as i8;
         q[j + 16] = (b[4 + j] >> 4) as i8;
     }
-    Unpacked32 {
-        q,
-        d: f16_at(b, 0),
-        m: f16_at(b, 2),
-    }
+    Unpacked32 { q, d: f16_at(b, 0), m: f16_at(b, 2) }
 }

@@ -17,9 +17,5 @@ pub fn unpack(b: &[u8]) -> Unpacked32 {
         q[j] = ((b[6 + j] & 0x0F) | (h0 << 4)) as i8 - 16;
         q[j + 16] = ((b[6 + j] >> 4) | (h1 << 4)) as i8 - 16;
     }
-    Unpacked32 {
-        q,
-        d: f16_at(b, 0),
-        m: 0.0,
-    }
+    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
 }

@@ -16,9 +16,5 @@ pub fn unpack(b: &[u8]) -> Unpacked32 {
         q[j] = ((b[8 + j] & 0x0F) | (h0 << 4)) as i8;
         q[j + 16] = ((b[8 + j] >> 4) | (h1 << 4)) as i8;
     }
-    Unpacked32 {
-        q,
-        d: f16_at(b, 0),
-        m: f16_at(b, 2),
-    }
+    Unpacked32 { q, d: f16_at(b, 0), m: f16_at(b, 2) }
 }

@@ -12,9 +12,5 @@ pub fn unpack(b: &[u8]) -> Unpacked32 {
     for (o, &v) in q.iter_mut().zip(&b[2..34]) {
         *o = v as i8;
     }
-    Unpacked32 {
-        q,
-        d: f16_at(b, 0),
-        m: 0.0,
-    }
+    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
 }

@@ -15,17 +15,11 @@ fn fixture() -> serde_json::Value {
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 fn ty_of(name: &str) -> GgmlType {
-    (0..40)
-        .filter_map(GgmlType::from_id)
-        .find(|t| t.name() == name)
-        .unwrap()
+    (0..40).filter_map(GgmlType::from_id).find(|t| t.name() == name).unwrap()
 }
 
 fn formats() -> Vec<(GgmlType, Vec<u8>, Vec<f32>)> {
@@ -35,16 +29,9 @@ fn formats() -> Vec<(GgmlType, Vec<u8>, Vec<f32>)> {
         .unwrap()
         .iter()
         .map(|(name, v)| {
-            let want = v["values_f32_bits"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| f32::from_bits(b.as_u64().unwrap() as u32));
-            (
-                ty_of(name),
-                hex(v["bytes_hex"].as_str().unwrap()),
-                want.collect(),
-            )
+            let want =
+                v["values_f32_bits"].as_array().unwrap().iter().map(|b| f32::from_bits(b.as_u64().unwrap() as u32));
+            (ty_of(name), hex(v["bytes_hex"].as_str().unwrap()), want.collect())
         })
         .collect()
 }
@@ -52,20 +39,13 @@ fn formats() -> Vec<(GgmlType, Vec<u8>, Vec<f32>)> {
 #[test]
 fn dequantize_equals_gguf_py_bit_for_bit() {
     let all = formats();
-    assert_eq!(
-        all.len(),
-        12,
-        "every weight format tern reads is in the fixture"
-    );
+    assert_eq!(all.len(), 12, "every weight format tern reads is in the fixture");
     let mut bad = String::new();
     for (ty, bytes, want) in all {
         let mut got = vec![0.0f32; want.len()];
         dequantize_row(ty, &bytes, &mut got).unwrap();
-        let diff = got
-            .iter()
-            .zip(&want)
-            .filter(|(a, b)| a.to_bits() != b.to_bits() && !(**a == 0.0 && **b == 0.0))
-            .count();
+        let diff =
+            got.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits() && !(**a == 0.0 && **b == 0.0)).count();
         if diff > 0 {
             bad += &alloc::format!("{}: {diff} of {} values differ\n", ty.name(), want.len());
         }
@@ -91,28 +71,14 @@ fn integer_dots_equal_float_dots_of_the_dequantized_operands() {
     for (ty, bytes, w) in formats() {
         let n = w.len();
         let x = activations(n, 3);
-        let m = QMatrix {
-            ty,
-            data: &bytes,
-            n_cols: n,
-            n_rows: 1,
-        };
+        let m = QMatrix { ty, data: &bytes, n_cols: n, n_rows: 1 };
         let mut got = [0.0f32];
 
         // exact path: f32 activations
         scalar::matmul_rows(&m, Acts::F32(&x), 1, 0..1, &mut got);
         let want: f64 = w.iter().zip(&x).map(|(&a, &b)| a as f64 * b as f64).sum();
-        let scale: f64 = w
-            .iter()
-            .zip(&x)
-            .map(|(&a, &b)| (a as f64 * b as f64).abs())
-            .sum();
-        assert!(
-            (got[0] as f64 - want).abs() <= 1e-6 * scale,
-            "{} f32: {} vs {want}",
-            ty.name(),
-            got[0]
-        );
+        let scale: f64 = w.iter().zip(&x).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+        assert!((got[0] as f64 - want).abs() <= 1e-6 * scale, "{} f32: {} vs {want}", ty.name(), got[0]);
 
         // quantized path: against the dequantized activation blocks
         let Some(at) = ty.vec_dot_type().filter(|&t| t != GgmlType::F32) else {
@@ -136,13 +102,7 @@ fn integer_dots_equal_float_dots_of_the_dequantized_operands() {
                 scalar::quantize_rows_q8_k(&x, &mut a);
                 for b in &a {
                     for g in 0..16 {
-                        assert_eq!(
-                            b.bsums[g],
-                            b.qs[g * 16..g * 16 + 16]
-                                .iter()
-                                .map(|&q| q as i16)
-                                .sum::<i16>()
-                        );
+                        assert_eq!(b.bsums[g], b.qs[g * 16..g * 16 + 16].iter().map(|&q| q as i16).sum::<i16>());
                     }
                 }
                 scalar::matmul_rows(&m, Acts::Q8K(&a), 1, 0..1, &mut got);
@@ -151,13 +111,7 @@ fn integer_dots_equal_float_dots_of_the_dequantized_operands() {
         };
         // Q8_1's sum term is rounded to f16 as in ggml: allow for it.
         let tol = if at == GgmlType::Q8_1 { 2e-3 } else { 1e-5 };
-        assert!(
-            (got[0] as f64 - want).abs() <= tol * scale,
-            "{} × {}: {} vs {want}",
-            ty.name(),
-            at.name(),
-            got[0]
-        );
+        assert!((got[0] as f64 - want).abs() <= tol * scale, "{} × {}: {} vs {want}", ty.name(), at.name(), got[0]);
     }
 }
 

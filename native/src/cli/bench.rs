@@ -54,11 +54,7 @@ struct Sample {
 
 fn mean_sd(v: &[f64]) -> (f64, f64) {
     let m = v.iter().sum::<f64>() / v.len() as f64;
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64
-    } else {
-        0.0
-    };
+    let var = if v.len() > 1 { v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64 } else { 0.0 };
     (m, var.sqrt())
 }
 
@@ -80,11 +76,7 @@ pub fn run(a: Args) -> Result<()> {
     let nv = m.config.n_vocab as u64;
     let weight_bytes: usize = m.weights.matrices().map(|t| t.len).sum();
     let mut rng = Rng::new(42);
-    let mut rand_tokens = |n: usize| {
-        (0..n)
-            .map(|_| (rng.next_u64() % nv) as u32)
-            .collect::<Vec<u32>>()
-    };
+    let mut rand_tokens = |n: usize| (0..n).map(|_| (rng.next_u64() % nv) as u32).collect::<Vec<u32>>();
     let n_ctx = a.n_depth + a.n_prompt.max(a.n_gen) + 1;
     let mut samples = Vec::new();
     let mut ttft_ms = Vec::new();
@@ -105,13 +97,8 @@ pub fn run(a: Args) -> Result<()> {
         session.forward(m, &e, &rand_tokens(a.n_prompt.clamp(1, 16)), Logits::Last)?;
         session.truncate(0);
         if a.n_prompt > 0 {
-            let mut s = Sample {
-                n_prompt: a.n_prompt,
-                n_gen: 0,
-                n_threads: threads_n(&threads),
-                ns: vec![],
-                itl_ns: vec![],
-            };
+            let mut s =
+                Sample { n_prompt: a.n_prompt, n_gen: 0, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
             for _ in 0..a.reps {
                 to_depth(&mut session)?;
                 let toks = rand_tokens(a.n_prompt);
@@ -124,13 +111,8 @@ pub fn run(a: Args) -> Result<()> {
             samples.push(s);
         }
         if a.n_gen > 0 {
-            let mut s = Sample {
-                n_prompt: 0,
-                n_gen: a.n_gen,
-                n_threads: threads_n(&threads),
-                ns: vec![],
-                itl_ns: vec![],
-            };
+            let mut s =
+                Sample { n_prompt: 0, n_gen: a.n_gen, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
             for _ in 0..a.reps {
                 to_depth(&mut session)?;
                 let toks = rand_tokens(a.n_gen);
@@ -146,10 +128,7 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let rss = peak_rss_bytes();
-    let file = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let kernels = tern::kernels().name();
     let side = side_costs(&lm, a.n_prompt.max(1))?;
     if a.output == "json" {
@@ -163,7 +142,9 @@ pub fn run(a: Args) -> Result<()> {
                 let (avg_ns, stddev_ns) = mean_sd(&nsf);
                 let mut itl = s.itl_ns.clone();
                 itl.sort_unstable();
-                let pct = |p: usize| itl.get((itl.len() * p / 100).min(itl.len().saturating_sub(1))).map_or(0.0, |&v| v as f64 / 1e6);
+                let pct = |p: usize| {
+                    itl.get((itl.len() * p / 100).min(itl.len().saturating_sub(1))).map_or(0.0, |&v| v as f64 / 1e6)
+                };
                 serde_json::json!({
                     "engine": "tern", "backends": format!("CPU/{kernels}"), "model_filename": file,
                     "model_type": format!("{} {}", m.config.arch.name(), m.config.name),
@@ -179,10 +160,7 @@ pub fn run(a: Args) -> Result<()> {
                 })
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
         return Ok(());
     }
     println!("| model | size | backend | threads | test | t/s | ITL p50/p90/p99 ms |");
@@ -191,27 +169,13 @@ pub fn run(a: Args) -> Result<()> {
         let n = (s.n_prompt + s.n_gen) as f64;
         let ts: Vec<f64> = s.ns.iter().map(|&ns| n / (ns as f64 / 1e9)).collect();
         let (avg, sd) = mean_sd(&ts);
-        let test = if s.n_prompt > 0 {
-            format!("pp{}", s.n_prompt)
-        } else {
-            format!("tg{}", s.n_gen)
-        };
-        let test = if a.n_depth > 0 {
-            format!("{test} @ d{}", a.n_depth)
-        } else {
-            test
-        };
+        let test = if s.n_prompt > 0 { format!("pp{}", s.n_prompt) } else { format!("tg{}", s.n_gen) };
+        let test = if a.n_depth > 0 { format!("{test} @ d{}", a.n_depth) } else { test };
         let mut itl = s.itl_ns.clone();
         itl.sort_unstable();
-        let pct = |p: usize| {
-            itl.get((itl.len() * p / 100).min(itl.len().saturating_sub(1)))
-                .map_or(0.0, |&v| v as f64 / 1e6)
-        };
-        let lat = if itl.is_empty() {
-            "-".into()
-        } else {
-            format!("{:.2}/{:.2}/{:.2}", pct(50), pct(90), pct(99))
-        };
+        let pct =
+            |p: usize| itl.get((itl.len() * p / 100).min(itl.len().saturating_sub(1))).map_or(0.0, |&v| v as f64 / 1e6);
+        let lat = if itl.is_empty() { "-".into() } else { format!("{:.2}/{:.2}/{:.2}", pct(50), pct(90), pct(99)) };
         println!(
             "| {file} | {:.1} MiB | CPU/{kernels} | {} | {test} | {avg:.2} ± {sd:.2} | {lat} |",
             weight_bytes as f64 / 1048576.0,
@@ -222,11 +186,7 @@ pub fn run(a: Args) -> Result<()> {
         "\nnot in pp/tg (as llama-bench): tokenizing {} tokens {:.2} ms ({:.0} tokens/s); sampling per token: greedy {:.1} µs, default chain {:.1} µs",
         side.n_tokens, side.tokenize_ms, side.n_tokens as f64 / (side.tokenize_ms / 1e3), side.greedy_us, side.chain_us
     );
-    let (ttft, _) = if ttft_ms.is_empty() {
-        (0.0, 0.0)
-    } else {
-        mean_sd(&ttft_ms)
-    };
+    let (ttft, _) = if ttft_ms.is_empty() { (0.0, 0.0) } else { mean_sd(&ttft_ms) };
     println!(
         "load {load_ms:.0} ms (mmap), time to first token (pp{}) {ttft:.1} ms, peak RSS {:.1} MiB, weights {:.1} MiB, repacked 0 B",
         a.n_prompt,
@@ -246,8 +206,7 @@ struct SideCosts {
     chain_us: f64,
 }
 
-const TEXT: &str =
-    "The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins \
+const TEXT: &str = "The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins \
 with a single step; measure twice, cut once, and keep the numbers honest. ";
 
 fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
@@ -281,12 +240,7 @@ fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
     };
     let greedy_us = time(SamplerConfig::greedy());
     let chain_us = time(SamplerConfig::default());
-    Ok(SideCosts {
-        n_tokens,
-        tokenize_ms,
-        greedy_us,
-        chain_us,
-    })
+    Ok(SideCosts { n_tokens, tokenize_ms, greedy_us, chain_us })
 }
 
 fn threads_n(t: &Threads) -> usize {

@@ -59,25 +59,14 @@ pub fn run(a: Args) -> Result<()> {
         });
     }
 
-    eprintln!(
-        "tern chat: {} — /reset, /save FILE, /load FILE, /quit; Ctrl-C stops a reply",
-        lm.model.config.name
-    );
+    eprintln!("tern chat: {} — /reset, /save FILE, /load FILE, /quit; Ctrl-C stops a reply", lm.model.config.name);
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout();
     let mut seed = a.sampling.seed();
     loop {
         eprint!("> ");
         let mut line = String::new();
-        if stdin
-            .lock()
-            .read_line(&mut line)
-            .map_err(|source| Error::Io {
-                path: "stdin".into(),
-                source,
-            })?
-            == 0
-        {
+        if stdin.lock().read_line(&mut line).map_err(|source| Error::Io { path: "stdin".into(), source })? == 0 {
             return Ok(());
         }
         let line = line.trim_end_matches(['\n', '\r']);
@@ -103,11 +92,9 @@ pub fn run(a: Args) -> Result<()> {
                     .map_err(|e| e.to_string())
                     .and_then(|b| conv.load(&lm.model, &b).map_err(|e| e.to_string()));
                 match r {
-                    Ok(()) => eprintln!(
-                        "(loaded {} messages, {} cached tokens)",
-                        conv.messages.len(),
-                        conv.session.n_past()
-                    ),
+                    Ok(()) => {
+                        eprintln!("(loaded {} messages, {} cached tokens)", conv.messages.len(), conv.session.n_past())
+                    }
                     Err(e) => eprintln!("tern: {arg}: {e}"),
                 }
                 continue;
@@ -120,12 +107,10 @@ pub fn run(a: Args) -> Result<()> {
         seed = seed.wrapping_add(1);
         let gen = conv.generator(&lm.model, engine, tok, line, cfg);
         let r = gen.and_then(|g| {
-            g.with_cancel(cancel.clone())
-                .with_clock(tern::clock)
-                .run(|_, text| {
-                    let _ = stdout.write_all(text.as_bytes());
-                    let _ = stdout.flush();
-                })
+            g.with_cancel(cancel.clone()).with_clock(tern::clock).run(|_, text| {
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+            })
         });
         busy.store(false, Ordering::SeqCst);
         match r {

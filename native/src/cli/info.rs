@@ -17,12 +17,7 @@ pub fn run(a: Args) -> Result<()> {
     let lm = tern::load(&path)?;
     let (c, w, tok) = (&lm.model.config, &lm.model.weights, &lm.tokenizer);
     let g = Gguf::parse(lm.model.bytes())?;
-    println!(
-        "file        {} ({} bytes, GGUF v{})",
-        path.display(),
-        lm.model.bytes().len(),
-        g.version
-    );
+    println!("file        {} ({} bytes, GGUF v{})", path.display(), lm.model.bytes().len(), g.version);
     println!("name        {}", c.name);
     println!("arch        {}", c.arch.name());
     println!(
@@ -36,29 +31,16 @@ pub fn run(a: Args) -> Result<()> {
     );
     println!("norm eps    {:e}", c.norm_eps);
     let l0 = &w.layers[0];
-    println!(
-        "attention   qkv bias {}, q/k norm {}",
-        l0.bq.is_some(),
-        l0.q_norm.is_some()
-    );
-    println!(
-        "output      {}",
-        if w.tied_output {
-            "tied to token_embd"
-        } else {
-            "separate output.weight"
-        }
-    );
+    println!("attention   qkv bias {}, q/k norm {}", l0.bq.is_some(), l0.q_norm.is_some());
+    println!("output      {}", if w.tied_output { "tied to token_embd" } else { "separate output.weight" });
     let mut counts: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     for t in &g.tensors {
         let e = counts.entry(t.ty.name()).or_default();
         e.0 += 1;
         e.1 += t.data.len() as u64;
     }
-    let types: Vec<String> = counts
-        .iter()
-        .map(|(k, (n, b))| format!("{k}: {n} ({:.1} MiB)", *b as f64 / 1048576.0))
-        .collect();
+    let types: Vec<String> =
+        counts.iter().map(|(k, (n, b))| format!("{k}: {n} ({:.1} MiB)", *b as f64 / 1048576.0)).collect();
     println!("tensors     {} — {}", g.tensors.len(), types.join(", "));
     println!(
         "tokenizer   {} / {}, {} tokens, bos {:?}, eos {:?}, end-of-generation {:?}, add_bos {}",
@@ -71,11 +53,9 @@ pub fn run(a: Args) -> Result<()> {
         tok.add_bos
     );
     match &tok.chat_template {
-        Some(t) => println!(
-            "template    {} chars: {}",
-            t.len(),
-            t.chars().take(120).collect::<String>().replace('\n', "\\n")
-        ),
+        Some(t) => {
+            println!("template    {} chars: {}", t.len(), t.chars().take(120).collect::<String>().replace('\n', "\\n"))
+        }
         None => println!("template    none"),
     }
     let loaded_ms = lm.load_time.as_secs_f64() * 1e3;

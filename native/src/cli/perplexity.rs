@@ -31,10 +31,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
     let lm = tern::load(&path)?;
-    let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io {
-        path: a.file.clone(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io { path: a.file.clone(), source })?;
     let tokens = lm.tokenizer.encode(&text, false)?;
     let bos = lm.tokenizer.add_bos.then_some(lm.tokenizer.bos).flatten();
     let threads = Threads::new(a.threads);

@@ -16,12 +16,7 @@ pub struct Args {
     #[arg(short, long)]
     model: Option<PathBuf>,
     /// Prompt text
-    #[arg(
-        short,
-        long,
-        required_unless_present = "prompt_ids",
-        conflicts_with = "prompt_ids"
-    )]
+    #[arg(short, long, required_unless_present = "prompt_ids", conflicts_with = "prompt_ids")]
     prompt: Option<String>,
     /// Prompt as comma-separated token ids, instead of text
     #[arg(long, value_delimiter = ',')]
@@ -65,13 +60,10 @@ pub fn run(a: Args) -> Result<()> {
             let src = tok
                 .chat_template
                 .as_deref()
-                .ok_or_else(|| tern_core::Error::Template {
-                    detail: "the model has no chat template".into(),
-                })?;
+                .ok_or_else(|| tern_core::Error::Template { detail: "the model has no chat template".into() })?;
             let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
             let t = tern_core::chat::ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))?;
-            let mut msgs: Vec<Message> =
-                a.system.iter().map(|s| Message::new("system", s)).collect();
+            let mut msgs: Vec<Message> = a.system.iter().map(|s| Message::new("system", s)).collect();
             msgs.push(Message::new("user", text));
             tok.encode(&t.render(&msgs, true, None)?, true)?
         }
@@ -79,28 +71,17 @@ pub fn run(a: Args) -> Result<()> {
         (None, None) => unreachable!("clap requires one"),
     };
     let n = a.sampling.n_predict;
-    let n_ctx = a
-        .ctx
-        .unwrap_or(prompt.len() + n)
-        .max(prompt.len() + n.max(1) - 1);
+    let n_ctx = a.ctx.unwrap_or(prompt.len() + n).max(prompt.len() + n.max(1) - 1);
     let seed = a.sampling.seed();
     let threads = Threads::new(a.threads);
     let engine = tern::engine(&threads, a.exact);
-    let mut session = lm
-        .model
-        .session_kv(n_ctx, 512, a.kv_type.unwrap_or(engine.kv_type()));
+    let mut session = lm.model.session_kv(n_ctx, 512, a.kv_type.unwrap_or(engine.kv_type()));
     let mut logits_file = match &a.logits_out {
-        Some(p) => Some(BufWriter::new(File::create(p).map_err(|source| {
-            Error::Io {
-                path: p.clone(),
-                source,
-            }
-        })?)),
+        Some(p) => Some(BufWriter::new(File::create(p).map_err(|source| Error::Io { path: p.clone(), source })?)),
         None => None,
     };
     let cfg = a.sampling.config(seed, &tok.eog);
-    let mut gen =
-        Generator::new(&lm.model, engine, tok, &mut session, &prompt, cfg).with_clock(tern::clock);
+    let mut gen = Generator::new(&lm.model, engine, tok, &mut session, &prompt, cfg).with_clock(tern::clock);
     let mut stdout = std::io::stdout().lock();
     let result = loop {
         let ev = gen.next().expect("a generator ends with Done")?;
@@ -114,23 +95,13 @@ pub fn run(a: Args) -> Result<()> {
             Event::Done(r) => break r,
         }
         if let Some(f) = logits_file.as_mut() {
-            let io = |source| Error::Io {
-                path: a.logits_out.clone().unwrap_or_default(),
-                source,
-            };
-            let bytes: Vec<u8> = gen
-                .last_logits()
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect();
+            let io = |source| Error::Io { path: a.logits_out.clone().unwrap_or_default(), source };
+            let bytes: Vec<u8> = gen.last_logits().iter().flat_map(|v| v.to_le_bytes()).collect();
             f.write_all(&bytes).map_err(io)?;
         }
     };
     if let Some(mut f) = logits_file {
-        f.flush().map_err(|source| Error::Io {
-            path: a.logits_out.clone().unwrap_or_default(),
-            source,
-        })?;
+        f.flush().map_err(|source| Error::Io { path: a.logits_out.clone().unwrap_or_default(), source })?;
     }
     let t = &result.timings;
     if a.json {

@@ -43,19 +43,11 @@ pub struct SamplingArgs {
 
 impl SamplingArgs {
     pub fn seed(&self) -> u64 {
-        self.seed.unwrap_or_else(|| {
-            std::time::UNIX_EPOCH
-                .elapsed()
-                .map_or(0, |d| d.as_nanos() as u64)
-        })
+        self.seed.unwrap_or_else(|| std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64))
     }
 
     pub fn config(&self, seed: u64, eog: &[u32]) -> GenerateConfig {
-        let ban = if self.ignore_eos {
-            eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect()
-        } else {
-            Vec::new()
-        };
+        let ban = if self.ignore_eos { eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect() } else { Vec::new() };
         GenerateConfig {
             max_tokens: self.n_predict,
             sampler: SamplerConfig {

@@ -66,14 +66,9 @@ pub fn select() -> Result<&'static dyn Kernels> {
     static CHOICE: OnceLock<std::result::Result<&'static dyn Kernels, String>> = OnceLock::new();
     let choice = CHOICE.get_or_init(|| match std::env::var("TERN_KERNELS") {
         Ok(name) => by_name(&name).ok_or_else(|| {
-            format!(
-                "TERN_KERNELS={name} is not available on this CPU (available: {})",
-                available().join(", ")
-            )
+            format!("TERN_KERNELS={name} is not available on this CPU (available: {})", available().join(", "))
         }),
         Err(_) => Ok(by_name(available()[0]).unwrap_or(&Scalar)),
     });
-    choice
-        .clone()
-        .map_err(|detail| Error::Core(tern_core::Error::Unsupported { what: detail }))
+    choice.clone().map_err(|detail| Error::Core(tern_core::Error::Unsupported { what: detail }))
 }

@@ -70,10 +70,7 @@ pub fn attention_head(
         unsafe {
             let pv = vdupq_n_f32(p);
             for i in (0..n4).step_by(4) {
-                vst1q_f32(
-                    out[i..].as_mut_ptr(),
-                    vaddq_f32(ld(out, i), vmulq_f32(pv, ld(row, i))),
-                );
+                vst1q_f32(out[i..].as_mut_ptr(), vaddq_f32(ld(out, i), vmulq_f32(pv, ld(row, i))));
             }
         }
         for (o, &vv) in out[n4..].iter_mut().zip(&row[n4..]) {

@@ -53,13 +53,7 @@ impl Act32 for BlockQ8_1 {
 }
 
 #[inline(always)]
-pub fn matmul_rows<D: Idot>(
-    w: &QMatrix,
-    x: Acts,
-    n_tok: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-) {
+pub fn matmul_rows<D: Idot>(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     use tern_core::quant::GgmlType::*;
     let legacy = matches!(w.ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0);
     match x {
@@ -91,21 +85,13 @@ fn tiles(
 }
 
 #[inline(always)]
-fn rows_32<D: Idot, A: Act32>(
-    w: &QMatrix,
-    a: &[A],
-    n_tok: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-) {
+fn rows_32<D: Idot, A: Act32>(w: &QMatrix, a: &[A], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let (nb, ts) = (w.n_cols / QK8, w.ty.type_size());
     tiles(n_tok, rows, out, |r, t0, nt, acc| {
         let row = w.row(r);
         for b in 0..nb {
             // The row was validated at load: its type always unpacks.
-            let Some(u) = unpack(w.ty, &row[b * ts..(b + 1) * ts]) else {
-                unreachable!()
-            };
+            let Some(u) = unpack(w.ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
             for (j, s) in acc.iter_mut().enumerate().take(nt) {
                 let ab = &a[(t0 + j) * nb + b];
                 let isum = idot32::<D>(u.q, ab.qs());
@@ -121,9 +107,7 @@ fn rows_k<D: Idot>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>
     tiles(n_tok, rows, out, |r, t0, nt, acc| {
         let row = w.row(r);
         for b in 0..nb {
-            let Some(u) = quant::unpack_k(w.ty, &row[b * ts..(b + 1) * ts]) else {
-                unreachable!()
-            };
+            let Some(u) = quant::unpack_k(w.ty, &row[b * ts..(b + 1) * ts]) else { unreachable!() };
             for (j, s) in acc.iter_mut().enumerate().take(nt) {
                 let ab = &a[(t0 + j) * nb + b];
                 let (mut isum, mut imin) = (0i32, 0i32);

@@ -30,15 +30,8 @@ fn smmla(mut acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
 fn pair(x: [int8x16_t; 2], y: [int8x16_t; 2], c: usize) -> int8x16_t {
     // SAFETY: NEON baseline.
     unsafe {
-        let (x, y) = (
-            vreinterpretq_s64_s8(x[c / 2]),
-            vreinterpretq_s64_s8(y[c / 2]),
-        );
-        vreinterpretq_s8_s64(if c % 2 == 0 {
-            vzip1q_s64(x, y)
-        } else {
-            vzip2q_s64(x, y)
-        })
+        let (x, y) = (vreinterpretq_s64_s8(x[c / 2]), vreinterpretq_s64_s8(y[c / 2]));
+        vreinterpretq_s8_s64(if c % 2 == 0 { vzip1q_s64(x, y) } else { vzip2q_s64(x, y) })
     }
 }
 
@@ -87,14 +80,7 @@ fn token(x: Acts, t: usize, nb: usize) -> Acts {
 }
 
 #[inline(always)]
-fn rows_2x2<A: Act32>(
-    w: &QMatrix,
-    a: &[A],
-    x: Acts,
-    n_tok: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-) {
+fn rows_2x2<A: Act32>(w: &QMatrix, a: &[A], x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let (nb, ts) = (w.n_cols / QK8, w.ty.type_size());
     let (n_rows, n_toks) = (rows.len() / 2 * 2, n_tok / 2 * 2);
     for i in (0..n_rows).step_by(2) {
@@ -103,10 +89,7 @@ fn rows_2x2<A: Act32>(
             let mut acc = [0.0f32; 4];
             for b in 0..nb {
                 // The rows were validated at load: their type always unpacks.
-                let (Some(u0), Some(u1)) = (
-                    unpack(w.ty, &rw[0][b * ts..]),
-                    unpack(w.ty, &rw[1][b * ts..]),
-                ) else {
+                let (Some(u0), Some(u1)) = (unpack(w.ty, &rw[0][b * ts..]), unpack(w.ty, &rw[1][b * ts..])) else {
                     unreachable!()
                 };
                 let ab = [&a[t * nb + b], &a[(t + 1) * nb + b]];

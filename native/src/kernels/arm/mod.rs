@@ -55,17 +55,5 @@ macro_rules! backend {
 }
 
 backend!(Neon, "neon", "neon", matmul::matmul_rows::<dots::Plain>, []);
-backend!(
-    NeonDot,
-    "dotprod",
-    "neon,dotprod",
-    matmul::matmul_rows::<dots::Sdot>,
-    ["dotprod"]
-);
-backend!(
-    NeonI8mm,
-    "i8mm",
-    "neon,dotprod,i8mm",
-    mmla::matmul_rows,
-    ["dotprod", "i8mm"]
-);
+backend!(NeonDot, "dotprod", "neon,dotprod", matmul::matmul_rows::<dots::Sdot>, ["dotprod"]);
+backend!(NeonI8mm, "i8mm", "neon,dotprod,i8mm", mmla::matmul_rows, ["dotprod", "i8mm"]);

@@ -32,12 +32,7 @@ fn fifth_bits(qh: u32) -> (uint8x16_t, uint8x16_t) {
     // SAFETY: NEON baseline; MASK has 16 bytes.
     unsafe {
         let m = vld1q_u8(MASK.as_ptr());
-        let bit = |a: u8, b: u8| {
-            vandq_u8(
-                vtstq_u8(vcombine_u8(vdup_n_u8(a), vdup_n_u8(b)), m),
-                vdupq_n_u8(0x10),
-            )
-        };
+        let bit = |a: u8, b: u8| vandq_u8(vtstq_u8(vcombine_u8(vdup_n_u8(a), vdup_n_u8(b)), m), vdupq_n_u8(0x10));
         (bit(by[0], by[1]), bit(by[2], by[3]))
     }
 }
@@ -47,10 +42,7 @@ fn signed(lo: uint8x16_t, hi: uint8x16_t, offset: i8) -> [int8x16_t; 2] {
     // SAFETY: NEON baseline.
     unsafe {
         let o = vdupq_n_s8(offset);
-        [
-            vsubq_s8(vreinterpretq_s8_u8(lo), o),
-            vsubq_s8(vreinterpretq_s8_u8(hi), o),
-        ]
+        [vsubq_s8(vreinterpretq_s8_u8(lo), o), vsubq_s8(vreinterpretq_s8_u8(hi), o)]
     }
 }
 
@@ -60,56 +52,31 @@ pub fn unpack(ty: GgmlType, b: &[u8]) -> Option<Block> {
     Some(match ty {
         GgmlType::Q4_0 => {
             let (lo, hi) = nibbles(&b[2..18]);
-            Block {
-                q: signed(lo, hi, 8),
-                d: f16_at(b, 0),
-                m: 0.0,
-            }
+            Block { q: signed(lo, hi, 8), d: f16_at(b, 0), m: 0.0 }
         }
         GgmlType::Q4_1 => {
             let (lo, hi) = nibbles(&b[4..20]);
-            Block {
-                q: signed(lo, hi, 0),
-                d: f16_at(b, 0),
-                m: f16_at(b, 2),
-            }
+            Block { q: signed(lo, hi, 0), d: f16_at(b, 0), m: f16_at(b, 2) }
         }
         GgmlType::Q5_0 => {
             let (lo, hi) = nibbles(&b[6..22]);
             let (h0, h1) = fifth_bits(u32::from_le_bytes([b[2], b[3], b[4], b[5]]));
             // SAFETY: NEON baseline.
             let (lo, hi) = unsafe { (vorrq_u8(lo, h0), vorrq_u8(hi, h1)) };
-            Block {
-                q: signed(lo, hi, 16),
-                d: f16_at(b, 0),
-                m: 0.0,
-            }
+            Block { q: signed(lo, hi, 16), d: f16_at(b, 0), m: 0.0 }
         }
         GgmlType::Q5_1 => {
             let (lo, hi) = nibbles(&b[8..24]);
             let (h0, h1) = fifth_bits(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
             // SAFETY: NEON baseline.
             let (lo, hi) = unsafe { (vorrq_u8(lo, h0), vorrq_u8(hi, h1)) };
-            Block {
-                q: signed(lo, hi, 0),
-                d: f16_at(b, 0),
-                m: f16_at(b, 2),
-            }
+            Block { q: signed(lo, hi, 0), d: f16_at(b, 0), m: f16_at(b, 2) }
         }
         GgmlType::Q8_0 => {
             let q = &b[2..34];
             // SAFETY: `q` has 32 bytes; NEON baseline.
-            let q = unsafe {
-                [
-                    vld1q_s8(q.as_ptr() as *const i8),
-                    vld1q_s8(q[16..].as_ptr() as *const i8),
-                ]
-            };
-            Block {
-                q,
-                d: f16_at(b, 0),
-                m: 0.0,
-            }
+            let q = unsafe { [vld1q_s8(q.as_ptr() as *const i8), vld1q_s8(q[16..].as_ptr() as *const i8)] };
+            Block { q, d: f16_at(b, 0), m: 0.0 }
         }
         _ => return None,
     })

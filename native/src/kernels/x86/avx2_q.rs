@@ -37,12 +37,7 @@ fn hsum4(a: __m256i, b: __m256i, c: __m256i, d: __m256i) -> __m128i {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn bits_to_bytes(x: u32) -> __m256i {
-    let shuf = _mm256_set_epi64x(
-        0x0303030303030303,
-        0x0202020202020202,
-        0x0101010101010101,
-        0,
-    );
+    let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
     let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
     let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
     _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
@@ -124,12 +119,7 @@ impl Block32 for Q5_0 {
     fn unsigned(b: &[u8]) -> __m256i {
         let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
         // SAFETY: callers hold AVX2.
-        unsafe {
-            _mm256_or_si256(
-                nibbles(&b[6..22]),
-                _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)),
-            )
-        }
+        unsafe { _mm256_or_si256(nibbles(&b[6..22]), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10))) }
     }
     #[inline(always)]
     fn unsigned_512(b: &[u8]) -> __m256i {
@@ -146,12 +136,7 @@ impl Block32 for Q5_1 {
     fn unsigned(b: &[u8]) -> __m256i {
         let qh = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
         // SAFETY: callers hold AVX2.
-        unsafe {
-            _mm256_or_si256(
-                nibbles(&b[8..24]),
-                _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)),
-            )
-        }
+        unsafe { _mm256_or_si256(nibbles(&b[8..24]), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10))) }
     }
     #[inline(always)]
     fn unsigned_512(b: &[u8]) -> __m256i {
@@ -167,12 +152,7 @@ impl Block32 for Q8_0 {
     #[inline(always)]
     fn unsigned(b: &[u8]) -> __m256i {
         // SAFETY: a Q8_0 block has 32 quant bytes after its scale; AVX is held.
-        unsafe {
-            _mm256_xor_si256(
-                _mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i),
-                _mm256_set1_epi8(-128),
-            )
-        }
+        unsafe { _mm256_xor_si256(_mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i), _mm256_set1_epi8(-128)) }
     }
 }
 
@@ -232,10 +212,8 @@ fn dot32_avx2(w: __m256i, signed: bool, a: __m256i) -> __m256i {
 pub fn handles(ty: GgmlType, x: &Acts) -> bool {
     matches!(
         (ty, x),
-        (
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0,
-            Acts::Q8_0(_)
-        ) | (GgmlType::Q4_1 | GgmlType::Q5_1, Acts::Q8_1(_))
+        (GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0, Acts::Q8_0(_))
+            | (GgmlType::Q4_1 | GgmlType::Q5_1, Acts::Q8_1(_))
             | (GgmlType::Q4_K | GgmlType::Q6_K, Acts::Q8K(_))
     )
 }
@@ -244,25 +222,14 @@ pub fn handles(ty: GgmlType, x: &Acts) -> bool {
 /// `vnni`: the caller's CPU has AVX-512 VL and VNNI (legacy formats then
 /// take `vpdpbusd`).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn matmul_rows(
-    w: &QMatrix,
-    x: Acts,
-    n_tok: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-    vnni: bool,
-) {
+pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32], vnni: bool) {
     let nb = w.n_cols / QK8;
     // the wide tiles pay off in prefill; decode (a few tokens) keeps the
     // narrow ones (measured: Qwen tg 1 thread 38 vs 28 tok/s)
     let wide = vnni && n_tok >= VNNI_TILE;
     // prefill of the formats without a min: 8 rows at a time first
     // SAFETY: `vnni` says the CPU has AVX-512 F/BW/VL and VNNI.
-    let done = if wide {
-        unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) }
-    } else {
-        0
-    };
+    let done = if wide { unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) } } else { 0 };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
     let n_full = rows.len() / R * R;
     for g in 0..n_full / R {
@@ -278,13 +245,9 @@ pub fn matmul_rows(
                     })
                 } else if vnni && <$t as Block32>::OFFSET != 0 {
                     // SAFETY: as above.
-                    tiles::<TILE>(n_tok, out, |t0, nt| unsafe {
-                        rows_32_vnni::<$t, _, TILE>(&rws, $a, nb, t0, nt)
-                    })
+                    tiles::<TILE>(n_tok, out, |t0, nt| unsafe { rows_32_vnni::<$t, _, TILE>(&rws, $a, nb, t0, nt) })
                 } else {
-                    tiles::<TILE>(n_tok, out, |t0, nt| {
-                        rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt)
-                    })
+                    tiles::<TILE>(n_tok, out, |t0, nt| rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt))
                 }
             };
         }
@@ -300,9 +263,9 @@ pub fn matmul_rows(
                     rows_k_avx512::<VNNI_TILE>(w.ty, &rws, a, w.n_cols / QK_K, t0, nt)
                 })
             }
-            (_, Acts::Q8K(a)) => tiles::<TILE>(n_tok, out, |t0, nt| {
-                rows_k_avx2::<TILE>(w.ty, &rws, a, w.n_cols / QK_K, t0, nt)
-            }),
+            (_, Acts::Q8K(a)) => {
+                tiles::<TILE>(n_tok, out, |t0, nt| rows_k_avx2::<TILE>(w.ty, &rws, a, w.n_cols / QK_K, t0, nt))
+            }
             _ => unreachable!("`handles` admits only these"),
         }
     }
@@ -315,11 +278,7 @@ pub fn matmul_rows(
 /// Run `tile(t0, nt)` over the tokens in tiles of `NT` and lay its
 /// [token][row] results out as `out[row * n_tok + token]` (four rows).
 #[inline(always)]
-fn tiles<const NT: usize>(
-    n_tok: usize,
-    out: &mut [f32],
-    mut tile: impl FnMut(usize, usize) -> [[f32; 4]; NT],
-) {
+fn tiles<const NT: usize>(n_tok: usize, out: &mut [f32], mut tile: impl FnMut(usize, usize) -> [[f32; 4]; NT]) {
     for t0 in (0..n_tok).step_by(NT) {
         let nt = NT.min(n_tok - t0);
         for (j, acc) in tile(t0, nt).into_iter().take(nt).enumerate() {
@@ -410,11 +369,7 @@ macro_rules! rows_32 {
                 ];
                 let dw = f16x4!(rws, o);
                 // the rows' mins, for the formats that have them
-                let m = if T::OFFSET == 0 {
-                    f16x4!(rws, o + T::M_AT)
-                } else {
-                    _mm_setzero_ps()
-                };
+                let m = if T::OFFSET == 0 { f16x4!(rws, o + T::M_AT) } else { _mm_setzero_ps() };
                 for (j, acc) in acc.iter_mut().enumerate().take(nt) {
                     let ab = &a[(t0 + j) * nb + b];
                     let av = load32(ab.qs());
@@ -437,13 +392,7 @@ macro_rules! rows_32 {
 }
 
 rows_32!(rows_32_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
-rows_32!(
-    rows_32_vnni,
-    "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-    weights_vnni,
-    corr_vnni,
-    dot32_vnni
-);
+rows_32!(rows_32_vnni, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni", weights_vnni, corr_vnni, dot32_vnni);
 
 /// VNNI: unsigned quants straight into `vpdpbusd` (u8 × i8).
 #[inline(always)]
@@ -493,11 +442,8 @@ struct KBlock {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn unpack_q4_k(b: &[u8]) -> KBlock {
-    let mut kb = KBlock {
-        q: [_mm256_setzero_si256(); 8],
-        mult: [_mm256_setzero_si256(); 8],
-        minw: _mm256_setzero_si256(),
-    };
+    let mut kb =
+        KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
     for i in 0..4 {
         // SAFETY: 32 bytes at 16 + 32i are inside the 144-byte block.
         let q = unsafe { _mm256_loadu_si256(b[16 + 32 * i..].as_ptr() as *const __m256i) };
@@ -515,8 +461,7 @@ fn unpack_q4_k(b: &[u8]) -> KBlock {
     let sc = _mm256_broadcastsi128_si256(sc);
     for j in 0..8 {
         // scale j (i16 lane j) in every lane
-        kb.mult[j] =
-            _mm256_shuffle_epi8(sc, _mm256_set1_epi16((((2 * j + 1) << 8) | 2 * j) as i16));
+        kb.mult[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((((2 * j + 1) << 8) | 2 * j) as i16));
     }
     // each min weighs two 16-groups
     kb.minw = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
@@ -544,11 +489,8 @@ fn q4_k_scales(s: &[u8]) -> [u8; 16] {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn unpack_q6_k(b: &[u8]) -> KBlock {
-    let mut kb = KBlock {
-        q: [_mm256_setzero_si256(); 8],
-        mult: [_mm256_setzero_si256(); 8],
-        minw: _mm256_setzero_si256(),
-    };
+    let mut kb =
+        KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
     let (m4, m2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
     for h in 0..2 {
         // SAFETY: 64 bytes of ql at 64h and 32 bytes of qh at 128 + 32h lie in the 210-byte block.
@@ -561,16 +503,11 @@ fn unpack_q6_k(b: &[u8]) -> KBlock {
         };
         let hb = |s: __m256i| _mm256_slli_epi16::<4>(_mm256_and_si256(s, m2));
         kb.q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hb(qh));
-        kb.q[4 * h + 1] =
-            _mm256_or_si256(_mm256_and_si256(ql1, m4), hb(_mm256_srli_epi16::<2>(qh)));
-        kb.q[4 * h + 2] = _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
-            hb(_mm256_srli_epi16::<4>(qh)),
-        );
-        kb.q[4 * h + 3] = _mm256_or_si256(
-            _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
-            hb(_mm256_srli_epi16::<6>(qh)),
-        );
+        kb.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hb(_mm256_srli_epi16::<2>(qh)));
+        kb.q[4 * h + 2] =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4), hb(_mm256_srli_epi16::<4>(qh)));
+        kb.q[4 * h + 3] =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hb(_mm256_srli_epi16::<6>(qh)));
     }
     // SAFETY: the 16 scale bytes at 192 lie in the 210-byte block.
     let sc = unsafe { _mm_loadu_si128(b[192..].as_ptr() as *const __m128i) };
@@ -638,12 +575,7 @@ macro_rules! rows_k {
                 let dmin = f16x4!(rws, o + 2);
                 for (j, acc) in acc.iter_mut().enumerate().take(nt) {
                     let ab = &a[(t0 + j) * nb + b];
-                    let r = [
-                        kdot(&kb[0], ab),
-                        kdot(&kb[1], ab),
-                        kdot(&kb[2], ab),
-                        kdot(&kb[3], ab),
-                    ];
+                    let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];
                     let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
                     let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
                     let da = _mm_set1_ps(ab.d);
@@ -652,10 +584,7 @@ macro_rules! rows_k {
                         _mm_sub_ps(x, _mm_mul_ps(_mm_mul_ps(dmin, da), _mm_cvtepi32_ps(imin)))
                     } else {
                         // Q6_K has no mins: the reference's `− (0 · da) · 0` changes nothing
-                        _mm_mul_ps(
-                            _mm_mul_ps(d, da),
-                            _mm_cvtepi32_ps(_mm_sub_epi32(isum, imin)),
-                        )
+                        _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(_mm_sub_epi32(isum, imin)))
                     };
                     *acc = _mm_add_ps(*acc, t);
                 }

@@ -19,10 +19,7 @@ const P2: f32 = f32::from_bits(0xbb35_5215);
 #[inline]
 #[target_feature(enable = "avx2")]
 fn pow2(n: __m256i) -> __m256 {
-    _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(
-        n,
-        _mm256_set1_epi32(127),
-    )))
+    _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(n, _mm256_set1_epi32(127))))
 }
 
 #[inline]
@@ -37,10 +34,7 @@ fn expf8(x: __m256) -> __m256 {
     // argument reduction: k = round(x / ln2) for |x| > 1.5 ln2, ±1 above
     // 0.5 ln2, else 0 (then hi = x, lo = 0 and x is unchanged below)
     let half = _mm256_blendv_ps(_mm256_set1_ps(0.5), _mm256_set1_ps(-0.5), f(neg));
-    let k_big = _mm256_cvttps_epi32(_mm256_add_ps(
-        _mm256_mul_ps(_mm256_set1_ps(INV_LN2), x),
-        half,
-    ));
+    let k_big = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(INV_LN2), x), half));
     let k_one = _mm256_or_si256(neg, _mm256_set1_epi32(1)); // 1 − 2·sign
     let k = _mm256_blendv_epi8(k_one, k_big, gt(0x3f85_1592));
     let k = _mm256_and_si256(k, gt(0x3eb1_7218));
@@ -69,11 +63,7 @@ fn expf8(x: __m256) -> __m256 {
     let y = _mm256_blendv_ps(_mm256_add_ps(_mm256_set1_ps(1.0), x), y, f(gt(0x3900_0000)));
     // overflow (x ≥ 88.72…): x·2^127; underflow (x ≤ −103.97…): 0; NaN: x
     let over = _mm256_andnot_si256(neg, _mm256_cmpgt_epi32(hx, _mm256_set1_epi32(0x42b1_7217)));
-    let y = _mm256_blendv_ps(
-        y,
-        _mm256_mul_ps(x, _mm256_set1_ps(f32::from_bits(0x7f00_0000))),
-        f(over),
-    );
+    let y = _mm256_blendv_ps(y, _mm256_mul_ps(x, _mm256_set1_ps(f32::from_bits(0x7f00_0000))), f(over));
     let under = _mm256_and_si256(neg, _mm256_cmpgt_epi32(hx, _mm256_set1_epi32(0x42cf_f1b4)));
     let y = _mm256_andnot_ps(f(under), y);
     _mm256_blendv_ps(y, x, f(gt(0x7f80_0000)))
@@ -114,13 +104,7 @@ pub fn swiglu(g: &mut [f32], u: &[f32]) {
     for (g, u) in g[..n8].chunks_exact_mut(8).zip(u.chunks_exact(8)) {
         let x = load(g);
         let e = expf8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0)));
-        store(
-            g,
-            _mm256_mul_ps(
-                _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0), e)),
-                load(u),
-            ),
-        );
+        store(g, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0), e)), load(u)));
     }
     scalar::swiglu(&mut g[n8..], &u[n8..]);
 }
@@ -137,24 +121,13 @@ mod tests {
         if !is_x86_feature_detected!("avx2") {
             return;
         }
-        let dense = [
-            (0x3eb0_0000u32, 0x3f86_0000u32),
-            (0x42a0_0000, 0x42d2_0000),
-            (0x38f0_0000, 0x3910_0000),
-        ];
+        let dense = [(0x3eb0_0000u32, 0x3f86_0000u32), (0x42a0_0000, 0x42d2_0000), (0x38f0_0000, 0x3910_0000)];
         let mut xs: Vec<u32> = (0..=u32::MAX / 61).map(|i| i * 61).collect();
         for (a, b) in dense {
             xs.extend(a..b);
             xs.extend((a..b).map(|x| x | 0x8000_0000));
         }
-        xs.extend([
-            0x7f80_0000,
-            0xff80_0000,
-            0x7fc0_0000,
-            0xffc0_0001,
-            0,
-            0x8000_0000,
-        ]);
+        xs.extend([0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0xffc0_0001, 0, 0x8000_0000]);
         for c in xs.chunks(8 * 1024) {
             let x: Vec<f32> = c.iter().map(|&b| f32::from_bits(b)).collect();
             let mut want = x.clone();
@@ -166,13 +139,7 @@ mod tests {
             }
             let n = x.len() / 8 * 8;
             for i in 0..n {
-                assert_eq!(
-                    got[i].to_bits(),
-                    want[i].to_bits(),
-                    "expf({:e} = {:#x})",
-                    x[i],
-                    c[i]
-                );
+                assert_eq!(got[i].to_bits(), want[i].to_bits(), "expf({:e} = {:#x})", x[i], c[i]);
             }
         }
     }

@@ -11,9 +11,7 @@ use core::ops::Range;
 use tern_core::kernels::{Acts, QMatrix};
 use tern_core::quant::{BlockQ8_0, GgmlType, QK8};
 
-use super::avx2_q::{
-    corr_vnni, dot32_vnni, load32, weights_vnni, Block32, PREFETCH, Q4_0, Q5_0, Q8_0,
-};
+use super::avx2_q::{corr_vnni, dot32_vnni, load32, weights_vnni, Block32, PREFETCH, Q4_0, Q5_0, Q8_0};
 
 const ROWS: usize = 8;
 const NT: usize = 8;
@@ -21,13 +19,7 @@ const NT: usize = 8;
 /// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
 /// returns how many rows it did (0 for other formats or activations).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-pub fn matmul_rows(
-    w: &QMatrix,
-    x: Acts,
-    n_tok: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-) -> usize {
+pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let Acts::Q8_0(a) = x else { return 0 };
     match w.ty {
         GgmlType::Q4_0 => groups::<Q4_0>(w, a, n_tok, rows, out),
@@ -39,13 +31,7 @@ pub fn matmul_rows(
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn groups<T: Block32>(
-    w: &QMatrix,
-    a: &[BlockQ8_0],
-    n_tok: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-) -> usize {
+fn groups<T: Block32>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let n8 = rows.len() / ROWS * ROWS;
     let nb = w.n_cols / QK8;
     for g in 0..n8 / ROWS {
@@ -74,21 +60,12 @@ fn hsum8(p: &[__m256i; 8]) -> __m256i {
     let q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     let q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
     // q0: rows 0-3 over lanes 0-3 (low half) and 4-7 (high half); q1 rows 4-7
-    _mm256_add_epi32(
-        _mm256_permute2x128_si256::<0x20>(q0, q1),
-        _mm256_permute2x128_si256::<0x31>(q0, q1),
-    )
+    _mm256_add_epi32(_mm256_permute2x128_si256::<0x20>(q0, q1), _mm256_permute2x128_si256::<0x31>(q0, q1))
 }
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn tile<T: Block32>(
-    rws: &[&[u8]; ROWS],
-    a: &[BlockQ8_0],
-    nb: usize,
-    t0: usize,
-    nt: usize,
-) -> [__m256; NT] {
+fn tile<T: Block32>(rws: &[&[u8]; ROWS], a: &[BlockQ8_0], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
     let ts = T::BYTES;
     let mut acc = [_mm256_setzero_ps(); NT];
     for b in 0..nb {
@@ -99,16 +76,7 @@ fn tile<T: Block32>(
         }
         let w: [__m256i; ROWS] = core::array::from_fn(|i| weights_vnni::<T>(&rws[i][o..o + ts]));
         let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
-        let dw = _mm256_cvtph_ps(_mm_setr_epi16(
-            h(0),
-            h(1),
-            h(2),
-            h(3),
-            h(4),
-            h(5),
-            h(6),
-            h(7),
-        ));
+        let dw = _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ab = &a[(t0 + j) * nb + b];
             let av = load32(&ab.qs);
