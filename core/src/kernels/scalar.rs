@@ -186,6 +186,34 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
+    attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot_f32, axpy)
+}
+
+/// `o[i] += p · x[i]`, element by element (multiply, then add).
+#[inline]
+pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
+    for (o, &x) in o.iter_mut().zip(x) {
+        *o += p * x;
+    }
+}
+
+/// The attention reference with its two inner loops supplied: `dot` must
+/// be the contract's 16-lane dot and `axpy` the elementwise update above
+/// (a backend passes its SIMD versions of the same arithmetic).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn attention_head_with(
+    q: &[f32],
+    k: KvRows,
+    v: KvRows,
+    kv_stride: usize,
+    n_kv: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+    dot: impl Fn(&[f32], &[f32]) -> f32,
+    axpy: impl Fn(&mut [f32], f32, &[f32]),
+) {
     let hd = q.len();
     let mut row = [0.0f32; MAX_HEAD_DIM];
     let row = &mut row[..hd];
@@ -193,17 +221,14 @@ pub fn attention_head(
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
         k.read(t * kv_stride..t * kv_stride + hd, row);
-        *s = dot_f32(q, row) * scale;
+        *s = dot(q, row) * scale;
         max = max.max(*s);
     }
     let inv = softmax_exp(scores, max);
     out.fill(0.0);
     for (t, &e) in scores.iter().enumerate() {
-        let p = e * inv;
         v.read(t * kv_stride..t * kv_stride + hd, row);
-        for (o, &vv) in out.iter_mut().zip(row.iter()) {
-            *o += p * vv;
-        }
+        axpy(out, e * inv, row);
     }
 }
 

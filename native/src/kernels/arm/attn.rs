@@ -1,11 +1,11 @@
-//! NEON attention of one head, in the scalar reference's order: scores are
-//! the contract's 16-lane dots (four 4-lane accumulators, multiply then
-//! add) reduced by its fixed tree; the softmax is the reference's; each
-//! output element accumulates p·v over positions in order, four at a time.
+//! NEON attention of one head: the reference's loop with NEON inner loops —
+//! scores are the contract's 16-lane dots (four 4-lane accumulators,
+//! multiply then add) reduced by its fixed tree; each output element
+//! accumulates p·v over positions in order, four at a time.
 
 use core::arch::aarch64::*;
 
-use tern_core::kernels::scalar::{self, MAX_HEAD_DIM};
+use tern_core::kernels::scalar;
 use tern_core::kernels::KvRows;
 
 #[inline(always)]
@@ -38,6 +38,20 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     scalar::reduce16(l)
 }
 
+/// `o[i] += p · x[i]`, four at a time (multiply, then add).
+#[inline(always)]
+fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
+    let n4 = o.len() / 4 * 4;
+    // SAFETY: NEON baseline; i + 4 ≤ n4 ≤ o.len(), x.len().
+    unsafe {
+        let pv = vdupq_n_f32(p);
+        for i in (0..n4).step_by(4) {
+            vst1q_f32(o[i..].as_mut_ptr(), vaddq_f32(ld(o, i), vmulq_f32(pv, ld(x, i))));
+        }
+    }
+    scalar::axpy(&mut o[n4..], p, &x[n4..]);
+}
+
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn attention_head(
@@ -50,31 +64,5 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
-    let hd = q.len();
-    let mut row = [0.0f32; MAX_HEAD_DIM];
-    let row = &mut row[..hd];
-    let scores = &mut scores[..n_kv];
-    let mut max = f32::NEG_INFINITY;
-    for (t, s) in scores.iter_mut().enumerate() {
-        k.read(t * kv_stride..t * kv_stride + hd, row);
-        *s = dot(q, row) * scale;
-        max = max.max(*s);
-    }
-    let inv = scalar::softmax_exp(scores, max);
-    out.fill(0.0);
-    let n4 = hd / 4 * 4;
-    for (t, &e) in scores.iter().enumerate() {
-        let p = e * inv;
-        v.read(t * kv_stride..t * kv_stride + hd, row);
-        // SAFETY: NEON baseline; i + 4 ≤ n4 ≤ hd = out.len().
-        unsafe {
-            let pv = vdupq_n_f32(p);
-            for i in (0..n4).step_by(4) {
-                vst1q_f32(out[i..].as_mut_ptr(), vaddq_f32(ld(out, i), vmulq_f32(pv, ld(row, i))));
-            }
-        }
-        for (o, &vv) in out[n4..].iter_mut().zip(&row[n4..]) {
-            *o += p * vv;
-        }
-    }
+    scalar::attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot, axpy)
 }
