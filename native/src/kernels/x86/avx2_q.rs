@@ -229,7 +229,11 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
     let wide = vnni && n_tok >= VNNI_TILE;
     // prefill of the formats without a min: 8 rows at a time first
     // SAFETY: `vnni` says the CPU has AVX-512 F/BW/VL and VNNI.
-    let done = if wide { unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) } } else { 0 };
+    let done = if wide || (vnni && n_tok == 1) {
+        unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) }
+    } else {
+        0
+    };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
     let n_full = rows.len() / R * R;
     for g in 0..n_full / R {

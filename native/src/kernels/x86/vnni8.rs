@@ -14,6 +14,7 @@ use tern_core::quant::{BlockQ8_0, GgmlType, QK8};
 use super::avx2_q::{corr_vnni, dot32_vnni, load32, weights_vnni, Block32, PREFETCH, Q4_0, Q5_0, Q8_0};
 
 const ROWS: usize = 8;
+/// Tokens per tile in prefill; decode (one token) runs tiles of one.
 const NT: usize = 8;
 
 /// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
@@ -22,16 +23,25 @@ const NT: usize = 8;
 pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let Acts::Q8_0(a) = x else { return 0 };
     match w.ty {
-        GgmlType::Q4_0 => groups::<Q4_0>(w, a, n_tok, rows, out),
-        GgmlType::Q5_0 => groups::<Q5_0>(w, a, n_tok, rows, out),
-        GgmlType::Q8_0 => groups::<Q8_0>(w, a, n_tok, rows, out),
+        GgmlType::Q4_0 if n_tok == 1 => groups::<Q4_0, 1>(w, a, n_tok, rows, out),
+        GgmlType::Q5_0 if n_tok == 1 => groups::<Q5_0, 1>(w, a, n_tok, rows, out),
+        GgmlType::Q8_0 if n_tok == 1 => groups::<Q8_0, 1>(w, a, n_tok, rows, out),
+        GgmlType::Q4_0 => groups::<Q4_0, NT>(w, a, n_tok, rows, out),
+        GgmlType::Q5_0 => groups::<Q5_0, NT>(w, a, n_tok, rows, out),
+        GgmlType::Q8_0 => groups::<Q8_0, NT>(w, a, n_tok, rows, out),
         _ => 0,
     }
 }
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn groups<T: Block32>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
+fn groups<T: Block32, const NT: usize>(
+    w: &QMatrix,
+    a: &[BlockQ8_0],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) -> usize {
     let n8 = rows.len() / ROWS * ROWS;
     let nb = w.n_cols / QK8;
     for g in 0..n8 / ROWS {
@@ -39,7 +49,7 @@ fn groups<T: Block32>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, rows: Range<us
         let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            let tile = tile::<T>(&rws, a, nb, t0, nt);
+            let tile = tile::<T, NT>(&rws, a, nb, t0, nt);
             for (j, v) in tile.iter().take(nt).enumerate() {
                 let mut o = [0.0f32; ROWS];
                 // SAFETY: `o` holds 8 f32.
@@ -65,7 +75,13 @@ fn hsum8(p: &[__m256i; 8]) -> __m256i {
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn tile<T: Block32>(rws: &[&[u8]; ROWS], a: &[BlockQ8_0], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
+fn tile<T: Block32, const NT: usize>(
+    rws: &[&[u8]; ROWS],
+    a: &[BlockQ8_0],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [__m256; NT] {
     let ts = T::BYTES;
     let mut acc = [_mm256_setzero_ps(); NT];
     for b in 0..nb {
