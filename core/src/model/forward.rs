@@ -33,6 +33,13 @@ pub(super) fn batch(
     out_rows: &[usize],
     logits: &mut [f32],
 ) -> Result<()> {
+    // on a pool worker: its parallel regions then open without a hand-off
+    let mut r = Ok(());
+    e.par.install(&mut || r = run(m, e, s, seqs, out_rows, logits));
+    r
+}
+
+fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize], logits: &mut [f32]) -> Result<()> {
     let (c, w) = (m.config, m.weights);
     let ne = c.n_embd;
     let n: usize = seqs.iter().map(|q| q.tokens.len()).sum();

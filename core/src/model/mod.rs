@@ -146,10 +146,7 @@ impl<B: AsRef<[u8]>> Model<B> {
                 faults: sess.faults,
             })
             .collect();
-        let mut r = Ok(());
-        let m = self.view();
-        e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seqs, &out_rows, logits));
-        r?;
+        forward::batch(self.view(), e, scratch, &mut seqs, &out_rows, logits)?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
         }
@@ -265,10 +262,7 @@ impl Session {
             let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
             let mut seq =
                 [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
-            let mut r = Ok(());
-            let (scratch, m) = (&mut self.scratch, m.view());
-            e.par.install(&mut || r = forward::batch(m, e, scratch, &mut seq, &out_rows, out));
-            if let Err(err) = r {
+            if let Err(err) = forward::batch(m.view(), e, &mut self.scratch, &mut seq, &out_rows, out) {
                 self.scratch.out_rows = out_rows;
                 return Err(err);
             }

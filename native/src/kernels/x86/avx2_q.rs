@@ -470,7 +470,7 @@ fn unpack_q4_k(b: &[u8]) -> KBlock {
     let sc = _mm256_broadcastsi128_si256(sc);
     for j in 0..8 {
         // scale j (i16 lane j) in every lane
-        kb.mult[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((((2 * j + 1) << 8) | 2 * j) as i16));
+        kb.mult[j] = _mm256_shuffle_epi8(sc, _mm256_set1_epi16((((2 * j + 1) << 8) | (2 * j)) as i16));
     }
     // each min weighs two 16-groups
     kb.minw = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
