@@ -227,12 +227,13 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
     // the wide tiles pay off in prefill; decode (a few tokens) keeps the
     // narrow ones (measured: Qwen tg 1 thread 38 vs 28 tok/s)
     let wide = vnni && n_tok >= VNNI_TILE;
-    // prefill of the formats without a min: 8 rows at a time first
+    // prefill (and the formats without a min at decode): 8 rows at a time first
     // SAFETY: `vnni` says the CPU has AVX-512 F/BW/VL and VNNI.
-    let done = if wide || (vnni && n_tok == 1) {
-        unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) }
-    } else {
-        0
+    let done = match x {
+        // SAFETY: as above.
+        Acts::Q8K(a) if wide => unsafe { super::vnni8_k::matmul_rows(w, a, n_tok, rows.clone(), out) },
+        _ if wide || (vnni && n_tok == 1) => unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) },
+        _ => 0,
     };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
     let n_full = rows.len() / R * R;
@@ -442,15 +443,15 @@ fn dot32_vnni_imp(u: __m256i, a: __m256i, c: __m256i) -> __m256i {
 /// quants, each run's i16 scale multipliers (one per 16-group), and the
 /// per-group weights of the activation group sums (Q4_K: its mins; Q6_K:
 /// 32 × its scales, undoing the +32 offset of its quants).
-struct KBlock {
-    q: [__m256i; 8],
+pub(super) struct KBlock {
+    pub(super) q: [__m256i; 8],
     mult: [__m256i; 8],
     minw: __m256i,
 }
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn unpack_q4_k(b: &[u8]) -> KBlock {
+pub(super) fn unpack_q4_k(b: &[u8]) -> KBlock {
     let mut kb =
         KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
     for i in 0..4 {
@@ -480,7 +481,7 @@ fn unpack_q4_k(b: &[u8]) -> KBlock {
 /// Q4_K's 12 scale bytes → its 8 scales, then its 8 mins, a byte each: the
 /// packing `q4_k::scale_min` reads, undone four bytes at a time.
 #[inline(always)]
-fn q4_k_scales(s: &[u8]) -> [u8; 16] {
+pub(super) fn q4_k_scales(s: &[u8]) -> [u8; 16] {
     let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
     let (w0, w1, w2) = (w(0), w(1), w(2));
     let (m6, m4, m2) = (0x3f3f_3f3fu32, 0x0f0f_0f0fu32, 0x0303_0303u32);
@@ -497,7 +498,7 @@ fn q4_k_scales(s: &[u8]) -> [u8; 16] {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn unpack_q6_k(b: &[u8]) -> KBlock {
+pub(super) fn unpack_q6_k(b: &[u8]) -> KBlock {
     let mut kb =
         KBlock { q: [_mm256_setzero_si256(); 8], mult: [_mm256_setzero_si256(); 8], minw: _mm256_setzero_si256() };
     let (m4, m2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));

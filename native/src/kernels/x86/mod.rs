@@ -12,6 +12,7 @@ mod avx2_attn;
 mod avx2_q;
 mod exp;
 mod vnni8;
+mod vnni8_k;
 
 use core::ops::Range;
 

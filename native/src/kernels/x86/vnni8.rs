@@ -15,7 +15,7 @@ use super::avx2_q::{corr_vnni, dot32_vnni, load32, weights_vnni, Block32, PREFET
 
 const ROWS: usize = 8;
 /// Tokens per tile in prefill; decode (one token) runs tiles of one.
-const NT: usize = 8;
+const NT: usize = 16;
 
 /// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
 /// returns how many rows it did (0 for other formats or activations).
@@ -44,12 +44,18 @@ fn groups<T: Block32, const NT: usize>(
 ) -> usize {
     let n8 = rows.len() / ROWS * ROWS;
     let nb = w.n_cols / QK8;
+    // prefill: every (token, block)'s `−OFFSET · Σa`, once for all row groups
+    let neg_corr = if NT > 1 { neg_offset_sums::<T>(a) } else { Vec::new() };
     for g in 0..n8 / ROWS {
         let r0 = rows.start + g * ROWS;
         let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            let tile = tile::<T, NT>(&rws, a, nb, t0, nt);
+            let tile = if NT > 1 {
+                tile_transposed::<T, NT>(&rws, a, &neg_corr, nb, t0, nt)
+            } else {
+                tile::<T, NT>(&rws, a, nb, t0, nt)
+            };
             for (j, v) in tile.iter().take(nt).enumerate() {
                 let mut o = [0.0f32; ROWS];
                 // SAFETY: `o` holds 8 f32.
@@ -61,6 +67,94 @@ fn groups<T: Block32, const NT: usize>(
         }
     }
     n8
+}
+
+/// `−OFFSET · Σa` of every activation block, in the blocks' order.
+#[inline]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0]) -> Vec<i32> {
+    a.iter()
+        .map(|ab| {
+            let c = corr_vnni::<T>(load32(&ab.qs));
+            let s = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256::<1>(c));
+            let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+            let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s));
+            -_mm_cvtsi128_si32(s)
+        })
+        .collect()
+}
+
+/// Eight rows' 32-byte blocks as eight vectors of their k-th 4-byte groups:
+/// lane i of `v[k]` holds bytes 4k..4k+4 of row i (an 8×8 dword transpose).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn transpose8(w: &[__m256i; 8]) -> [__m256i; 8] {
+    let t: [__m256i; 8] = core::array::from_fn(|i| {
+        let (x, y) = (w[i / 2 * 2], w[i / 2 * 2 + 1]);
+        if i % 2 == 0 {
+            _mm256_unpacklo_epi32(x, y)
+        } else {
+            _mm256_unpackhi_epi32(x, y)
+        }
+    });
+    // u[4h + k]: rows 4h..4h+4, dword k in the low half and k + 4 in the high
+    let u: [__m256i; 8] = core::array::from_fn(|i| {
+        let (h, k) = (i / 4, i % 4);
+        let (x, y) = (t[4 * h + k / 2], t[4 * h + 2 + k / 2]);
+        if k % 2 == 0 {
+            _mm256_unpacklo_epi64(x, y)
+        } else {
+            _mm256_unpackhi_epi64(x, y)
+        }
+    });
+    core::array::from_fn(|k| {
+        if k < 4 {
+            _mm256_permute2x128_si256::<0x20>(u[k], u[4 + k])
+        } else {
+            _mm256_permute2x128_si256::<0x31>(u[k - 4], u[k])
+        }
+    })
+}
+
+/// Prefill tile, weights transposed once per block: for each token the 8
+/// rows' exact dots land one per lane (`vpdpbusd` of a weight column
+/// vector with the token's broadcast 4 activation bytes), so no horizontal
+/// sums — the same integers and the same float update as `tile`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn tile_transposed<T: Block32, const NT: usize>(
+    rws: &[&[u8]; ROWS],
+    a: &[BlockQ8_0],
+    neg_corr: &[i32],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [__m256; NT] {
+    let ts = T::BYTES;
+    let mut acc = [_mm256_setzero_ps(); NT];
+    for b in 0..nb {
+        let o = b * ts;
+        for r in rws {
+            // a hint only: never faults, even past the row's end
+            _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(o + PREFETCH) as *const i8);
+        }
+        let v = transpose8(&core::array::from_fn(|i| weights_vnni::<T>(&rws[i][o..o + ts])));
+        let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
+        let dw = _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
+        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+            let ta = (t0 + j) * nb + b;
+            let ab = &a[ta];
+            let mut s = _mm256_set1_epi32(neg_corr[ta]);
+            for (k, vk) in v.iter().enumerate() {
+                let q = &ab.qs[4 * k..4 * k + 4];
+                let ak = i32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8]);
+                s = _mm256_dpbusd_epi32(s, *vk, _mm256_set1_epi32(ak));
+            }
+            let t = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab.d)), _mm256_cvtepi32_ps(s));
+            *acc = _mm256_add_ps(*acc, t);
+        }
+    }
+    acc
 }
 
 /// The 8 sums of eight 8×i32 vectors, in order.

@@ -1,0 +1,213 @@
+//! Prefill of Q4_K and Q6_K with AVX-512 VNNI: tiles of 8 rows × 16
+//! tokens. Each super-block's unpacked quants are transposed once across
+//! the 8 rows (lane i = row i), so a token's 32-element run dot for all 8
+//! rows is 8 `vpdpbusd` with its activations broadcast — no horizontal
+//! sums. The integers are the reference's (`Σ scale · dot` and
+//! `Σ minw · bsum`, exact, so their order is free) and the float update
+//! is its expression, 8 rows per instruction.
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::kernels::QMatrix;
+use tern_core::quant::{BlockQ8K, GgmlType, QK_K};
+
+use super::avx2_q::{q4_k_scales, unpack_q4_k, unpack_q6_k, PREFETCH};
+use super::vnni8::transpose8;
+
+const ROWS: usize = 8;
+const NT: usize = 16;
+
+/// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
+/// returns how many rows it did (0 for types other than Q4_K and Q6_K).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
+    let q4 = match w.ty {
+        GgmlType::Q4_K => true,
+        GgmlType::Q6_K => false,
+        _ => return 0,
+    };
+    let n8 = rows.len() / ROWS * ROWS;
+    let nb = w.n_cols / QK_K;
+    for g in 0..n8 / ROWS {
+        let r0 = rows.start + g * ROWS;
+        let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
+        for t0 in (0..n_tok).step_by(NT) {
+            let nt = NT.min(n_tok - t0);
+            let tile = if q4 { tile::<true>(&rws, a, nb, t0, nt) } else { tile::<false>(&rws, a, nb, t0, nt) };
+            for (j, v) in tile.iter().take(nt).enumerate() {
+                let mut o = [0.0f32; ROWS];
+                // SAFETY: `o` holds 8 f32.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), *v) };
+                for (i, &x) in o.iter().enumerate() {
+                    out[(g * ROWS + i) * n_tok + t0 + j] = x;
+                }
+            }
+        }
+    }
+    n8
+}
+
+/// One super-block of 8 rows, laid out across the rows.
+struct Across {
+    /// run r (32 quants), 4-byte group k: lane i = row i's bytes
+    q: [[__m256i; 8]; 8],
+    /// 16-group g: lane i = row i's scale multiplier
+    mult: [__m256i; 16],
+    /// 16-groups 2p and 2p + 1: lane i = row i's two group-sum weights (i16)
+    minw: [__m256i; 8],
+    d: __m256,
+    dmin: __m256,
+}
+
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn across<const Q4: bool>(rws: &[&[u8]; ROWS], o: usize, ts: usize) -> Across {
+    let blk = |i: usize| &rws[i][o..o + ts];
+    let mut runs = [[_mm256_setzero_si256(); ROWS]; 8];
+    for i in 0..ROWS {
+        let kb = if Q4 { unpack_q4_k(blk(i)) } else { unpack_q6_k(blk(i)) };
+        for r in 0..8 {
+            runs[r][i] = kb.q[r];
+        }
+    }
+    let mut q = [[_mm256_setzero_si256(); 8]; 8];
+    for r in 0..8 {
+        q[r] = transpose8(&runs[r]);
+    }
+    let (mut mult, mut minw) = ([[0i32; ROWS]; 16], [[0i32; ROWS]; 8]);
+    for i in 0..ROWS {
+        let b = blk(i);
+        let pair = |x: i32, y: i32| (x & 0xFFFF) | (y << 16);
+        if Q4 {
+            // scale j and min j cover 16-groups 2j and 2j + 1
+            let sm = q4_k_scales(&b[4..16]);
+            for g in 0..16 {
+                mult[g][i] = sm[g / 2] as i32;
+            }
+            for (p, m) in minw.iter_mut().enumerate() {
+                m[i] = pair(sm[8 + p] as i32, sm[8 + p] as i32);
+            }
+        } else {
+            // 32 × each scale undoes the +32 offset of the quants
+            let sc = |g: usize| b[192 + g] as i8 as i32;
+            for g in 0..16 {
+                mult[g][i] = sc(g);
+            }
+            for (p, m) in minw.iter_mut().enumerate() {
+                m[i] = pair(32 * sc(2 * p), 32 * sc(2 * p + 1));
+            }
+        }
+    }
+    let mut x = Across {
+        q,
+        mult: [_mm256_setzero_si256(); 16],
+        minw: [_mm256_setzero_si256(); 8],
+        d: f16x8(rws, o + if Q4 { 0 } else { 208 }),
+        dmin: if Q4 { f16x8(rws, o + 2) } else { _mm256_setzero_ps() },
+    };
+    for g in 0..16 {
+        x.mult[g] = i32x8(&mult[g]);
+    }
+    for p in 0..8 {
+        x.minw[p] = i32x8(&minw[p]);
+    }
+    x
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn i32x8(v: &[i32; ROWS]) -> __m256i {
+    // SAFETY: `v` holds 8 i32.
+    unsafe { _mm256_loadu_si256(v.as_ptr() as *const __m256i) }
+}
+
+/// The f16 at byte `o` of each of the 8 rows, as 8 f32 (exact).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn f16x8(rws: &[&[u8]; ROWS], o: usize) -> __m256 {
+    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
+    _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)))
+}
+
+/// Activation bytes `4k..4k + 4` of a run, for broadcasting to every lane.
+#[inline(always)]
+fn bcast(q: &[i8; 32], k: usize) -> i32 {
+    i32::from_le_bytes([q[4 * k] as u8, q[4 * k + 1] as u8, q[4 * k + 2] as u8, q[4 * k + 3] as u8])
+}
+
+/// Four tokens' dots with 4-byte groups `K0..K1` of one run: 8 rows each.
+#[inline]
+#[target_feature(enable = "avx2,avx512f,avx512vl,avx512vnni")]
+fn run4<const K0: usize, const K1: usize>(q: &[__m256i; 8], qa: [&[i8; 32]; 4]) -> [__m256i; 4] {
+    let mut s = [_mm256_setzero_si256(); 4];
+    for k in K0..K1 {
+        for j in 0..4 {
+            s[j] = _mm256_dpbusd_epi32(s[j], q[k], _mm256_set1_epi32(bcast(qa[j], k)));
+        }
+    }
+    s
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn tile<const Q4: bool>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
+    let ts = if Q4 { GgmlType::Q4_K } else { GgmlType::Q6_K }.type_size();
+    let mut acc = [_mm256_setzero_ps(); NT];
+    // tokens past `nt` repeat the last one (their results are dropped)
+    let tok = |j: usize| (t0 + j.min(nt - 1)) * nb;
+    for b in 0..nb {
+        let o = b * ts;
+        for r in rws {
+            // a hint only: never faults, even past the row's end
+            _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(o + PREFETCH) as *const i8);
+        }
+        let x = across::<Q4>(rws, o, ts);
+        let mut isum = [_mm256_setzero_si256(); NT];
+        for (r, qr) in x.q.iter().enumerate() {
+            // the run's 8 weight vectors stay in registers over the tokens
+            let qr = *qr;
+            for (j4, isum) in isum.chunks_exact_mut(4).enumerate() {
+                let mut qa = [&[0i8; 32]; 4];
+                for (j, qa) in qa.iter_mut().enumerate() {
+                    let t = t0 + (4 * j4 + j).min(nt - 1);
+                    *qa = a[t * nb + b].qs[32 * r..32 * r + 32].try_into().expect("a run is 32 bytes");
+                }
+                let mut s = [_mm256_setzero_si256(); 4];
+                if Q4 {
+                    let d = run4::<0, 8>(&qr, qa);
+                    for j in 0..4 {
+                        s[j] = _mm256_mullo_epi32(d[j], x.mult[2 * r]);
+                    }
+                } else {
+                    let (lo, hi) = (run4::<0, 4>(&qr, qa), run4::<4, 8>(&qr, qa));
+                    for j in 0..4 {
+                        let lo = _mm256_mullo_epi32(lo[j], x.mult[2 * r]);
+                        s[j] = _mm256_add_epi32(lo, _mm256_mullo_epi32(hi[j], x.mult[2 * r + 1]));
+                    }
+                }
+                for (i, s) in isum.iter_mut().zip(s) {
+                    *i = _mm256_add_epi32(*i, s);
+                }
+            }
+        }
+        for (j, (acc, isum)) in acc.iter_mut().zip(isum).enumerate() {
+            let ab = &a[tok(j) + b];
+            let bs = |p: usize| (ab.bsums[2 * p] as u16 as i32) | ((ab.bsums[2 * p + 1] as i32) << 16);
+            let mut imin = _mm256_setzero_si256();
+            for (p, m) in x.minw.iter().enumerate() {
+                imin = _mm256_dpwssd_epi32(imin, *m, _mm256_set1_epi32(bs(p)));
+            }
+            let da = _mm256_set1_ps(ab.d);
+            let t = if Q4 {
+                let s = _mm256_mul_ps(_mm256_mul_ps(x.d, da), _mm256_cvtepi32_ps(isum));
+                _mm256_sub_ps(s, _mm256_mul_ps(_mm256_mul_ps(x.dmin, da), _mm256_cvtepi32_ps(imin)))
+            } else {
+                // Q6_K has no mins: the reference's `− (0 · da) · 0` changes nothing
+                _mm256_mul_ps(_mm256_mul_ps(x.d, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum, imin)))
+            };
+            *acc = _mm256_add_ps(*acc, t);
+        }
+    }
+    acc
+}
