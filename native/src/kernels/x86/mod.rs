@@ -9,8 +9,10 @@
 //! conformance tests check it.
 
 mod avx2_attn;
+mod avx2_k;
 mod avx2_q;
 mod exp;
+mod kblock;
 mod vnni8;
 mod vnni8_k;
 

@@ -12,21 +12,30 @@ use core::ops::Range;
 use tern_core::kernels::QMatrix;
 use tern_core::quant::{BlockQ8K, GgmlType, QK_K};
 
-use super::avx2_q::{q4_k_scales, unpack_q4_k, unpack_q6_k, PREFETCH};
+use super::avx2_q::PREFETCH;
+use super::kblock::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
 use super::vnni8::transpose8;
 
 const ROWS: usize = 8;
 const NT: usize = 16;
 
 /// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
-/// returns how many rows it did (0 for types other than Q4_K and Q6_K).
+/// returns how many rows it did (0 for types other than the K-quants).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
-    let q4 = match w.ty {
-        GgmlType::Q4_K => true,
-        GgmlType::Q6_K => false,
-        _ => return 0,
-    };
+    match w.ty {
+        GgmlType::Q2_K => groups::<Q2K>(w, a, n_tok, rows, out),
+        GgmlType::Q3_K => groups::<Q3K>(w, a, n_tok, rows, out),
+        GgmlType::Q4_K => groups::<Q4K>(w, a, n_tok, rows, out),
+        GgmlType::Q5_K => groups::<Q5K>(w, a, n_tok, rows, out),
+        GgmlType::Q6_K => groups::<Q6K>(w, a, n_tok, rows, out),
+        _ => 0,
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn groups<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let n8 = rows.len() / ROWS * ROWS;
     let nb = w.n_cols / QK_K;
     for g in 0..n8 / ROWS {
@@ -34,7 +43,7 @@ pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>
         let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            let tile = if q4 { tile::<true>(&rws, a, nb, t0, nt) } else { tile::<false>(&rws, a, nb, t0, nt) };
+            let tile = tile::<K>(&rws, a, nb, t0, nt);
             for (j, v) in tile.iter().take(nt).enumerate() {
                 let mut o = [0.0f32; ROWS];
                 // SAFETY: `o` holds 8 f32.
@@ -52,9 +61,9 @@ pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>
 struct Across {
     /// run r (32 quants), 4-byte group k: lane i = row i's bytes
     q: [[__m256i; 8]; 8],
-    /// 16-group g: lane i = row i's scale multiplier
+    /// 16-group g: lane i = row i's scale
     mult: [__m256i; 16],
-    /// 16-groups 2p and 2p + 1: lane i = row i's two group-sum weights (i16)
+    /// 16-groups 2p and 2p + 1: lane i = row i's two bsum weights (i16)
     minw: [__m256i; 8],
     d: __m256,
     dmin: __m256,
@@ -62,64 +71,39 @@ struct Across {
 
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn across<const Q4: bool>(rws: &[&[u8]; ROWS], o: usize, ts: usize) -> Across {
-    let blk = |i: usize| &rws[i][o..o + ts];
+fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
+    let ts = K::TYPE.type_size();
     let mut runs = [[_mm256_setzero_si256(); ROWS]; 8];
+    let (mut minw, mut sc_lo, mut sc_hi) =
+        ([_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS]);
     for i in 0..ROWS {
-        let kb = if Q4 { unpack_q4_k(blk(i)) } else { unpack_q6_k(blk(i)) };
+        let kb = K::unpack(&rws[i][o..o + ts]);
         for (run, q) in runs.iter_mut().zip(kb.q) {
             run[i] = q;
         }
+        // i32 lane p of `minw` is the i16 pair of 16-groups 2p, 2p + 1
+        minw[i] = kb.minw;
+        sc_lo[i] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(kb.sc));
+        sc_hi[i] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(kb.sc));
     }
     let mut q = [[_mm256_setzero_si256(); 8]; 8];
     for (q, run) in q.iter_mut().zip(&runs) {
         *q = transpose8(run);
     }
-    let (mut mult, mut minw) = ([[0i32; ROWS]; 16], [[0i32; ROWS]; 8]);
-    for i in 0..ROWS {
-        let b = blk(i);
-        let pair = |x: i32, y: i32| (x & 0xFFFF) | (y << 16);
-        if Q4 {
-            // scale j and min j cover 16-groups 2j and 2j + 1
-            let sm = q4_k_scales(&b[4..16]);
-            for (g, m) in mult.iter_mut().enumerate() {
-                m[i] = sm[g / 2] as i32;
-            }
-            for (p, m) in minw.iter_mut().enumerate() {
-                m[i] = pair(sm[8 + p] as i32, sm[8 + p] as i32);
-            }
-        } else {
-            // 32 × each scale undoes the +32 offset of the quants
-            let sc = |g: usize| b[192 + g] as i8 as i32;
-            for (g, m) in mult.iter_mut().enumerate() {
-                m[i] = sc(g);
-            }
-            for (p, m) in minw.iter_mut().enumerate() {
-                m[i] = pair(32 * sc(2 * p), 32 * sc(2 * p + 1));
-            }
-        }
-    }
-    let mut x = Across {
+    let (lo, hi) = (transpose8(&sc_lo), transpose8(&sc_hi));
+    let mut mult = [_mm256_setzero_si256(); 16];
+    mult[..8].copy_from_slice(&lo);
+    mult[8..].copy_from_slice(&hi);
+    Across {
         q,
-        mult: [_mm256_setzero_si256(); 16],
-        minw: [_mm256_setzero_si256(); 8],
-        d: f16x8(rws, o + if Q4 { 0 } else { 208 }),
-        dmin: if Q4 { f16x8(rws, o + 2) } else { _mm256_setzero_ps() },
-    };
-    for (v, m) in x.mult.iter_mut().zip(&mult) {
-        *v = i32x8(m);
+        mult,
+        minw: transpose8(&minw),
+        d: f16x8(rws, o + K::D_AT),
+        dmin: match K::DMIN_AT {
+            Some(m) => f16x8(rws, o + m),
+            None => _mm256_setzero_ps(),
+        },
     }
-    for (v, m) in x.minw.iter_mut().zip(&minw) {
-        *v = i32x8(m);
-    }
-    x
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn i32x8(v: &[i32; ROWS]) -> __m256i {
-    // SAFETY: `v` holds 8 i32.
-    unsafe { _mm256_loadu_si256(v.as_ptr() as *const __m256i) }
 }
 
 /// The f16 at byte `o` of each of the 8 rows, as 8 f32 (exact).
@@ -154,8 +138,8 @@ fn run4<const K0: usize, const K1: usize>(q: &[__m256i; 8], qa: [&[i8; 32]; 4]) 
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn tile<const Q4: bool>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
-    let ts = if Q4 { GgmlType::Q4_K } else { GgmlType::Q6_K }.type_size();
+fn tile<K: KQuant>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
+    let ts = K::TYPE.type_size();
     let mut acc = [_mm256_setzero_ps(); NT];
     // tokens past `nt` repeat the last one (their results are dropped)
     let tok = |j: usize| (t0 + j.min(nt - 1)) * nb;
@@ -165,7 +149,7 @@ fn tile<const Q4: bool>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usiz
             // a hint only: never faults, even past the row's end
             _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(o + PREFETCH) as *const i8);
         }
-        let x = across::<Q4>(rws, o, ts);
+        let x = across::<K>(rws, o);
         let mut isum = [_mm256_setzero_si256(); NT];
         for (r, qr) in x.q.iter().enumerate() {
             // the run's 8 weight vectors stay in registers over the tokens
@@ -177,7 +161,7 @@ fn tile<const Q4: bool>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usiz
                     *qa = a[t * nb + b].qs[32 * r..32 * r + 32].try_into().expect("a run is 32 bytes");
                 }
                 let mut s = [_mm256_setzero_si256(); 4];
-                if Q4 {
+                if K::RUN_SCALE {
                     let d = run4::<0, 8>(&qr, qa);
                     for j in 0..4 {
                         s[j] = _mm256_mullo_epi32(d[j], x.mult[2 * r]);
@@ -202,7 +186,7 @@ fn tile<const Q4: bool>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usiz
                 imin = _mm256_dpwssd_epi32(imin, *m, _mm256_set1_epi32(bs(p)));
             }
             let da = _mm256_set1_ps(ab.d);
-            let t = if Q4 {
+            let t = if K::DMIN_AT.is_some() {
                 let s = _mm256_mul_ps(_mm256_mul_ps(x.d, da), _mm256_cvtepi32_ps(isum));
                 _mm256_sub_ps(s, _mm256_mul_ps(_mm256_mul_ps(x.dmin, da), _mm256_cvtepi32_ps(imin)))
             } else {

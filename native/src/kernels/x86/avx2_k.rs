@@ -1,0 +1,147 @@
+//! K-quant kernels with AVX2 (the VNNI backend's 8-row prefill tiles are
+//! in `vnni8_k`): decode one row at a time, prefill four rows × a tile of
+//! tokens. Per (row, token) and super-block: the exact integers `isum`,
+//! `imin` (`kblock::kdot`), one horizontal sum, and the reference's float
+//! update — bit-identical to it.
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::kernels::{scalar, Acts, QMatrix};
+use tern_core::quant::{f16_at, BlockQ8K, GgmlType, QK_K};
+
+use super::avx2_q::{hsum4, prefetch4, tiles, PREFETCH, R, TILE, VNNI_TILE};
+use super::kblock::{kdot, KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
+
+/// As `scalar::matmul_rows` for a K-quant matrix. `wide`: the caller's CPU
+/// has AVX-512 F/BW/VL (prefill tiles of `VNNI_TILE` tokens).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32], wide: bool) {
+    match w.ty {
+        GgmlType::Q2_K => imp::<Q2K>(w, a, n_tok, rows, out, wide),
+        GgmlType::Q3_K => imp::<Q3K>(w, a, n_tok, rows, out, wide),
+        GgmlType::Q4_K => imp::<Q4K>(w, a, n_tok, rows, out, wide),
+        GgmlType::Q5_K => imp::<Q5K>(w, a, n_tok, rows, out, wide),
+        GgmlType::Q6_K => imp::<Q6K>(w, a, n_tok, rows, out, wide),
+        _ => scalar::matmul_rows(w, Acts::Q8K(a), n_tok, rows, out),
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32], wide: bool) {
+    let nb = w.n_cols / QK_K;
+    if n_tok == 1 {
+        for (r, o) in rows.zip(out.iter_mut()) {
+            *o = row_decode::<K>(w.row(r), a, nb);
+        }
+        return;
+    }
+    let n_full = rows.len() / R * R;
+    for g in 0..n_full / R {
+        let r0 = rows.start + g * R;
+        let rws = [w.row(r0), w.row(r0 + 1), w.row(r0 + 2), w.row(r0 + 3)];
+        let out = &mut out[g * R * n_tok..(g + 1) * R * n_tok];
+        if wide {
+            // SAFETY: `wide` says the CPU has AVX-512 F/BW/VL.
+            tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe { rows_avx512::<K, VNNI_TILE>(&rws, a, nb, t0, nt) })
+        } else {
+            tiles::<TILE>(n_tok, out, |t0, nt| rows_avx2::<K, TILE>(&rws, a, nb, t0, nt))
+        }
+    }
+    if n_full < rows.len() {
+        let tail = rows.start + n_full..rows.end;
+        scalar::matmul_rows(w, Acts::Q8K(a), n_tok, tail, &mut out[n_full * n_tok..]);
+    }
+}
+
+/// The reference's float update of one super-block for four (row, token)
+/// pairs: `(d·da)·isum − (dmin·da)·imin`, or `(d·da)·(isum − imin)` where
+/// `imin` undoes a quant offset (no mins).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn update<K: KQuant>(d: __m128, dmin: __m128, da: __m128, isum: __m128i, imin: __m128i) -> __m128 {
+    if K::DMIN_AT.is_some() {
+        let x = _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(isum));
+        _mm_sub_ps(x, _mm_mul_ps(_mm_mul_ps(dmin, da), _mm_cvtepi32_ps(imin)))
+    } else {
+        _mm_mul_ps(_mm_mul_ps(d, da), _mm_cvtepi32_ps(_mm_sub_epi32(isum, imin)))
+    }
+}
+
+/// Decode: one row against one token, row after row so the weights stream
+/// through memory in order (four interleaved long rows defeat the
+/// hardware prefetcher: Q6_K ran at ~10 GB/s).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn row_decode<K: KQuant>(row: &[u8], a: &[BlockQ8K], nb: usize) -> f32 {
+    let ts = K::TYPE.type_size();
+    let mut acc = 0.0f32;
+    for (b, ab) in a.iter().enumerate().take(nb) {
+        let blk = &row[b * ts..(b + 1) * ts];
+        let (vs, vm) = kdot(&K::unpack(blk), ab);
+        let s = hsum4(vs, vm, vs, vm);
+        let (isum, imin) = (_mm_extract_epi32::<0>(s), _mm_extract_epi32::<1>(s));
+        acc += match K::DMIN_AT {
+            Some(m) => (f16_at(blk, K::D_AT) * ab.d) * isum as f32 - (f16_at(blk, m) * ab.d) * imin as f32,
+            None => (f16_at(blk, K::D_AT) * ab.d) * (isum - imin) as f32,
+        };
+    }
+    acc
+}
+
+/// The f16 at byte `o` of each of the four rows, as four f32 (exact).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn f16x4(rws: &[&[u8]; R], o: usize) -> __m128 {
+    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
+    _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
+}
+
+/// Four rows × up to `NT` tokens.
+macro_rules! rows_k {
+    ($name:ident, $features:literal) => {
+        #[target_feature(enable = $features)]
+        fn $name<K: KQuant, const NT: usize>(
+            rws: &[&[u8]; R],
+            a: &[BlockQ8K],
+            nb: usize,
+            t0: usize,
+            nt: usize,
+        ) -> [[f32; 4]; NT] {
+            let ts = K::TYPE.type_size();
+            let mut acc = [_mm_setzero_ps(); NT];
+            for b in 0..nb {
+                let o = b * ts;
+                prefetch4(rws, o + PREFETCH);
+                let kb = [
+                    K::unpack(&rws[0][o..o + ts]),
+                    K::unpack(&rws[1][o..o + ts]),
+                    K::unpack(&rws[2][o..o + ts]),
+                    K::unpack(&rws[3][o..o + ts]),
+                ];
+                let d = f16x4(rws, o + K::D_AT);
+                let dmin = match K::DMIN_AT {
+                    Some(m) => f16x4(rws, o + m),
+                    None => _mm_setzero_ps(),
+                };
+                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                    let ab = &a[(t0 + j) * nb + b];
+                    let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];
+                    let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
+                    let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
+                    *acc = _mm_add_ps(*acc, update::<K>(d, dmin, _mm_set1_ps(ab.d), isum, imin));
+                }
+            }
+            let mut o = [[0.0f32; 4]; NT];
+            for (o, v) in o.iter_mut().zip(acc) {
+                // SAFETY: `o` holds four f32.
+                unsafe { _mm_storeu_ps(o.as_mut_ptr(), v) };
+            }
+            o
+        }
+    };
+}
+
+rows_k!(rows_avx2, "avx2,fma,f16c");
+rows_k!(rows_avx512, "avx2,fma,f16c,avx512f,avx512bw,avx512vl");
