@@ -14,4 +14,5 @@ cargo test --locked --release --workspace
 # aarch64 (runner and linker: .cargo/config.toml)
 aarch64=(--locked --release --target aarch64-unknown-linux-gnu)
 cargo test "${aarch64[@]}" -p tern-core
+cargo test "${aarch64[@]}" -p tern --lib widening
 cargo test "${aarch64[@]}" -p tern --test kernels -- every_available logits_bits default_backend model_logits_identical

@@ -20,6 +20,9 @@ fn main() {
         GgmlType::Q4_K,
         GgmlType::Q5_K,
         GgmlType::Q6_K,
+        GgmlType::F16,
+        GgmlType::BF16,
+        GgmlType::F32,
     ];
     let wanted: Vec<String> = std::env::args().skip(1).map(|s| s.to_uppercase()).collect();
     let n_cols = 2048;
@@ -37,6 +40,17 @@ fn main() {
         let row_bytes = n_cols / bs * ts;
         let n_rows = (64 << 20) / row_bytes;
         let mut data: Vec<u8> = (0..n_rows * row_bytes).map(|_| rand() as u8).collect();
+        if bs == 1 {
+            // float weights: small finite values (0x211F is the f16 nearest 0.01)
+            let v: &[u8] = match ty {
+                GgmlType::F32 => &0.01f32.to_le_bytes(),
+                GgmlType::BF16 => &0x3C24u16.to_le_bytes(),
+                _ => &0x211Fu16.to_le_bytes(),
+            };
+            for (b, v) in data.iter_mut().zip(v.iter().cycle()) {
+                *b = *v;
+            }
+        }
         // sane f16 scales: every block's f16 fields small and finite
         for blk in data.chunks_exact_mut(ts) {
             for o in f16_fields(ty) {
@@ -65,10 +79,11 @@ fn main() {
                         k.quantize_q8_1(xs, &mut q1);
                         Acts::Q8_1(&q1)
                     }
-                    _ => {
+                    Some(GgmlType::Q8_K) => {
                         k.quantize_q8_k(xs, &mut qk);
                         Acts::Q8K(&qk)
                     }
+                    _ => Acts::F32(xs),
                 };
                 (0..5)
                     .map(|_| {

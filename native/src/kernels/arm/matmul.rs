@@ -4,8 +4,7 @@
 //! then the reference's float expression, blocks accumulated in order — so
 //! results equal the scalar reference bit for bit. Legacy formats unpack
 //! with NEON; K-quants with core's unpacker, their 16-groups dotted with
-//! NEON. f32 activations (the exact path) take the reference, which NEON
-//! (the aarch64 baseline) already vectorizes.
+//! NEON. f32 activations (the exact path) go to `exact`.
 
 use core::ops::Range;
 
@@ -60,6 +59,7 @@ pub fn matmul_rows<D: Idot>(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usiz
         Acts::Q8_0(a) if legacy => rows_32::<D, _>(w, a, n_tok, rows, out),
         Acts::Q8_1(a) if legacy => rows_32::<D, _>(w, a, n_tok, rows, out),
         Acts::Q8K(a) => rows_k::<D>(w, a, n_tok, rows, out),
+        Acts::F32(x) => super::exact::matmul_rows(w, x, n_tok, rows, out),
         _ => scalar::matmul_rows(w, x, n_tok, rows, out),
     }
 }

@@ -6,6 +6,7 @@
 
 mod attn;
 mod dots;
+mod exact;
 mod matmul;
 mod mmla;
 mod unpack;

@@ -38,7 +38,7 @@ fn loadf(x: &[f32], i: usize) -> __m256 {
 /// `reduce16` of lanes (lo = 0..8, hi = 8..16): (j + 8), then 4, 2, 1.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn reduce16(lo: __m256, hi: __m256) -> f32 {
+pub(super) fn reduce16(lo: __m256, hi: __m256) -> f32 {
     let a = _mm256_add_ps(lo, hi);
     let b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
     let c = _mm_add_ps(b, _mm_movehl_ps(b, b));

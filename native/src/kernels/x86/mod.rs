@@ -9,6 +9,7 @@
 //! conformance tests check it.
 
 mod avx2_attn;
+mod avx2_f32;
 mod avx2_k;
 mod avx2_q;
 mod exp;
@@ -41,6 +42,8 @@ macro_rules! backend {
                 fn imp(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
                     if avx2_q::handles(w.ty, &x) {
                         avx2_q::matmul_rows(w, x, n_tok, rows, out, $vnni)
+                    } else if let Acts::F32(x) = x {
+                        avx2_f32::matmul_rows(w, x, n_tok, rows, out)
                     } else {
                         scalar::matmul_rows(w, x, n_tok, rows, out)
                     }
