@@ -1,7 +1,7 @@
 //! Speed of each weight type's matmul kernel on each available backend,
 //! alone: a 64 MiB matrix of random blocks, one thread, decode (1 token,
 //! GB/s of weights) and prefill (64 tokens, tokens/s × rows). Best of 5.
-//!   cargo run --release --example kernel_speed [TYPE...]
+//!   cargo run --release --example kernel_speed [TYPE...] [COLS (default 2048)]
 
 use std::time::Instant;
 
@@ -24,8 +24,9 @@ fn main() {
         GgmlType::BF16,
         GgmlType::F32,
     ];
-    let wanted: Vec<String> = std::env::args().skip(1).map(|s| s.to_uppercase()).collect();
-    let n_cols = 2048;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n_cols = args.iter().find_map(|a| a.parse::<usize>().ok()).unwrap_or(2048);
+    let wanted: Vec<String> = args.iter().filter(|a| a.parse::<usize>().is_err()).map(|s| s.to_uppercase()).collect();
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut rand = move || {
         seed ^= seed << 13;

@@ -227,12 +227,16 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
     // the wide tiles pay off in prefill; decode (a few tokens) keeps the
     // narrow ones (measured: Qwen tg 1 thread 38 vs 28 tok/s)
     let wide = vnni && n_tok >= VNNI_TILE;
-    // prefill (and the formats without a min at decode): 8 rows at a time first
+    // decode of the formats without a min: 8 short rows at a time; eight
+    // long rows are eight distant streams (Q8_0 at 2048 columns: 10 GB/s
+    // in 8-row groups, 25-30 in 4-row ones; at 896 columns they are even)
+    let short_rows = vnni && n_tok == 1 && w.row_bytes() <= SHORT_ROW;
+    // prefill (and decode of short rows): 8 rows at a time first
     // SAFETY: `vnni` says the CPU has AVX-512 F/BW/VL and VNNI.
     let done = match x {
         // SAFETY: as above.
         Acts::Q8K(a) if wide => unsafe { super::vnni8_k::matmul_rows(w, a, n_tok, rows.clone(), out) },
-        _ if wide || (vnni && n_tok == 1) => unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) },
+        _ if wide || short_rows => unsafe { super::vnni8::matmul_rows(w, x, n_tok, rows.clone(), out) },
         _ => 0,
     };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
@@ -344,6 +348,8 @@ impl Act32 for BlockQ8_1 {
 /// for Q4_1/Q5_1 it measured no better than AVX2 (SmolLM2 308-355 vs
 /// 324-331 tok/s, by build), so those stay on AVX2.
 pub(super) const TILE: usize = 4;
+/// Longest row (bytes) the 8-row VNNI decode takes.
+const SHORT_ROW: usize = 1024;
 pub(super) const VNNI_TILE: usize = 8;
 
 /// Four rows × up to `TILE` tokens (`t0..t0 + nt`) of a legacy format.
