@@ -221,6 +221,22 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             if !same(&o1, &o2) {
                 return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows", k.name()));
             }
+            // a run of queries over the same rows, each seeing a prefix (as a
+            // prefill's causal mask gives), against the reference per query
+            let n_q = 7;
+            let qs: Vec<f32> = (0..n_q * (hd + 3)).map(|_| r.f32(1.0)).collect();
+            let seen: Vec<usize> = (0..n_q).map(|j| (n_kv - j.min(n_kv - 1) * n_kv / n_q).max(1)).collect();
+            let (mut o1, mut o2) = (vec![0.0; n_q * hd], vec![0.0; n_q * hd]);
+            k.attention_queries(&qs, hd + 3, kr, vr, stride, &seen, 0.125, &mut s1, &mut o1);
+            for (j, o) in o2.chunks_exact_mut(hd).enumerate() {
+                s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], kr, vr, stride, seen[j], 0.125, &mut s2, o);
+            }
+            if !same(&o1, &o2) {
+                return Err(format!(
+                    "{}: attention of {n_q} queries, head_dim {hd}, over {seen:?} {kind} rows",
+                    k.name()
+                ));
+            }
         }
     }
     Ok(())

@@ -112,6 +112,31 @@ pub trait Kernels: Sync {
         scalar::attention_head(q, k, v, kv_stride, n_kv, scale, scores, out)
     }
 
+    /// Attention of one query head for a run of queries over the same
+    /// cached rows (one sequence, keys from its first position): query j
+    /// is `q[j * q_stride..][..hd]`, sees the first `n_kv[j]` positions and
+    /// writes `out[j * hd..][..hd]` (hd = `out.len() / n_kv.len()`).
+    /// The numbers of `attention_head` per query; a backend may share work
+    /// across the run (the keys' layout). `scores`: scratch of max `n_kv`.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_queries(
+        &self,
+        q: &[f32],
+        q_stride: usize,
+        k: KvRows,
+        v: KvRows,
+        kv_stride: usize,
+        n_kv: &[usize],
+        scale: f32,
+        scores: &mut [f32],
+        out: &mut [f32],
+    ) {
+        let hd = out.len() / n_kv.len().max(1);
+        for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
+            self.attention_head(&q[j * q_stride..j * q_stride + hd], k, v, kv_stride, n, scale, scores, o);
+        }
+    }
+
     /// `g[i] = silu(g[i]) * u[i]`.
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         scalar::swiglu(g, u)

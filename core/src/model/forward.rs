@@ -4,6 +4,8 @@
 //! sequence's own cache. Every token's arithmetic is the same whatever else
 //! is in the batch, so results are batch-invariant bit for bit.
 
+use alloc::vec::Vec;
+
 use super::config::{Config, RopeStyle};
 use super::kv_cache::KvCache;
 use super::matmul::{matmul, Engine};
@@ -153,24 +155,47 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
     let (q, tok_seq, tok_pos) = (&s.q, &s.tok_seq, &s.tok_pos);
     let per_head = n * hd + s.n_ctx;
     let k = e.kernels;
-    e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
-        let (out, scores) = buf.split_at_mut(n * hd);
-        let g = h / group;
-        for t in 0..n {
+    // each query's visible keys: (first position, count)
+    let seen: Vec<(usize, usize)> = (0..n)
+        .map(|t| {
             let (sq, pos) = (&seqs[tok_seq[t]], tok_pos[t]);
-            let (kl, vl) = sq.kv.layer(l);
-            // keys visible to the query at `pos`: 0..=pos
             let f = sq.faults;
-            let (start, n_kv) = if f.mask_inverted {
+            if f.mask_inverted {
                 (pos, sq.pos0 + sq.tokens.len() - pos)
             } else if f.frontier_off_by_one {
                 (0, pos.max(1))
             } else {
                 (0, pos + 1)
-            };
-            let off = start * kvd + g * hd;
-            let qh = &q[t * qd + h * hd..t * qd + (h + 1) * hd];
-            k.attention_head(qh, kl.from(off), vl.from(off), kvd, n_kv, scale, scores, &mut out[t * hd..(t + 1) * hd]);
+            }
+        })
+        .collect();
+    e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
+        let (out, scores) = buf.split_at_mut(n * hd);
+        let g = h / group;
+        let mut t = 0;
+        while t < n {
+            // a run of queries of one sequence whose keys start at its first
+            // position shares the keys' reading
+            let mut t1 = t + 1;
+            while seen[t].0 == 0 && t1 < n && tok_seq[t1] == tok_seq[t] && seen[t1].0 == 0 {
+                t1 += 1;
+            }
+            let (kl, vl) = seqs[tok_seq[t]].kv.layer(l);
+            let off = seen[t].0 * kvd + g * hd;
+            let n_kv: Vec<usize> = seen[t..t1].iter().map(|s| s.1).collect();
+            let qh = &q[t * qd + h * hd..];
+            k.attention_queries(
+                qh,
+                qd,
+                kl.from(off),
+                vl.from(off),
+                kvd,
+                &n_kv,
+                scale,
+                scores,
+                &mut out[t * hd..t1 * hd],
+            );
+            t = t1;
         }
     });
     for h in 0..c.n_head {

@@ -86,7 +86,6 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
-    let hd = q.len();
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
@@ -94,6 +93,15 @@ pub fn attention_head(
         max = max.max(*s);
     }
     let inv = super::exp::softmax_exp(scores, max);
+    weighted_sum(scores, inv, v, kv_stride, out);
+}
+
+/// `out = Σ_t (scores[t] · inv) · v_t` over positions in order, as the
+/// reference's `axpy` loop (out starts at zero).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut [f32]) {
+    let hd = out.len();
     let n8 = hd / 8 * 8;
     let mut row = [0.0f32; 8];
     for i0 in (0..hd).step_by(32) {
@@ -124,4 +132,105 @@ pub fn attention_head(
             }
         }
     }
+}
+
+/// A run of queries over the same rows (`Kernels::attention_queries`):
+/// the keys are transposed once, 8 positions to a vector, so each query's
+/// scores come 8 positions at a time — the 16 lane-strided partial sums of
+/// the contract kept in 16 vectors (lane = position) and reduced by its
+/// tree, with no horizontal sums; the values are widened to f32 once.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn attention_queries(
+    q: &[f32],
+    q_stride: usize,
+    k: KvRows,
+    v: KvRows,
+    kv_stride: usize,
+    n_kv: &[usize],
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let hd = out.len() / n_kv.len().max(1);
+    if n_kv.len() < 2 || hd % 16 != 0 {
+        for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
+            attention_head(&q[j * q_stride..j * q_stride + hd], k, v, kv_stride, n, scale, scores, o);
+        }
+        return;
+    }
+    let max_kv = n_kv.iter().copied().max().unwrap_or(0);
+    let nb = max_kv.div_ceil(8);
+    let kt = transposed_keys(k, kv_stride, max_kv, hd);
+    let mut vf = vec![0.0f32; max_kv * hd];
+    for (t, row) in vf.chunks_exact_mut(hd).enumerate() {
+        for i in (0..hd).step_by(8) {
+            // SAFETY: `row` has hd ≥ i + 8 elements.
+            unsafe { _mm256_storeu_ps(row[i..].as_mut_ptr(), load8(v, t * kv_stride + i)) };
+        }
+    }
+    let mut sc = vec![0.0f32; nb * 8];
+    for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
+        let qj = &q[j * q_stride..j * q_stride + hd];
+        for (b, s8) in sc.chunks_exact_mut(8).enumerate().take(n.div_ceil(8)) {
+            let s = _mm256_mul_ps(scores8(qj, &kt[b * 8 * hd..(b + 1) * 8 * hd]), _mm256_set1_ps(scale));
+            // SAFETY: `s8` holds 8 f32.
+            unsafe { _mm256_storeu_ps(s8.as_mut_ptr(), s) };
+        }
+        let s = &mut sc[..n];
+        let mut max = f32::NEG_INFINITY;
+        for &x in s.iter() {
+            max = max.max(x);
+        }
+        let inv = super::exp::softmax_exp(s, max);
+        weighted_sum(s, inv, KvRows::F32(&vf), hd, o);
+    }
+}
+
+/// Keys 0..n as f32, 8 positions to a vector: element d of position
+/// 8b + p at `(b · hd + d) · 8 + p` (positions past n are zero).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn transposed_keys(k: KvRows, kv_stride: usize, n: usize, hd: usize) -> Vec<f32> {
+    let nb = n.div_ceil(8);
+    let mut kt = vec![0.0f32; nb * 8 * hd];
+    for b in 0..nb {
+        for d0 in (0..hd).step_by(8) {
+            let mut rows = [_mm256_setzero_si256(); 8];
+            for (p, r) in rows.iter_mut().enumerate().take(n - 8 * b) {
+                *r = _mm256_castps_si256(load8(k, (8 * b + p) * kv_stride + d0));
+            }
+            let cols = super::vnni8::transpose8(&rows);
+            for (i, c) in cols.iter().enumerate() {
+                let at = (b * hd + d0 + i) * 8;
+                // SAFETY: `kt[at..at + 8]` lies inside kt.
+                unsafe { _mm256_storeu_si256(kt[at..at + 8].as_mut_ptr() as *mut __m256i, *c) };
+            }
+        }
+    }
+    kt
+}
+
+/// The scores of 8 positions (keys transposed, `kt[d · 8 + p]`): lane p
+/// gets the contract's dot of `q` with key p — element d into partial
+/// sum d mod 16, then the fixed tree.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+// indexed loops with constant bounds keep the 16 partial sums in registers
+#[allow(clippy::needless_range_loop)]
+fn scores8(q: &[f32], kt: &[f32]) -> __m256 {
+    let hd = q.len();
+    let mut acc = [_mm256_setzero_ps(); 16];
+    for d0 in (0..hd).step_by(16) {
+        for l in 0..16 {
+            let kv = loadf(kt, (d0 + l) * 8);
+            acc[l] = _mm256_add_ps(acc[l], _mm256_mul_ps(_mm256_set1_ps(q[d0 + l]), kv));
+        }
+    }
+    for w in [8, 4, 2, 1] {
+        for j in 0..w {
+            acc[j] = _mm256_add_ps(acc[j], acc[j + w]);
+        }
+    }
+    acc[0]
 }

@@ -102,6 +102,36 @@ macro_rules! backend {
                 // SAFETY: the token exists only if the CPU has these features.
                 unsafe { imp(q, k, v, kv_stride, n_kv, scale, scores, out) }
             }
+            fn attention_queries(
+                &self,
+                q: &[f32],
+                q_stride: usize,
+                k: KvRows,
+                v: KvRows,
+                kv_stride: usize,
+                n_kv: &[usize],
+                scale: f32,
+                scores: &mut [f32],
+                out: &mut [f32],
+            ) {
+                #[target_feature(enable = $features)]
+                #[allow(clippy::too_many_arguments)]
+                fn imp(
+                    q: &[f32],
+                    qs: usize,
+                    k: KvRows,
+                    v: KvRows,
+                    st: usize,
+                    n: &[usize],
+                    sc: f32,
+                    s: &mut [f32],
+                    o: &mut [f32],
+                ) {
+                    avx2_attn::attention_queries(q, qs, k, v, st, n, sc, s, o)
+                }
+                // SAFETY: the token exists only if the CPU has these features.
+                unsafe { imp(q, q_stride, k, v, kv_stride, n_kv, scale, scores, out) }
+            }
             fn swiglu(&self, g: &mut [f32], u: &[f32]) {
                 #[target_feature(enable = $features)]
                 fn imp(g: &mut [f32], u: &[f32]) {
