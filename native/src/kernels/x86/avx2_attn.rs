@@ -153,7 +153,7 @@ pub fn attention_queries(
     out: &mut [f32],
 ) {
     let hd = out.len() / n_kv.len().max(1);
-    if n_kv.len() < 2 || hd % 16 != 0 {
+    if n_kv.len() < 2 || !hd.is_multiple_of(16) {
         for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
             attention_head(&q[j * q_stride..j * q_stride + hd], k, v, kv_stride, n, scale, scores, o);
         }
