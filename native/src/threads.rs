@@ -1,9 +1,15 @@
 //! A `Parallel` over a persistent rayon pool: workers are started once and
-//! reused for every parallel region (no per-call thread spawn); each region's
-//! output chunks are split into one contiguous run per worker (output rows),
-//! the calling thread taking the first.
+//! reused for every parallel region (no per-call thread spawn). A small
+//! region (decode) gives each worker one contiguous run of output chunks,
+//! the calling thread taking the first; a large one (prefill) hands its
+//! chunks out one at a time, so a worker slowed by anything else on the
+//! machine takes fewer of them.
 
 use tern_core::parallel::Parallel;
+
+/// Output elements from which a region's chunks are handed out one by one
+/// (prefill: 512 tokens × 896 rows is 458752; decode regions are rows only).
+const DYNAMIC_MIN: usize = 1 << 16;
 
 pub struct Threads {
     n: usize,
@@ -45,8 +51,9 @@ impl Parallel for Threads {
         let n_chunks = data.len().div_ceil(chunk_len);
         match &self.pool {
             Some(pool) if n_chunks > 1 => {
-                // a fixed, contiguous run of chunks per worker
-                let per = n_chunks.div_ceil(self.n);
+                // large regions: one chunk per task, taken as workers free
+                // up; small ones: a fixed, contiguous run per worker
+                let per = if data.len() >= DYNAMIC_MIN { 1 } else { n_chunks.div_ceil(self.n) };
                 if pool.current_thread_index().is_some() {
                     rayon::scope(|s| spread(s, data, per, chunk_len, f))
                 } else {
