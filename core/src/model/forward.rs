@@ -4,8 +4,6 @@
 //! sequence's own cache. Every token's arithmetic is the same whatever else
 //! is in the batch, so results are batch-invariant bit for bit.
 
-use alloc::vec::Vec;
-
 use super::config::{Config, RopeStyle};
 use super::kv_cache::KvCache;
 use super::matmul::{matmul, Engine};
@@ -52,8 +50,18 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
     for (i, q) in seqs.iter().enumerate() {
         for (j, &id) in q.tokens.iter().enumerate() {
             quant::dequantize_row(emb.ty, emb.row(id as usize), &mut s.x[t * ne..(t + 1) * ne])?;
+            let pos = q.pos0 + j;
             s.tok_seq[t] = i;
-            s.tok_pos[t] = q.pos0 + j;
+            s.tok_pos[t] = pos;
+            // keys visible to the query at `pos`: 0..=pos (or a fault's)
+            let f = q.faults;
+            (s.kv_first[t], s.kv_len[t]) = if f.mask_inverted {
+                (pos, q.pos0 + q.tokens.len() - pos)
+            } else if f.frontier_off_by_one {
+                (0, pos.max(1))
+            } else {
+                (0, pos + 1)
+            };
             t += 1;
         }
     }
@@ -152,23 +160,9 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
     let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
     let group = c.n_head / c.n_head_kv;
     let scale = 1.0 / libm::sqrtf(hd as f32);
-    let (q, tok_seq, tok_pos) = (&s.q, &s.tok_seq, &s.tok_pos);
+    let (q, tok_seq, first, len) = (&s.q, &s.tok_seq, &s.kv_first, &s.kv_len);
     let per_head = n * hd + s.n_ctx;
     let k = e.kernels;
-    // each query's visible keys: (first position, count)
-    let seen: Vec<(usize, usize)> = (0..n)
-        .map(|t| {
-            let (sq, pos) = (&seqs[tok_seq[t]], tok_pos[t]);
-            let f = sq.faults;
-            if f.mask_inverted {
-                (pos, sq.pos0 + sq.tokens.len() - pos)
-            } else if f.frontier_off_by_one {
-                (0, pos.max(1))
-            } else {
-                (0, pos + 1)
-            }
-        })
-        .collect();
     e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
         let (out, scores) = buf.split_at_mut(n * hd);
         let g = h / group;
@@ -177,24 +171,14 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
             // a run of queries of one sequence whose keys start at its first
             // position shares the keys' reading
             let mut t1 = t + 1;
-            while seen[t].0 == 0 && t1 < n && tok_seq[t1] == tok_seq[t] && seen[t1].0 == 0 {
+            while first[t] == 0 && t1 < n && tok_seq[t1] == tok_seq[t] && first[t1] == 0 {
                 t1 += 1;
             }
             let (kl, vl) = seqs[tok_seq[t]].kv.layer(l);
-            let off = seen[t].0 * kvd + g * hd;
-            let n_kv: Vec<usize> = seen[t..t1].iter().map(|s| s.1).collect();
+            let off = first[t] * kvd + g * hd;
             let qh = &q[t * qd + h * hd..];
-            k.attention_queries(
-                qh,
-                qd,
-                kl.from(off),
-                vl.from(off),
-                kvd,
-                &n_kv,
-                scale,
-                scores,
-                &mut out[t * hd..t1 * hd],
-            );
+            let o = &mut out[t * hd..t1 * hd];
+            k.attention_queries(qh, qd, kl.from(off), vl.from(off), kvd, &len[t..t1], scale, scores, o);
             t = t1;
         }
     });

@@ -17,6 +17,9 @@ pub struct Scratch {
     /// (n_batch) sequence index and position of each batch token
     pub tok_seq: Vec<usize>,
     pub tok_pos: Vec<usize>,
+    /// (n_batch) the keys each batch token attends to: first position, count
+    pub kv_first: Vec<usize>,
+    pub kv_len: Vec<usize>,
     /// (n_batch) batch rows whose logits a call wants
     pub out_rows: Vec<usize>,
     /// (n_batch, n_embd) residual stream
@@ -63,6 +66,8 @@ impl Scratch {
             n_ctx,
             tok_seq: vec![0; b],
             tok_pos: vec![0; b],
+            kv_first: vec![0; b],
+            kv_len: vec![0; b],
             out_rows: Vec::with_capacity(b),
             x: vec![0.0; b * c.n_embd],
             xn: vec![0.0; b * c.n_embd],
