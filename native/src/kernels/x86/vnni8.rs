@@ -13,7 +13,7 @@ use tern_core::quant::{BlockQ8_0, GgmlType, QK8};
 
 use super::avx2_q::{corr_vnni, dot32_vnni, load32, weights_vnni, Block32, PREFETCH, Q4_0, Q5_0, Q8_0};
 
-const ROWS: usize = 8;
+pub(super) const ROWS: usize = 8;
 /// Tokens per tile in prefill; decode (one token) runs tiles of one.
 const NT: usize = 16;
 
@@ -42,21 +42,37 @@ fn groups<T: Block32, const NT: usize>(
     rows: Range<usize>,
     out: &mut [f32],
 ) -> usize {
-    let n8 = rows.len() / ROWS * ROWS;
     let nb = w.n_cols / QK8;
     // prefill: every (token, block)'s `−OFFSET · Σa`, once for all row groups
     let neg_corr = if NT > 1 { neg_offset_sums::<T>(a) } else { Vec::new() };
+    each_tile::<NT>(w, n_tok, rows, out, |rws, t0, nt| {
+        if NT > 1 {
+            tile_transposed::<T, NT>(rws, a, &neg_corr, nb, t0, nt)
+        } else {
+            tile::<T, NT>(rws, a, nb, t0, nt)
+        }
+    })
+}
+
+/// Every whole 8-row group of `rows` through `tile(rows, t0, nt)` for the
+/// tokens in tiles of `NT`; the results (8 rows per vector) laid out as
+/// `out[row * n_tok + token]`. Returns how many rows it did.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn each_tile<const NT: usize>(
+    w: &QMatrix,
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+    mut tile: impl FnMut(&[&[u8]; ROWS], usize, usize) -> [__m256; NT],
+) -> usize {
+    let n8 = rows.len() / ROWS * ROWS;
     for g in 0..n8 / ROWS {
         let r0 = rows.start + g * ROWS;
         let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            let tile = if NT > 1 {
-                tile_transposed::<T, NT>(&rws, a, &neg_corr, nb, t0, nt)
-            } else {
-                tile::<T, NT>(&rws, a, nb, t0, nt)
-            };
-            for (j, v) in tile.iter().take(nt).enumerate() {
+            for (j, v) in tile(&rws, t0, nt).iter().take(nt).enumerate() {
                 let mut o = [0.0f32; ROWS];
                 // SAFETY: `o` holds 8 f32.
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr(), *v) };
@@ -67,6 +83,14 @@ fn groups<T: Block32, const NT: usize>(
         }
     }
     n8
+}
+
+/// The f16 at byte `o` of each of the 8 rows, as 8 f32 (exact).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+pub(super) fn f16x8(rws: &[&[u8]; ROWS], o: usize) -> __m256 {
+    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
+    _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)))
 }
 
 /// `−OFFSET · Σa` of every activation block, in the blocks' order.
@@ -139,8 +163,7 @@ fn tile_transposed<T: Block32, const NT: usize>(
             _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(o + PREFETCH) as *const i8);
         }
         let v = transpose8(&core::array::from_fn(|i| weights_vnni::<T>(&rws[i][o..o + ts])));
-        let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
-        let dw = _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
+        let dw = f16x8(rws, o);
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ta = (t0 + j) * nb + b;
             let ab = &a[ta];
@@ -185,8 +208,7 @@ fn tile<T: Block32, const NT: usize>(
             _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(o + PREFETCH) as *const i8);
         }
         let w: [__m256i; ROWS] = core::array::from_fn(|i| weights_vnni::<T>(&rws[i][o..o + ts]));
-        let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
-        let dw = _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
+        let dw = f16x8(rws, o);
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ab = &a[(t0 + j) * nb + b];
             let av = load32(&ab.qs);

@@ -14,9 +14,8 @@ use tern_core::quant::{BlockQ8K, GgmlType, QK_K};
 
 use super::avx2_q::PREFETCH;
 use super::kblock::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
-use super::vnni8::transpose8;
+use super::vnni8::{each_tile, f16x8, transpose8, ROWS};
 
-const ROWS: usize = 8;
 const NT: usize = 16;
 
 /// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
@@ -36,25 +35,8 @@ pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn groups<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
-    let n8 = rows.len() / ROWS * ROWS;
     let nb = w.n_cols / QK_K;
-    for g in 0..n8 / ROWS {
-        let r0 = rows.start + g * ROWS;
-        let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
-        for t0 in (0..n_tok).step_by(NT) {
-            let nt = NT.min(n_tok - t0);
-            let tile = tile::<K>(&rws, a, nb, t0, nt);
-            for (j, v) in tile.iter().take(nt).enumerate() {
-                let mut o = [0.0f32; ROWS];
-                // SAFETY: `o` holds 8 f32.
-                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), *v) };
-                for (i, &x) in o.iter().enumerate() {
-                    out[(g * ROWS + i) * n_tok + t0 + j] = x;
-                }
-            }
-        }
-    }
-    n8
+    each_tile::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile::<K>(rws, a, nb, t0, nt))
 }
 
 /// One super-block of 8 rows, laid out across the rows.
@@ -104,14 +86,6 @@ fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
             None => _mm256_setzero_ps(),
         },
     }
-}
-
-/// The f16 at byte `o` of each of the 8 rows, as 8 f32 (exact).
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-fn f16x8(rws: &[&[u8]; ROWS], o: usize) -> __m256 {
-    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
-    _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)))
 }
 
 /// Activation bytes `4k..4k + 4` of a run, for broadcasting to every lane.
