@@ -10,7 +10,7 @@ use core::ops::Range;
 use tern_core::kernels::{scalar, Acts, QMatrix};
 use tern_core::quant::{f16_at, BlockQ8K, GgmlType, QK_K};
 
-use super::avx2_q::{hsum4, prefetch4, tiles, PREFETCH, R, TILE, VNNI_TILE};
+use super::avx2_q::{f16x4, hsum4, prefetch4, tiles, PREFETCH, R, TILE, VNNI_TILE};
 use super::kblock::{kdot, KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
 
 /// As `scalar::matmul_rows` for a K-quant matrix. `wide`: the caller's CPU
@@ -90,14 +90,6 @@ fn row_decode<K: KQuant>(row: &[u8], a: &[BlockQ8K], nb: usize) -> f32 {
     acc
 }
 
-/// The f16 at byte `o` of each of the four rows, as four f32 (exact).
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-fn f16x4(rws: &[&[u8]; R], o: usize) -> __m128 {
-    let h = |i: usize| i16::from_le_bytes([rws[i][o], rws[i][o + 1]]);
-    _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
-}
-
 /// Four rows × up to `NT` tokens.
 macro_rules! rows_k {
     ($name:ident, $features:literal) => {
@@ -120,9 +112,9 @@ macro_rules! rows_k {
                     K::unpack(&rws[2][o..o + ts]),
                     K::unpack(&rws[3][o..o + ts]),
                 ];
-                let d = f16x4(rws, o + K::D_AT);
+                let d = f16x4!(rws, o + K::D_AT);
                 let dmin = match K::DMIN_AT {
-                    Some(m) => f16x4(rws, o + m),
+                    Some(m) => f16x4!(rws, o + m),
                     None => _mm_setzero_ps(),
                 };
                 for (j, acc) in acc.iter_mut().enumerate().take(nt) {

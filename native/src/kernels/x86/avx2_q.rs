@@ -22,6 +22,7 @@ macro_rules! f16x4 {
         _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0))
     }};
 }
+pub(super) use f16x4;
 
 /// Sum each of four 8×i32 vectors: [Σa, Σb, Σc, Σd].
 #[inline]

@@ -80,9 +80,9 @@ fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
         q,
         mult,
         minw: transpose8(&minw),
-        d: f16x8(rws, o + K::D_AT),
+        d: f16x8!(rws, o + K::D_AT),
         dmin: match K::DMIN_AT {
-            Some(m) => f16x8(rws, o + m),
+            Some(m) => f16x8!(rws, o + m),
             None => _mm256_setzero_ps(),
         },
     }
