@@ -104,10 +104,11 @@ fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut
     let hd = out.len();
     let n8 = hd / 8 * 8;
     let mut row = [0.0f32; 8];
-    for i0 in (0..hd).step_by(32) {
-        // up to 32 output elements in registers across all positions
-        let w = (hd - i0).min(32);
-        let mut acc = [_mm256_setzero_ps(); 4];
+    for i0 in (0..hd).step_by(64) {
+        // up to 64 output elements in registers across all positions: 8
+        // independent chains, so a position costs throughput, not latency
+        let w = (hd - i0).min(64);
+        let mut acc = [_mm256_setzero_ps(); 8];
         let nv = w / 8;
         for (t, &e) in scores.iter().enumerate() {
             let p = _mm256_set1_ps(e * inv);
