@@ -14,7 +14,7 @@ use tern_core::quant::{BlockQ8K, GgmlType, QK_K};
 
 use super::avx2_q::PREFETCH;
 use super::kblock::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
-use super::vnni8::{each_tile, f16x8, transpose8, ROWS};
+use super::vnni8::{each_tile, f16x8, prefetch8, transpose8, ROWS};
 
 const NT: usize = 16;
 
@@ -119,10 +119,7 @@ fn tile<K: KQuant>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt
     let tok = |j: usize| (t0 + j.min(nt - 1)) * nb;
     for b in 0..nb {
         let o = b * ts;
-        for r in rws {
-            // a hint only: never faults, even past the row's end
-            _mm_prefetch::<_MM_HINT_T0>(r.as_ptr().wrapping_add(o + PREFETCH) as *const i8);
-        }
+        prefetch8(rws, o + PREFETCH);
         let x = across::<K>(rws, o);
         let mut isum = [_mm256_setzero_si256(); NT];
         for (r, qr) in x.q.iter().enumerate() {
