@@ -257,9 +257,16 @@ pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: 
                     tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe {
                         rows_32_vnni::<$t, _, VNNI_TILE>(&rws, $a, nb, t0, nt)
                     })
+                } else if vnni && <$t as Block32>::OFFSET != 0 && n_tok == 1 {
+                    // decode: one-token tiles, no loop over tile slots (Q4_1
+                    // alone 18 → 23 GB/s with the AVX2 kernel below)
+                    // SAFETY: as above.
+                    tiles::<1>(n_tok, out, |t0, nt| unsafe { rows_32_vnni::<$t, _, 1>(&rws, $a, nb, t0, nt) })
                 } else if vnni && <$t as Block32>::OFFSET != 0 {
                     // SAFETY: as above.
                     tiles::<TILE>(n_tok, out, |t0, nt| unsafe { rows_32_vnni::<$t, _, TILE>(&rws, $a, nb, t0, nt) })
+                } else if n_tok == 1 {
+                    tiles::<1>(n_tok, out, |t0, nt| rows_32_avx2::<$t, _, 1>(&rws, $a, nb, t0, nt))
                 } else {
                     tiles::<TILE>(n_tok, out, |t0, nt| rows_32_avx2::<$t, _, TILE>(&rws, $a, nb, t0, nt))
                 }
