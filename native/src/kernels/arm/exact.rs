@@ -15,9 +15,20 @@ use tern_core::quant::{self, GgmlType};
 /// Tokens per pass over a row: 4 accumulators each.
 const NT: usize = 4;
 
+std::thread_local! {
+    /// A weight row widened to f32: one per thread, reused by every call.
+    static WROW: core::cell::RefCell<Vec<f32>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
 pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    WROW.with_borrow_mut(|wrow| {
+        wrow.resize(w.n_cols, 0.0);
+        rows_with(w, x, n_tok, rows, out, wrow)
+    })
+}
+
+fn rows_with(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32], wrow: &mut [f32]) {
     let n = w.n_cols;
-    let mut wrow = vec![0.0f32; n];
     for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
         let row = w.row(r);
         match w.ty {
@@ -26,17 +37,17 @@ pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out
                     *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
             }
-            GgmlType::F16 => widen_f16(row, &mut wrow),
-            GgmlType::BF16 => widen_bf16(row, &mut wrow),
+            GgmlType::F16 => widen_f16(row, wrow),
+            GgmlType::BF16 => widen_bf16(row, wrow),
             _ => {
-                if quant::dequantize_row(w.ty, row, &mut wrow).is_err() {
+                if quant::dequantize_row(w.ty, row, wrow).is_err() {
                     unreachable!("row type checked at load");
                 }
             }
         }
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            dots(&wrow, &x[t0 * n..(t0 + nt) * n], nt, &mut o[t0..t0 + nt]);
+            dots(wrow, &x[t0 * n..(t0 + nt) * n], nt, &mut o[t0..t0 + nt]);
         }
     }
 }

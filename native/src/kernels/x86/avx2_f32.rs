@@ -16,10 +16,23 @@ use super::avx2_attn::reduce16;
 /// Tokens per pass over a row: 2 accumulators each.
 const NT: usize = 4;
 
+std::thread_local! {
+    /// A weight row widened to f32: one per thread, reused by every call.
+    static WROW: core::cell::RefCell<Vec<f32>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    WROW.with_borrow_mut(|wrow| {
+        wrow.resize(w.n_cols, 0.0);
+        rows_with(w, x, n_tok, rows, out, wrow)
+    })
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn rows_with(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32], wrow: &mut [f32]) {
     let n = w.n_cols;
-    let mut wrow = vec![0.0f32; if w.ty == GgmlType::F32 { 0 } else { n }];
     for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
         let row = w.row(r);
         let wr: &[f32] = match w.ty {
@@ -30,27 +43,26 @@ pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out
                     (&[], mid, &[]) => mid,
                     _ => {
                         // an unaligned row (never from a GGUF): copied
-                        wrow.resize(n, 0.0);
                         for (o, c) in wrow.iter_mut().zip(row.chunks_exact(4)) {
                             *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                         }
-                        &wrow
+                        wrow
                     }
                 }
             }
             GgmlType::F16 => {
-                widen_f16(row, &mut wrow);
-                &wrow
+                widen_f16(row, wrow);
+                wrow
             }
             GgmlType::BF16 => {
-                widen_bf16(row, &mut wrow);
-                &wrow
+                widen_bf16(row, wrow);
+                wrow
             }
             _ => {
-                if quant::dequantize_row(w.ty, row, &mut wrow).is_err() {
+                if quant::dequantize_row(w.ty, row, wrow).is_err() {
                     unreachable!("row type checked at load");
                 }
-                &wrow
+                wrow
             }
         };
         for t0 in (0..n_tok).step_by(NT) {
