@@ -1,9 +1,11 @@
-//! Prefill with AVX-512 VNNI for the formats without a min (Q4_0, Q5_0,
-//! Q8_0): tiles of 8 rows × 8 tokens. Each block's 64 exact dots
-//! (`vpdpbusd` on unsigned quants, minus offset·Σa) are reduced by one hadd
-//! tree per token for all 8 rows, and the reference's float update
-//! `acc + (dw · da) · isum` runs on 8 rows per instruction — half the
-//! per-pair reduction and float work of the 4-row kernel, same numbers.
+//! AVX-512 VNNI kernels for the formats without a min (Q4_0, Q5_0, Q8_0),
+//! 8 rows at a time. Prefill: tiles of 8 rows × 16 tokens; each block's 8
+//! weight rows are transposed once (lane i = row i), so a token's 8 row
+//! dots are 8 `vpdpbusd` with its activations broadcast, from
+//! `−OFFSET·Σa` — no horizontal sums. Decode (one token, short rows): the
+//! 8 rows' dots reduced by one hadd tree. Either way the reference's float
+//! update `acc + (dw · da) · isum` runs on 8 rows per instruction, with
+//! the reference's integers: the same numbers.
 
 use core::arch::x86_64::*;
 use core::ops::Range;

@@ -1,4 +1,4 @@
-//! Prefill of Q4_K and Q6_K with AVX-512 VNNI: tiles of 8 rows × 16
+//! Prefill of the K-quants (Q2_K … Q6_K) with AVX-512 VNNI: tiles of 8 rows × 16
 //! tokens. Each super-block's unpacked quants are transposed once across
 //! the 8 rows (lane i = row i), so a token's 32-element run dot for all 8
 //! rows is 8 `vpdpbusd` with its activations broadcast — no horizontal
