@@ -69,6 +69,21 @@ impl<'a> KvRows<'a> {
     }
 }
 
+/// `f(query, its n_kv, its output)` for each query of a run laid out as
+/// `Kernels::attention_queries` takes them.
+pub fn each_query(
+    q: &[f32],
+    q_stride: usize,
+    n_kv: &[usize],
+    out: &mut [f32],
+    mut f: impl FnMut(&[f32], usize, &mut [f32]),
+) {
+    let hd = out.len() / n_kv.len().max(1);
+    for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
+        f(&q[j * q_stride..j * q_stride + hd], n, o);
+    }
+}
+
 pub trait Kernels: Sync {
     fn name(&self) -> &'static str;
 
@@ -131,10 +146,7 @@ pub trait Kernels: Sync {
         scores: &mut [f32],
         out: &mut [f32],
     ) {
-        let hd = out.len() / n_kv.len().max(1);
-        for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
-            self.attention_head(&q[j * q_stride..j * q_stride + hd], k, v, kv_stride, n, scale, scores, o);
-        }
+        each_query(q, q_stride, n_kv, out, |qj, n, o| self.attention_head(qj, k, v, kv_stride, n, scale, scores, o));
     }
 
     /// `g[i] = silu(g[i]) * u[i]`.

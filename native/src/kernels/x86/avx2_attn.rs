@@ -7,7 +7,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::kernels::{scalar, KvRows};
+use tern_core::kernels::{each_query, scalar, KvRows};
 
 /// Eight elements of a row from element `i`, widened to f32.
 #[inline]
@@ -155,9 +155,7 @@ pub fn attention_queries(
 ) {
     let hd = out.len() / n_kv.len().max(1);
     if n_kv.len() < 2 || !hd.is_multiple_of(16) {
-        for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
-            attention_head(&q[j * q_stride..j * q_stride + hd], k, v, kv_stride, n, scale, scores, o);
-        }
+        each_query(q, q_stride, n_kv, out, |qj, n, o| attention_head(qj, k, v, kv_stride, n, scale, scores, o));
         return;
     }
     let max_kv = n_kv.iter().copied().max().unwrap_or(0);

@@ -182,15 +182,20 @@ fn tile_transposed<T: Block32, const NT: usize>(
             let ab = &a[ta];
             let mut s = _mm256_set1_epi32(neg_corr[ta]);
             for (k, vk) in v.iter().enumerate() {
-                let q = &ab.qs[4 * k..4 * k + 4];
-                let ak = i32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8]);
-                s = _mm256_dpbusd_epi32(s, *vk, _mm256_set1_epi32(ak));
+                s = _mm256_dpbusd_epi32(s, *vk, _mm256_set1_epi32(bcast(&ab.qs, k)));
             }
             let t = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab.d)), _mm256_cvtepi32_ps(s));
             *acc = _mm256_add_ps(*acc, t);
         }
     }
     acc
+}
+
+/// Activation bytes `4k..4k + 4` of a 32-byte run, for broadcasting to
+/// every lane.
+#[inline(always)]
+pub(super) fn bcast(q: &[i8; 32], k: usize) -> i32 {
+    i32::from_le_bytes([q[4 * k] as u8, q[4 * k + 1] as u8, q[4 * k + 2] as u8, q[4 * k + 3] as u8])
 }
 
 /// The 8 sums of eight 8×i32 vectors, in order.

@@ -14,7 +14,7 @@ use tern_core::quant::{BlockQ8K, GgmlType, QK_K};
 
 use super::avx2_q::PREFETCH;
 use super::kblock::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
-use super::vnni8::{each_tile, f16x8, prefetch8, transpose8, ROWS};
+use super::vnni8::{bcast, each_tile, f16x8, prefetch8, transpose8, ROWS};
 
 const NT: usize = 16;
 
@@ -86,12 +86,6 @@ fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
             None => _mm256_setzero_ps(),
         },
     }
-}
-
-/// Activation bytes `4k..4k + 4` of a run, for broadcasting to every lane.
-#[inline(always)]
-fn bcast(q: &[i8; 32], k: usize) -> i32 {
-    i32::from_le_bytes([q[4 * k] as u8, q[4 * k + 1] as u8, q[4 * k + 2] as u8, q[4 * k + 3] as u8])
 }
 
 /// Four tokens' dots with 4-byte groups `K0..K1` of one run: 8 rows each.
