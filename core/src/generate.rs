@@ -283,11 +283,11 @@ impl Stopwatch {
     }
 }
 
-pub struct Generator<'a, B> {
-    model: &'a Model<B>,
-    engine: Engine<'a>,
-    vocab: &'a dyn Vocab,
-    session: &'a mut Session,
+/// One generation's own state (sampler, stops, output, timings): stepped
+/// with the model, engine, vocabulary and session lent to each step, so a
+/// host that cannot hold borrows across calls (the wasm bindings) can keep
+/// it. `Generator` is the same with the parts held.
+pub struct Generation {
     sampler: Sampler,
     cfg: GenerateConfig,
     prompt: Vec<u32>,
@@ -303,23 +303,20 @@ pub struct Generator<'a, B> {
     watch: Stopwatch,
 }
 
-impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
+/// What a step borrows.
+pub struct Parts<'a, 'b, B> {
+    pub model: &'a Model<B>,
+    pub engine: &'a Engine<'b>,
+    pub vocab: &'a dyn Vocab,
+    pub session: &'a mut Session,
+}
+
+impl Generation {
     /// Generate after `prompt`: the whole token sequence the session should
     /// hold before the first new token (a chat's full rendered history). The
     /// part of it already in the session's cache is not prefilled again.
-    pub fn new(
-        model: &'a Model<B>,
-        engine: Engine<'a>,
-        vocab: &'a dyn Vocab,
-        session: &'a mut Session,
-        prompt: &[u32],
-        cfg: GenerateConfig,
-    ) -> Self {
-        Generator {
-            model,
-            engine,
-            vocab,
-            session,
+    pub fn new(prompt: &[u32], cfg: GenerateConfig) -> Self {
+        Generation {
             sampler: Sampler::new(cfg.sampler.clone()),
             out: Output::new(&cfg),
             prompt: prompt.to_vec(),
@@ -345,24 +342,31 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
         self
     }
 
-    /// The logits the latest token was sampled from.
-    pub fn last_logits(&mut self) -> &[f32] {
-        self.session.sampling_parts().0
-    }
-
-    /// Run to the end, calling `on_token` for each token event.
-    pub fn run(mut self, mut on_token: impl FnMut(u32, &str)) -> Result<GenerationResult> {
-        loop {
-            match self.next() {
-                Some(Ok(Event::Token { id, text })) => on_token(id, &text),
-                Some(Ok(Event::Done(r))) => return Ok(r),
-                Some(Err(e)) => return Err(e),
-                None => unreachable!("a generator always ends with Done"),
-            }
+    /// The next event: tokens, then one `Done`; None after it (or after an error).
+    pub fn next<B: AsRef<[u8]>>(&mut self, p: Parts<'_, '_, B>) -> Option<Result<Event>> {
+        if let Some(r) = self.done.take() {
+            return Some(Ok(Event::Done(r)));
         }
+        if self.finished {
+            return None;
+        }
+        let r = self.step(p);
+        if r.is_err() {
+            self.finished = true;
+        }
+        Some(r)
     }
 
-    fn step(&mut self) -> Result<Event> {
+    /// End now with `cancelled` (the host saw its own cancel signal): the
+    /// `Done` event, or None if generation had already ended.
+    pub fn cancel(&mut self) -> Option<Event> {
+        if self.finished {
+            return self.done.take().map(Event::Done);
+        }
+        Some(self.finish(FinishReason::Cancelled))
+    }
+
+    fn step<B: AsRef<[u8]>>(&mut self, p: Parts<'_, '_, B>) -> Result<Event> {
         if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Ok(self.finish(FinishReason::Cancelled));
         }
@@ -372,22 +376,22 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
             }
             self.started = true;
             self.watch = Stopwatch::start((self.clock)(), self.cfg.max_tokens.min(1 << 16));
-            let keep = prefill_start(self.session, &self.prompt);
+            let keep = prefill_start(p.session, &self.prompt);
             self.usage = Usage { prompt_tokens: self.prompt.len(), cached_tokens: keep, completion_tokens: 0 };
             if self.cfg.max_tokens == 0 {
                 return Ok(self.finish(FinishReason::Length));
             }
-            self.session.forward(self.model, &self.engine, &self.prompt[keep..], Logits::Last)?;
+            p.session.forward(p.model, p.engine, &self.prompt[keep..], Logits::Last)?;
             self.watch.prefilled((self.clock)());
             if let Some(seed) = self.cfg.sampler.seed {
-                self.session.rng = Rng::new(seed);
+                p.session.rng = Rng::new(seed);
             }
         } else if let Some(t) = self.pending.take() {
-            self.session.forward(self.model, &self.engine, &[t], Logits::Last)?;
+            p.session.forward(p.model, p.engine, &[t], Logits::Last)?;
         }
-        let id = self.session.sample_last(&mut self.sampler);
+        let id = p.session.sample_last(&mut self.sampler);
         self.watch.token((self.clock)());
-        let (text, end) = self.out.accept(self.vocab, id);
+        let (text, end) = self.out.accept(p.vocab, id);
         match end {
             Some(reason) => self.queue_finish(reason),
             None => self.pending = Some(id),
@@ -410,6 +414,56 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
     }
 }
 
+/// A generation with the model, engine, vocabulary and session it runs on.
+pub struct Generator<'a, B> {
+    model: &'a Model<B>,
+    engine: Engine<'a>,
+    vocab: &'a dyn Vocab,
+    session: &'a mut Session,
+    state: Generation,
+}
+
+impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
+    /// See `Generation::new`.
+    pub fn new(
+        model: &'a Model<B>,
+        engine: Engine<'a>,
+        vocab: &'a dyn Vocab,
+        session: &'a mut Session,
+        prompt: &[u32],
+        cfg: GenerateConfig,
+    ) -> Self {
+        Generator { model, engine, vocab, session, state: Generation::new(prompt, cfg) }
+    }
+
+    pub fn with_cancel(mut self, flag: CancelFlag) -> Self {
+        self.state = self.state.with_cancel(flag);
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.state = self.state.with_clock(clock);
+        self
+    }
+
+    /// The logits the latest token was sampled from.
+    pub fn last_logits(&mut self) -> &[f32] {
+        self.session.sampling_parts().0
+    }
+
+    /// Run to the end, calling `on_token` for each token event.
+    pub fn run(mut self, mut on_token: impl FnMut(u32, &str)) -> Result<GenerationResult> {
+        loop {
+            match self.next() {
+                Some(Ok(Event::Token { id, text })) => on_token(id, &text),
+                Some(Ok(Event::Done(r))) => return Ok(r),
+                Some(Err(e)) => return Err(e),
+                None => unreachable!("a generator always ends with Done"),
+            }
+        }
+    }
+}
+
 /// Keep the cached prefix of `prompt` (all but its last token at most: that
 /// one must run to give logits); return how many tokens are kept.
 pub fn prefill_start(session: &mut Session, prompt: &[u32]) -> usize {
@@ -422,17 +476,8 @@ impl<B: AsRef<[u8]>> Iterator for Generator<'_, B> {
     type Item = Result<Event>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(r) = self.done.take() {
-            return Some(Ok(Event::Done(r)));
-        }
-        if self.finished {
-            return None;
-        }
-        let r = self.step();
-        if r.is_err() {
-            self.finished = true;
-        }
-        Some(r)
+        let parts = Parts { model: self.model, engine: &self.engine, vocab: self.vocab, session: self.session };
+        self.state.next(parts)
     }
 }
 

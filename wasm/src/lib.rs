@@ -1,0 +1,18 @@
+//! tern-wasm: tern-core in WebAssembly. `ModelLoader` takes a GGUF file in
+//! chunks (straight into wasm memory), `TernModel` tokenizes, applies chat
+//! templates and steps generations one event per call, so the JS side can
+//! stream, yield to its event loop and cancel between tokens. The forward
+//! pass runs on the SIMD128 kernels of `kernels` (bit-identical to the
+//! scalar reference, hence to every native backend).
+
+mod errors;
+pub mod kernels;
+mod loader;
+mod model;
+mod options;
+
+pub use loader::ModelLoader;
+pub use model::TernModel;
+
+/// The largest linear memory a wasm32 instance can have: 4 GiB.
+pub const WASM32_MEMORY_LIMIT: u64 = 1 << 32;

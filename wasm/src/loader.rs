@@ -1,0 +1,85 @@
+//! A GGUF file arriving in chunks (a streamed fetch, a Blob read in
+//! slices) written straight into one buffer in wasm memory, so the file is
+//! never held twice; then parsed into a `TernModel`.
+
+use wasm_bindgen::prelude::*;
+
+use crate::errors::js_error;
+use crate::model::TernModel;
+use crate::WASM32_MEMORY_LIMIT;
+
+/// Bytes a loaded model needs beyond its file, at least: tokenizer tables,
+/// scratch and a small KV cache. Used only to refuse early what cannot fit.
+const HEADROOM: u64 = 64 << 20;
+
+#[wasm_bindgen]
+pub struct ModelLoader {
+    buf: Vec<u8>,
+    total: usize,
+}
+
+#[wasm_bindgen]
+impl ModelLoader {
+    /// Room for a file of `total` bytes. Fails if it cannot fit in wasm32
+    /// memory (naming the limit and the size) or cannot be allocated.
+    #[wasm_bindgen(constructor)]
+    pub fn new(total: f64) -> Result<ModelLoader, JsValue> {
+        let mib = |b: f64| b / 1048576.0;
+        if !(total.is_finite() && total >= 0.0) {
+            return Err(js_error("invalid_argument", &format!("model size {total} is not a byte count")));
+        }
+        if total + HEADROOM as f64 > WASM32_MEMORY_LIMIT as f64 {
+            return Err(js_error(
+                "too_large",
+                &format!(
+                    "model file is {:.0} MiB; a wasm32 instance has at most {:.0} MiB of memory \
+                     (the file plus at least {:.0} MiB for tokenizer, scratch and KV cache must fit)",
+                    mib(total),
+                    mib(WASM32_MEMORY_LIMIT as f64),
+                    mib(HEADROOM as f64)
+                ),
+            ));
+        }
+        let total = total as usize;
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(total).map_err(|_| {
+            js_error(
+                "too_large",
+                &format!(
+                    "cannot allocate {:.0} MiB for the model in wasm memory (limit {:.0} MiB)",
+                    mib(total as f64),
+                    mib(WASM32_MEMORY_LIMIT as f64)
+                ),
+            )
+        })?;
+        Ok(ModelLoader { buf, total })
+    }
+
+    /// Append the next chunk of the file.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), JsValue> {
+        if self.buf.len() + chunk.len() > self.total {
+            return Err(js_error(
+                "bad_file",
+                &format!("more bytes than announced: {} > {}", self.buf.len() + chunk.len(), self.total),
+            ));
+        }
+        self.buf.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Bytes received so far.
+    pub fn received(&self) -> f64 {
+        self.buf.len() as f64
+    }
+
+    /// Parse the file (GGUF header, tensors, tokenizer) into a model.
+    pub fn finish(self) -> Result<TernModel, JsValue> {
+        if self.buf.len() != self.total {
+            return Err(js_error(
+                "bad_file",
+                &format!("the file ended after {} of {} announced bytes", self.buf.len(), self.total),
+            ));
+        }
+        TernModel::from_bytes(self.buf)
+    }
+}

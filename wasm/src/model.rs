@@ -1,0 +1,236 @@
+//! A loaded model in wasm memory with its tokenizer and one live session.
+//! Generation is stepped: `begin` sets it up, each `step` returns the next
+//! event as JSON, `cancel` ends it. A new generation reuses whatever prefix
+//! of its prompt the session's cache already holds (a chat's earlier turns).
+
+use serde_json::json;
+use tern_core::chat::{messages_from_json, ChatTemplate};
+use tern_core::generate::{Event, Generation, GenerationResult, Parts};
+use tern_core::parallel::Serial;
+use tern_core::tokenizer::Tokenizer;
+use tern_core::{Engine, KvType, Model, Session};
+use wasm_bindgen::prelude::*;
+
+use crate::errors::{from_core, js_error};
+use crate::{kernels, options, WASM32_MEMORY_LIMIT};
+
+#[wasm_bindgen]
+extern "C" {
+    /// Milliseconds from the host's monotonic clock (window, worker, Node).
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+fn clock() -> u64 {
+    (performance_now() * 1e6) as u64
+}
+
+/// Context size when the caller gives none: the trained one, at most this.
+const DEFAULT_CTX: usize = 4096;
+/// Prompt tokens per forward pass during prefill.
+const N_BATCH: usize = 512;
+
+#[wasm_bindgen]
+pub struct TernModel {
+    model: Model<Vec<u8>>,
+    tok: Tokenizer,
+    template: Option<ChatTemplate>,
+    session: Option<Session>,
+    exact: bool,
+    gen: Option<Generation>,
+}
+
+impl TernModel {
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Result<TernModel, JsValue> {
+        let (model, tok) = Model::load_gguf_with(bytes, Tokenizer::from_gguf).map_err(from_core)?;
+        let template = match &tok.chat_template {
+            Some(src) => {
+                let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
+                Some(ChatTemplate::new(src, &name(tok.bos), &name(tok.eos)).map_err(from_core)?)
+            }
+            None => None,
+        };
+        Ok(TernModel { model, tok, template, session: None, exact: false, gen: None })
+    }
+
+    fn engine(&self) -> Engine<'static> {
+        Engine { kernels: kernels::backend(), par: &Serial, exact: self.exact }
+    }
+}
+
+#[wasm_bindgen]
+impl TernModel {
+    /// Make the session: `n_ctx` positions (0: the trained context, at most
+    /// 4096), `exact`: the f32 path with an f32 cache (oracle parity).
+    /// Fails, naming the sizes, if the cache would not fit in wasm32 memory.
+    pub fn configure(&mut self, n_ctx: usize, exact: bool) -> Result<(), JsValue> {
+        let c = &self.model.config;
+        let n_ctx = if n_ctx == 0 { c.n_ctx_train.clamp(1, DEFAULT_CTX) } else { n_ctx };
+        let kv = if exact { KvType::F32 } else { KvType::F16 };
+        let elem = if exact { 4 } else { 2 };
+        let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * (c.kv_dim() as u64) * elem;
+        let have = self.model.bytes().len() as u64;
+        if have + kv_bytes > WASM32_MEMORY_LIMIT {
+            return Err(js_error(
+                "too_large",
+                &format!(
+                    "a {n_ctx}-token KV cache needs {} MiB beside the {} MiB model; wasm32 memory is at most {} MiB",
+                    kv_bytes >> 20,
+                    have >> 20,
+                    WASM32_MEMORY_LIMIT >> 20
+                ),
+            ));
+        }
+        self.gen = None;
+        self.session = None;
+        self.session = Some(self.model.session_kv(n_ctx, N_BATCH, kv));
+        self.exact = exact;
+        Ok(())
+    }
+
+    /// What the model is, as JSON.
+    pub fn info(&self) -> String {
+        let c = &self.model.config;
+        let w = &self.model.weights;
+        json!({
+            "name": c.name,
+            "arch": c.arch.name(),
+            "nVocab": c.n_vocab,
+            "nEmbd": c.n_embd,
+            "nLayer": c.n_layer,
+            "nHead": c.n_head,
+            "nHeadKv": c.n_head_kv,
+            "headDim": c.head_dim,
+            "nFf": c.n_ff,
+            "nCtxTrain": c.n_ctx_train,
+            "nCtx": self.session.as_ref().map(Session::n_ctx),
+            "tiedOutput": w.tied_output,
+            "fileBytes": self.model.bytes().len(),
+            "bos": self.tok.bos,
+            "eos": self.tok.eos,
+            "eog": self.tok.eog,
+            "addBos": self.tok.add_bos,
+            "chatTemplate": self.tok.chat_template,
+            "backend": kernels::backend().name(),
+            "exact": self.exact,
+        })
+        .to_string()
+    }
+
+    /// Token ids of `text` (with BOS if the model adds one and `add_special`).
+    pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>, JsValue> {
+        self.tok.encode(text, add_special).map_err(from_core)
+    }
+
+    /// Text of `ids` (invalid UTF-8 replaced).
+    pub fn decode(&self, ids: &[u32]) -> Result<String, JsValue> {
+        if let Some(&id) = ids.iter().find(|&&i| i as usize >= self.tok.n_vocab()) {
+            return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab: self.tok.n_vocab() }));
+        }
+        Ok(self.tok.decode(ids))
+    }
+
+    /// The chat template applied to a JSON array of `{role, content}`.
+    pub fn render_chat(&self, messages_json: &str, add_generation_prompt: bool) -> Result<String, JsValue> {
+        let t = self
+            .template
+            .as_ref()
+            .ok_or_else(|| js_error("unsupported", "the model has no chat template"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(messages_json).map_err(|e| js_error("invalid_argument", &format!("messages: {e}")))?;
+        let msgs = messages_from_json(&v).map_err(from_core)?;
+        t.render(&msgs, add_generation_prompt, None).map_err(from_core)
+    }
+
+    /// Start generating after `prompt` (the whole sequence: the cached
+    /// prefix of it is reused) with the options (JSON, see `options`).
+    pub fn begin(&mut self, prompt: Vec<u32>, options_json: &str) -> Result<(), JsValue> {
+        if self.session.is_none() {
+            self.configure(0, false)?;
+        }
+        let n_vocab = self.model.config.n_vocab;
+        if let Some(&id) = prompt.iter().find(|&&i| i as usize >= n_vocab) {
+            return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab }));
+        }
+        let cfg = options::parse(options_json, &self.tok.eog, n_vocab)?;
+        let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
+        let needed = prompt.len() + cfg.max_tokens.max(1) - 1;
+        if needed > n_ctx {
+            return Err(from_core(tern_core::Error::ContextFull { n_ctx, needed }));
+        }
+        self.gen = Some(Generation::new(&prompt, cfg).with_clock(clock));
+        Ok(())
+    }
+
+    /// The next event as JSON (`{"type":"token",...}` or `{"type":"done",...}`);
+    /// `undefined` when the generation has ended or none was begun.
+    pub fn step(&mut self) -> Result<Option<String>, JsValue> {
+        let engine = self.engine();
+        let (Some(gen), Some(session)) = (self.gen.as_mut(), self.session.as_mut()) else { return Ok(None) };
+        let parts = Parts { model: &self.model, engine: &engine, vocab: &self.tok, session };
+        match gen.next(parts) {
+            None => {
+                self.gen = None;
+                Ok(None)
+            }
+            Some(Err(e)) => {
+                self.gen = None;
+                Err(from_core(e))
+            }
+            Some(Ok(ev)) => Ok(Some(event_json(&ev))),
+        }
+    }
+
+    /// End the current generation with `cancelled`: its final event, or
+    /// `undefined` if none is running.
+    pub fn cancel(&mut self) -> Option<String> {
+        let ev = self.gen.as_mut()?.cancel();
+        self.gen = None;
+        ev.as_ref().map(event_json)
+    }
+
+    /// Forget the cached tokens (the next generation prefills everything).
+    pub fn reset(&mut self) {
+        self.gen = None;
+        if let Some(s) = self.session.as_mut() {
+            s.truncate(0);
+        }
+    }
+
+    /// The kernel backend in use.
+    pub fn backend(&self) -> String {
+        kernels::backend().name().into()
+    }
+}
+
+fn event_json(ev: &Event) -> String {
+    match ev {
+        Event::Token { id, text } => json!({ "type": "token", "id": id, "text": text }).to_string(),
+        Event::Done(r) => done_json(r).to_string(),
+    }
+}
+
+fn done_json(r: &GenerationResult) -> serde_json::Value {
+    let t = &r.timings;
+    json!({
+        "type": "done",
+        "tokens": r.tokens,
+        "text": r.text,
+        "finishReason": r.finish_reason.as_str(),
+        "usage": {
+            "promptTokens": r.usage.prompt_tokens,
+            "cachedTokens": r.usage.cached_tokens,
+            "completionTokens": r.usage.completion_tokens,
+        },
+        "timings": {
+            "prefillMs": t.prefill_ms,
+            "firstTokenMs": t.first_token_ms,
+            "perTokenP50Ms": t.per_token_p50_ms,
+            "perTokenP90Ms": t.per_token_p90_ms,
+            "perTokenP99Ms": t.per_token_p99_ms,
+            "totalMs": t.total_ms,
+            "promptTokensPerS": t.prompt_tokens_per_s,
+            "tokensPerS": t.tokens_per_s,
+        },
+    })
+}

@@ -1,0 +1,91 @@
+//! Generation options from the JS side (a JSON object, camelCase names as
+//! in the package's types) into core's `GenerateConfig`. Unknown names and
+//! wrong types are errors naming the field; absent fields keep the CLI's
+//! defaults (llama.cpp's).
+
+use serde_json::{Map, Value};
+use tern_core::generate::GenerateConfig;
+use tern_core::sampler::SamplerConfig;
+
+use crate::errors::js_error;
+use wasm_bindgen::JsValue;
+
+fn bad(field: &str, want: &str) -> JsValue {
+    js_error("invalid_argument", &format!("option {field}: expected {want}"))
+}
+
+fn num(v: &Value, field: &str) -> Result<f64, JsValue> {
+    v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| bad(field, "a finite number"))
+}
+
+fn count(v: &Value, field: &str) -> Result<usize, JsValue> {
+    v.as_u64().map(|x| x as usize).ok_or_else(|| bad(field, "a non-negative integer"))
+}
+
+fn token_id(v: &Value, field: &str, n_vocab: usize) -> Result<u32, JsValue> {
+    match v.as_u64() {
+        Some(id) if (id as usize) < n_vocab => Ok(id as u32),
+        _ => Err(bad(field, &format!("token ids below {n_vocab}"))),
+    }
+}
+
+/// `json`: the options object; `eog`: the model's end-of-generation ids
+/// (banned by `ignoreEos`, as llama.cpp does); `n_vocab` bounds token ids.
+pub fn parse(json: &str, eog: &[u32], n_vocab: usize) -> Result<GenerateConfig, JsValue> {
+    let v: Value = serde_json::from_str(json).map_err(|e| js_error("invalid_argument", &format!("options: {e}")))?;
+    let empty = Map::new();
+    let obj = match &v {
+        Value::Object(m) => m,
+        Value::Null => &empty,
+        _ => return Err(bad("options", "an object")),
+    };
+    let mut c = GenerateConfig::default();
+    let mut s = SamplerConfig::default();
+    for (k, v) in obj {
+        if v.is_null() {
+            continue;
+        }
+        match k.as_str() {
+            "maxTokens" => c.max_tokens = count(v, k)?,
+            "temperature" => s.temperature = num(v, k)? as f32,
+            "topK" => s.top_k = count(v, k)?,
+            "topP" => s.top_p = num(v, k)? as f32,
+            "minP" => s.min_p = num(v, k)? as f32,
+            "typicalP" => s.typical_p = num(v, k)? as f32,
+            "repeatPenalty" => s.repeat_penalty = num(v, k)? as f32,
+            "presencePenalty" => s.presence_penalty = num(v, k)? as f32,
+            "frequencyPenalty" => s.frequency_penalty = num(v, k)? as f32,
+            "repeatLastN" => s.repeat_last_n = count(v, k)?,
+            "seed" => s.seed = Some(v.as_u64().ok_or_else(|| bad(k, "a non-negative integer"))?),
+            "stop" => {
+                let arr = v.as_array().ok_or_else(|| bad(k, "an array of strings"))?;
+                c.stop = arr
+                    .iter()
+                    .map(|x| x.as_str().map(String::from).ok_or_else(|| bad(k, "an array of strings")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "stopTokens" => {
+                let arr = v.as_array().ok_or_else(|| bad(k, "an array of token ids"))?;
+                c.stop_tokens = arr.iter().map(|x| token_id(x, k, n_vocab)).collect::<Result<_, _>>()?;
+            }
+            "ignoreEos" => c.ignore_eos = v.as_bool().ok_or_else(|| bad(k, "a boolean"))?,
+            "logitBias" => {
+                let m = v.as_object().ok_or_else(|| bad(k, "an object of token id → bias"))?;
+                for (id, b) in m {
+                    let id = id.parse::<u64>().map(Value::from).unwrap_or(Value::Null);
+                    let bias = match b {
+                        Value::String(s) if s == "-Infinity" => f32::NEG_INFINITY,
+                        _ => num(b, k)? as f32,
+                    };
+                    s.logit_bias.push((token_id(&id, k, n_vocab)?, bias));
+                }
+            }
+            _ => return Err(js_error("invalid_argument", &format!("unknown option {k}"))),
+        }
+    }
+    if c.ignore_eos {
+        s.logit_bias.extend(eog.iter().map(|&t| (t, f32::NEG_INFINITY)));
+    }
+    c.sampler = s;
+    Ok(c)
+}
