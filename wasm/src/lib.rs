@@ -16,3 +16,18 @@ pub use model::TernModel;
 
 /// The largest linear memory a wasm32 instance can have: 4 GiB.
 pub const WASM32_MEMORY_LIMIT: u64 = 1 << 32;
+
+/// Bytes of linear memory this instance has grown to.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn memory_bytes() -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    return (core::arch::wasm32::memory_size(0) * 65536) as f64;
+    #[cfg(not(target_arch = "wasm32"))]
+    return 0.0;
+}
+
+/// The kernel backend this module runs.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn backend_name() -> String {
+    kernels::backend().name().into()
+}

@@ -1,0 +1,83 @@
+// The engine behind a Worker: requests out, progress/events/results back.
+
+import { TernError } from './errors.js';
+import { isNode } from './runtime.js';
+
+export class WorkerEngine {
+  #worker;
+  #next = 1;
+  #pending = new Map();
+  #off;
+
+  static async start() {
+    const url = new URL('./worker.js', import.meta.url);
+    let w;
+    if (isNode) {
+      const { Worker } = await import('node:worker_threads');
+      w = new Worker(url);
+    } else {
+      w = new Worker(url, { type: 'module' });
+    }
+    const e = new WorkerEngine(w);
+    await e.#ready;
+    return e;
+  }
+
+  #ready;
+
+  constructor(worker) {
+    this.#worker = worker;
+    let ready, failed;
+    this.#ready = new Promise((res, rej) => ((ready = res), (failed = rej)));
+    const onMessage = (m) => {
+      if (m.type === 'ready') return ready();
+      const p = this.#pending.get(m.id);
+      if (!p) return;
+      if (m.type === 'progress') p.onProgress?.({ loaded: m.loaded, total: m.total });
+      else if (m.type === 'event') p.onEvent?.(m.event);
+      else {
+        this.#pending.delete(m.id);
+        if (m.type === 'error') p.reject(new TernError(m.error.code, m.error.message));
+        else p.resolve(m.value);
+      }
+    };
+    const onError = (err) => {
+      const e = new TernError('worker_failed', `the tern worker failed: ${err?.message ?? err}`);
+      failed(e);
+      for (const p of this.#pending.values()) p.reject(e);
+      this.#pending.clear();
+    };
+    if (isNode) {
+      worker.on('message', onMessage);
+      worker.on('error', onError);
+      worker.unref();
+      this.#off = () => worker.terminate();
+    } else {
+      worker.onmessage = (e) => onMessage(e.data);
+      worker.onerror = (e) => onError(e.message ? e : new Error('worker error'));
+      this.#off = () => worker.terminate();
+    }
+  }
+
+  /** Send a request; resolves with its result. Returns [id, promise]. */
+  request(msg, { onProgress, onEvent } = {}) {
+    const id = this.#next++;
+    const promise = new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onProgress, onEvent });
+    });
+    if (isNode && this.#pending.size === 1) this.#worker.ref();
+    promise.finally(() => {
+      if (isNode && this.#pending.size === 0) this.#worker.unref();
+    }).catch(() => {});
+    this.#worker.postMessage({ ...msg, id });
+    return [id, promise];
+  }
+
+  cancel(target) {
+    this.#worker.postMessage({ op: 'cancel', target });
+  }
+
+  terminate() {
+    this.#off();
+  }
+}

@@ -1,0 +1,125 @@
+// The engine on the thread that owns the wasm instance (a Worker, or the
+// caller's thread with { worker: false }): load, tokenize, and run
+// generations step by step, yielding to the event loop between tokens.
+
+import { TernError } from './errors.js';
+import { loadWasm, yieldToEventLoop } from './runtime.js';
+import { readSource } from './source.js';
+
+const call = (f) => {
+  try {
+    return f();
+  } catch (e) {
+    throw TernError.from(e);
+  }
+};
+
+export class LocalEngine {
+  #wasm;
+  #model;
+  #running = null;
+
+  constructor(wasm, model) {
+    this.#wasm = wasm;
+    this.#model = model;
+  }
+
+  /** Load a model: see `loadModel` in index.js for the options. */
+  static async load(source, { onProgress, cache, signal, contextSize = 0, exact = false } = {}) {
+    const wasm = await loadWasm();
+    const t0 = performance.now();
+    const loader = await readSource(wasm, source, { onProgress, cache, signal });
+    const fromCache = !!loader.fromCache;
+    const model = call(() => loader.finish());
+    call(() => model.configure(contextSize, exact));
+    const e = new LocalEngine(wasm, model);
+    e.loadMs = performance.now() - t0;
+    e.fromCache = fromCache;
+    return e;
+  }
+
+  info() {
+    return { ...JSON.parse(this.#model.info()), loadMs: this.loadMs, fromCache: this.fromCache };
+  }
+
+  encode(text, { addSpecial = true } = {}) {
+    return Array.from(call(() => this.#model.encode(String(text), addSpecial)));
+  }
+
+  decode(ids) {
+    return call(() => this.#model.decode(Uint32Array.from(ids)));
+  }
+
+  applyChatTemplate(messages, { addGenerationPrompt = true } = {}) {
+    return call(() => this.#model.render_chat(JSON.stringify(messages), addGenerationPrompt));
+  }
+
+  /** Bytes of wasm memory this instance holds (model, cache, scratch). */
+  memoryBytes() {
+    return this.#wasm.memory_bytes();
+  }
+
+  /** The prompt ids for a `generate` prompt (text or ids) or `chat` messages. */
+  promptIds(kind, input) {
+    if (kind === 'chat') {
+      if (!Array.isArray(input)) throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
+      return this.encode(this.applyChatTemplate(input, { addGenerationPrompt: true }), { addSpecial: true });
+    }
+    if (Array.isArray(input) || input instanceof Uint32Array) return Array.from(input);
+    if (typeof input !== 'string') throw new TernError('invalid_argument', 'prompt must be a string or an array of token ids');
+    return this.encode(input, { addSpecial: true });
+  }
+
+  /**
+   * Generate after `ids`: yields `{ type: 'token', id, text }` events, then
+   * `{ type: 'done', ... }`. `cancelled()` is polled between tokens.
+   */
+  async *run(ids, options = {}, cancelled = () => false) {
+    if (this.#running) throw new TernError('invalid_argument', 'a generation is already running on this model');
+    const { signal, onToken, ...opts } = options;
+    if (opts.seed === undefined && opts.temperature !== 0) opts.seed = Math.floor(Math.random() * 2 ** 52);
+    const token = {};
+    this.#running = token;
+    try {
+      call(() => this.#model.begin(Uint32Array.from(ids), JSON.stringify(opts)));
+      for (;;) {
+        if (cancelled()) {
+          const ev = this.#model.cancel();
+          if (ev) yield { ...JSON.parse(ev), seed: opts.seed ?? null, promptIds: ids };
+          return;
+        }
+        const ev = call(() => this.#model.step());
+        if (ev === undefined) return;
+        const e = JSON.parse(ev);
+        if (e.type === 'done') {
+          yield { ...e, seed: opts.seed ?? null, promptIds: ids };
+          return;
+        }
+        yield e;
+        await yieldToEventLoop();
+      }
+    } finally {
+      if (this.#running === token) {
+        this.#model.cancel();
+        this.#running = null;
+      }
+    }
+  }
+
+  /** A KV cache of `n` positions (0: the default), emptied; the new info. */
+  setContextSize(n) {
+    if (this.#running) throw new TernError('invalid_argument', 'cannot resize the context during a generation');
+    call(() => this.#model.configure(n, this.info().exact));
+    return this.info();
+  }
+
+  /** Forget the cached tokens. */
+  reset() {
+    this.#model.reset();
+  }
+
+  dispose() {
+    this.#model?.free();
+    this.#model = null;
+  }
+}

@@ -1,0 +1,204 @@
+// tern-llm: run a local GGUF model in the browser or in Node.
+//
+//   import { loadModel } from 'tern-llm';
+//   const model = await loadModel(url, { onProgress: (p) => ... });
+//   for await (const ev of model.chat([{ role: 'user', content: 'Hi' }])) ...
+//
+// By default the model runs in a Worker (Web Worker or Node worker_threads)
+// so the page or process stays responsive; { worker: false } runs it on the
+// calling thread.
+
+import { LocalEngine } from './engine.js';
+import { TernError } from './errors.js';
+import { WorkerEngine } from './client.js';
+import { isNode, loadWasm } from './runtime.js';
+
+export { TernError };
+
+const canUseWorker = () => isNode || typeof Worker !== 'undefined';
+
+/** Load a model from a URL, a path (Node), bytes, or a Blob/File. */
+export async function loadModel(source, options = {}) {
+  const { worker = canUseWorker(), onProgress, signal, cache = false, contextSize = 0, exact = false } = options;
+  signal?.throwIfAborted();
+  if (!worker) {
+    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact });
+    return new TernModel(new LocalBackend(e), e.info());
+  }
+  const w = await WorkerEngine.start();
+  const [id, done] = w.request(
+    { op: 'load', source, options: { cache, contextSize, exact } },
+    { onProgress },
+  );
+  const onAbort = () => w.cancel(id);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const info = await done;
+    return new TernModel(new RemoteBackend(w), info);
+  } catch (e) {
+    w.terminate();
+    throw signal?.aborted ? new TernError('aborted', 'loading was aborted') : e;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The name of the kernel backend the wasm module runs (e.g. "simd128"). */
+export async function backendName() {
+  const wasm = await loadWasm();
+  return wasm.backend_name();
+}
+
+export class TernModel {
+  #b;
+
+  constructor(backend, info) {
+    this.#b = backend;
+    /** What the model is: architecture, sizes, special tokens, template, load time. */
+    this.info = info;
+  }
+
+  encode(text, options) {
+    return this.#b.call('encode', text, options);
+  }
+
+  decode(ids) {
+    return this.#b.call('decode', Array.from(ids));
+  }
+
+  applyChatTemplate(messages, options) {
+    return this.#b.call('applyChatTemplate', messages, options);
+  }
+
+  /** Bytes of wasm memory in use (model, KV cache, scratch). */
+  memoryBytes() {
+    return this.#b.call('memoryBytes');
+  }
+
+  /** Resize the KV cache to `n` positions (emptying it). */
+  async setContextSize(n) {
+    this.info = await this.#b.call('setContextSize', n);
+    return this.info;
+  }
+
+  /** Forget the cached prefix (the next generation prefills everything). */
+  reset() {
+    return this.#b.call('reset');
+  }
+
+  /** Continue `prompt` (text, or token ids). */
+  generate(prompt, options = {}) {
+    return new Generation(this.#b, 'generate', prompt, options);
+  }
+
+  /** Reply to `messages` ({ role, content }[]) with the model's chat template. */
+  chat(messages, options = {}) {
+    return new Generation(this.#b, 'chat', messages, options);
+  }
+
+  dispose() {
+    return this.#b.dispose();
+  }
+}
+
+/**
+ * A running generation: an async iterable of `{ type: 'token', id, text }`
+ * events ending with `{ type: 'done', ... }`; `result` resolves to that
+ * last event; `text()` to the whole text. Cancel with `options.signal`.
+ */
+export class Generation {
+  #queue = [];
+  #wake = null;
+  #ended = false;
+  #error = null;
+
+  constructor(backend, kind, input, options) {
+    const { signal, ...opts } = options;
+    this.result = new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(new TernError('aborted', 'generation was aborted before it started'));
+        return;
+      }
+      backend
+        .run(kind, input, opts, signal, (ev) => {
+          if (ev.type === 'done') resolve(ev);
+          this.#push(ev);
+        })
+        .then(() => this.#end(null))
+        .catch((e) => {
+          reject(e);
+          this.#end(e);
+        });
+    });
+    this.result.catch(() => {});
+  }
+
+  #push(ev) {
+    this.#queue.push(ev);
+    this.#wake?.();
+  }
+
+  #end(err) {
+    this.#ended = true;
+    this.#error = err;
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator]() {
+    for (;;) {
+      if (this.#queue.length) {
+        yield this.#queue.shift();
+        continue;
+      }
+      if (this.#ended) {
+        if (this.#error) throw this.#error;
+        return;
+      }
+      await new Promise((r) => (this.#wake = r));
+      this.#wake = null;
+    }
+  }
+
+  async text() {
+    return (await this.result).text;
+  }
+}
+
+class LocalBackend {
+  constructor(engine) {
+    this.e = engine;
+  }
+  async call(method, ...args) {
+    return this.e[method](...args);
+  }
+  async run(kind, input, opts, signal, onEvent) {
+    const ids = this.e.promptIds(kind, input);
+    for await (const ev of this.e.run(ids, opts, () => !!signal?.aborted)) onEvent(ev);
+  }
+  async dispose() {
+    this.e.dispose();
+  }
+}
+
+class RemoteBackend {
+  constructor(worker) {
+    this.w = worker;
+  }
+  async call(method, ...args) {
+    return this.w.request({ op: 'call', method, args })[1];
+  }
+  async run(kind, input, opts, signal, onEvent) {
+    const [id, done] = this.w.request({ op: 'run', kind, input, options: opts }, { onEvent });
+    const onAbort = () => this.w.cancel(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      await done;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+  async dispose() {
+    await this.w.request({ op: 'dispose' })[1];
+    this.w.terminate();
+  }
+}

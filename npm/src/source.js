@@ -1,0 +1,139 @@
+// A model source — URL, file path (Node), bytes, or Blob/File — fed in
+// chunks into the wasm ModelLoader, with progress and optional Cache API
+// storage for URLs.
+
+import { TernError } from './errors.js';
+import { isNode } from './runtime.js';
+
+const CACHE_NAME = 'tern-llm-models';
+
+/** Feed `source` into a new `wasm.ModelLoader`; returns the loader, full. */
+export async function readSource(wasm, source, { onProgress, cache = false, signal } = {}) {
+  const progress = (loaded, total) => onProgress?.({ loaded, total });
+  if (source instanceof ArrayBuffer) source = new Uint8Array(source);
+  else if (ArrayBuffer.isView(source) && !(source instanceof Uint8Array)) {
+    source = new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  }
+  if (source instanceof Uint8Array) {
+    const loader = newLoader(wasm, source.byteLength);
+    const step = 1 << 24;
+    for (let i = 0; i < source.byteLength; i += step) {
+      loader.push(source.subarray(i, i + step));
+      progress(Math.min(i + step, source.byteLength), source.byteLength);
+    }
+    if (source.byteLength === 0) progress(0, 0);
+    return loader;
+  }
+  if (typeof Blob !== 'undefined' && source instanceof Blob) {
+    return fromStream(wasm, source.stream(), source.size, progress, signal);
+  }
+  if (source instanceof URL || typeof source === 'string') {
+    const s = String(source);
+    if (isNode && !/^(https?|blob|data):/i.test(s)) return fromPath(wasm, s, progress, signal);
+    return fromUrl(wasm, s, progress, cache, signal);
+  }
+  throw new TernError('invalid_argument', 'model source must be a URL, a path (Node), a Uint8Array/ArrayBuffer or a Blob/File');
+}
+
+function newLoader(wasm, total) {
+  try {
+    return new wasm.ModelLoader(total);
+  } catch (e) {
+    throw TernError.from(e);
+  }
+}
+
+async function fromPath(wasm, path, progress, signal) {
+  const { open } = await import('node:fs/promises');
+  const { fileURLToPath } = await import('node:url');
+  const p = path.startsWith('file:') ? fileURLToPath(path) : path;
+  let fh;
+  try {
+    fh = await open(p, 'r');
+  } catch (e) {
+    throw new TernError('fetch_failed', `cannot open model file ${p}: ${e.message}`);
+  }
+  try {
+    const { size } = await fh.stat();
+    const loader = newLoader(wasm, size);
+    const buf = new Uint8Array(1 << 24);
+    let done = 0;
+    while (done < size) {
+      signal?.throwIfAborted();
+      const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - done), done);
+      if (bytesRead === 0) throw new TernError('bad_file', `${p}: file shrank while reading (${done} of ${size} bytes)`);
+      loader.push(buf.subarray(0, bytesRead));
+      done += bytesRead;
+      progress(done, size);
+    }
+    return loader;
+  } finally {
+    await fh.close();
+  }
+}
+
+async function fromUrl(wasm, url, progress, cache, signal) {
+  const store = cache && typeof caches !== 'undefined' ? await caches.open(CACHE_NAME) : null;
+  let res = store ? await store.match(url) : undefined;
+  const cached = !!res;
+  if (!res) {
+    try {
+      res = await fetch(url, { signal });
+    } catch (e) {
+      if (e?.name === 'AbortError') throw TernError.from(e);
+      throw new TernError('fetch_failed', `cannot fetch ${url}: ${e.message}`);
+    }
+    if (!res.ok) throw new TernError('fetch_failed', `cannot fetch ${url}: HTTP ${res.status} ${res.statusText}`);
+    if (store) {
+      // Store a copy as it streams by; a failure to store is not fatal.
+      store.put(url, res.clone()).catch(() => {});
+    }
+  }
+  const len = Number(res.headers.get('content-length'));
+  const encoded = res.headers.get('content-encoding');
+  const total = Number.isFinite(len) && len > 0 && !encoded ? len : undefined;
+  const loader = await fromStream(wasm, res.body, total, progress, signal);
+  loader.fromCache = cached;
+  return loader;
+}
+
+/** A byte stream into a loader; with no known total, gathered first. */
+async function fromStream(wasm, stream, total, progress, signal) {
+  const reader = stream.getReader();
+  const abort = () => reader.cancel().catch(() => {});
+  signal?.addEventListener('abort', abort, { once: true });
+  try {
+    if (total === undefined) {
+      const parts = [];
+      let n = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        signal?.throwIfAborted();
+        if (done) break;
+        parts.push(value);
+        n += value.byteLength;
+        progress(n, undefined);
+      }
+      const loader = newLoader(wasm, n);
+      for (const p of parts) loader.push(p);
+      return loader;
+    }
+    const loader = newLoader(wasm, total);
+    let n = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      signal?.throwIfAborted();
+      if (done) break;
+      try {
+        loader.push(value);
+      } catch (e) {
+        throw TernError.from(e);
+      }
+      n += value.byteLength;
+      progress(n, total);
+    }
+    return loader;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+  }
+}
