@@ -1,0 +1,58 @@
+//! f32 kernels: the contract's 16-lane dot (lanes 0-3, 4-7, 8-11, 12-15 as
+//! four vectors, the tail and the `reduce16` tree as in the reference) and
+//! elementwise updates, which are the same arithmetic four lanes at a time.
+
+use core::arch::wasm32::*;
+
+use tern_core::kernels::scalar;
+
+use super::v;
+
+/// `Σ a[i]·b[i]` in the contract's order.
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n16 = a.len() / 16 * 16;
+    let mut l = [f32x4_splat(0.0); 4];
+    for i in (0..n16).step_by(16) {
+        for (k, lk) in l.iter_mut().enumerate() {
+            *lk = f32x4_add(*lk, f32x4_mul(v::loadf(a, i + 4 * k), v::loadf(b, i + 4 * k)));
+        }
+    }
+    let mut lanes = [0.0f32; 16];
+    for (k, lk) in l.iter().enumerate() {
+        v::storef(&mut lanes, 4 * k, *lk);
+    }
+    for (i, (&x, &y)) in a[n16..].iter().zip(&b[n16..]).enumerate() {
+        lanes[i] += x * y;
+    }
+    scalar::reduce16(lanes)
+}
+
+/// `o[i] += p · x[i]`.
+#[inline]
+pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
+    let n4 = o.len().min(x.len()) / 4 * 4;
+    let pv = f32x4_splat(p);
+    for i in (0..n4).step_by(4) {
+        let r = f32x4_add(v::loadf(o, i), f32x4_mul(pv, v::loadf(x, i)));
+        v::storef(o, i, r);
+    }
+    for (o, &x) in o[n4..].iter_mut().zip(&x[n4..]) {
+        *o += p * x;
+    }
+}
+
+/// `o = x / rms(x) * w`.
+#[inline]
+pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
+    let ss = dot(x, x);
+    let scale = 1.0 / (ss / x.len() as f32 + eps).sqrt();
+    let n4 = x.len() / 4 * 4;
+    let sv = f32x4_splat(scale);
+    for i in (0..n4).step_by(4) {
+        v::storef(o, i, f32x4_mul(f32x4_mul(v::loadf(x, i), sv), v::loadf(w, i)));
+    }
+    for i in n4..x.len() {
+        o[i] = (x[i] * scale) * w[i];
+    }
+}

@@ -1,0 +1,116 @@
+//! Small SIMD128 helpers shared by the kernels: loads, the 4-vector
+//! transpose-reduce, f16 widening.
+
+use core::arch::wasm32::*;
+
+/// 16 bytes from `p` (no alignment needed).
+#[inline(always)]
+pub fn load(s: &[u8], at: usize) -> v128 {
+    assert!(at + 16 <= s.len());
+    // SAFETY: the 16 bytes at `at` are inside `s` (checked above); v128_load
+    // has no alignment requirement.
+    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
+}
+
+/// 8 i16 from `s[at..at + 8]`.
+#[inline(always)]
+pub fn load16(s: &[i16], at: usize) -> v128 {
+    assert!(at + 8 <= s.len());
+    // SAFETY: the 8 elements at `at` are inside `s` (checked above).
+    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
+}
+
+/// 4 f32 from `s[at..at + 4]`.
+#[inline(always)]
+pub fn loadf(s: &[f32], at: usize) -> v128 {
+    assert!(at + 4 <= s.len());
+    // SAFETY: the 4 elements at `at` are inside `s` (checked above).
+    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
+}
+
+/// Store 4 f32 at `s[at..at + 4]`.
+#[inline(always)]
+pub fn storef(s: &mut [f32], at: usize, v: v128) {
+    assert!(at + 4 <= s.len());
+    // SAFETY: the 4 elements at `at` are inside `s` (checked above).
+    unsafe { v128_store(s.as_mut_ptr().add(at) as *mut v128, v) }
+}
+
+/// Store 8 i16 at `s[at..at + 8]`.
+#[inline(always)]
+pub fn store16(s: &mut [i16], at: usize, v: v128) {
+    assert!(at + 8 <= s.len());
+    // SAFETY: the 8 elements at `at` are inside `s` (checked above).
+    unsafe { v128_store(s.as_mut_ptr().add(at) as *mut v128, v) }
+}
+
+/// Lane i of the result: the sum of the lanes of `p[i]` (exact in i32).
+#[inline(always)]
+pub fn reduce4(p: [v128; 4]) -> v128 {
+    let a = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(p[0], p[1]), i32x4_shuffle::<2, 6, 3, 7>(p[0], p[1]));
+    let b = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(p[2], p[3]), i32x4_shuffle::<2, 6, 3, 7>(p[2], p[3]));
+    i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(a, b), i32x4_shuffle::<2, 3, 6, 7>(a, b))
+}
+
+/// The sum of the 4 i32 lanes.
+#[inline(always)]
+pub fn hsum(v: v128) -> i32 {
+    let s = i32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+    let s = i32x4_add(s, i32x4_shuffle::<1, 0, 3, 2>(s, s));
+    i32x4_extract_lane::<0>(s)
+}
+
+/// f16 bit patterns (the low 16 bits of each u32 lane) to f32, exactly as
+/// `half::f16::to_f32`: normals and subnormals by rebiasing the exponent
+/// with one exact multiply by 2^112, infinities kept, NaNs made quiet.
+#[inline(always)]
+pub fn f16_to_f32(h: v128) -> v128 {
+    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
+    let em = v128_and(h, u32x4_splat(0x7fff));
+    let finite = f32x4_mul(i32x4_shl(em, 13), f32x4_splat(f32::from_bits(0x7780_0000))); // 2^112
+    let man = i32x4_shl(v128_and(em, u32x4_splat(0x03ff)), 13);
+    let nan = v128_or(u32x4_splat(0x7fc0_0000), man);
+    let special = v128_bitselect(nan, u32x4_splat(0x7f80_0000), u32x4_ne(man, u32x4_splat(0)));
+    let is_special = u32x4_ge(em, u32x4_splat(0x7c00));
+    v128_or(sign, v128_bitselect(special, finite, is_special))
+}
+
+/// The f16 at byte `at` of each of 4 slices, widened to f32 lanes.
+#[inline(always)]
+pub fn f16x4(s: [&[u8]; 4], at: usize) -> v128 {
+    let h = |b: &[u8]| u16::from_le_bytes([b[at], b[at + 1]]) as u32;
+    f16_to_f32(u32x4(h(s[0]), h(s[1]), h(s[2]), h(s[3])))
+}
+
+/// 16 i8 from `s[at..at + 16]`.
+#[inline(always)]
+pub fn load8(s: &[i8], at: usize) -> v128 {
+    assert!(at + 16 <= s.len());
+    // SAFETY: the 16 bytes at `at` are inside `s` (checked above).
+    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
+}
+
+#[cfg(test)]
+mod tests {
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    use super::*;
+
+    /// Every f16 pattern widens to the bits `half` gives.
+    #[wasm_bindgen_test]
+    fn f16_widening_matches_half_on_all_patterns() {
+        for h in (0..=0xffffu32).step_by(4) {
+            let v = f16_to_f32(u32x4(h, h + 1, h + 2, h + 3));
+            let got = [
+                u32x4_extract_lane::<0>(v),
+                u32x4_extract_lane::<1>(v),
+                u32x4_extract_lane::<2>(v),
+                u32x4_extract_lane::<3>(v),
+            ];
+            for (i, g) in got.into_iter().enumerate() {
+                let want = half::f16::from_bits((h + i as u32) as u16).to_f32().to_bits();
+                assert_eq!(g, want, "f16 {:#06x}", h + i as u32);
+            }
+        }
+    }
+}
