@@ -1,23 +1,22 @@
-//! 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) against 8-bit activations,
-//! four weight rows at a time with one row per lane: the exact integer dot
-//! of each block, then the reference's float expression per lane,
-//! accumulated block 0, 1, 2, ... — bit for bit `scalar::matmul_rows`.
+//! 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) against 8-bit
+//! activations, one weight row at a time: each block's exact integer dot
+//! (four i32 partials), then four blocks' float expressions at once (one
+//! block per lane, as the reference writes them), added to the row's sum in
+//! block order — bit for bit `scalar::matmul_rows`.
 
 use core::arch::wasm32::*;
-use core::ops::Range;
-
-use tern_core::kernels::QMatrix;
-use tern_core::quant::{BlockQ8_0, BlockQ8_1, QK8};
 
 use super::v;
 
-/// A block format: its size, how the quants of the block at byte `at`
-/// unpack into the four eo16 half-groups (even then odd of elements 0-15,
-/// even then odd of 16-31), and whether it has a min (f16 at byte 2).
+/// A block format: its size, whether it has a min (f16 at byte 2), and how
+/// the quants of a block unpack into the four eo16 half-groups (even then
+/// odd elements of 0-15, even then odd of 16-31).
 pub trait Legacy {
     const BYTES: usize;
     const MIN: bool;
-    fn unpack(b: &[u8], at: usize) -> [v128; 4];
+    /// # Safety
+    /// `p` points to a whole block.
+    unsafe fn unpack(p: *const u8) -> [v128; 4];
 }
 
 pub struct Q4_0;
@@ -26,24 +25,19 @@ pub struct Q5_0;
 pub struct Q5_1;
 pub struct Q8_0;
 
-/// 16 nibble bytes at `at`: lane j holds bytes 2j (elements 2j, 2j+16)
-/// and 2j+1 (elements 2j+1, 2j+17).
+/// 16 nibble bytes: lane j holds bytes 2j (elements 2j, 2j+16) and 2j+1
+/// (elements 2j+1, 2j+17).
 #[inline(always)]
-fn nibbles(b: &[u8], at: usize) -> [v128; 4] {
-    let x = v::load(b, at);
+fn nibbles(x: v128) -> [v128; 4] {
     let m = i16x8_splat(0x0f);
-    let even_lo = v128_and(x, m);
-    let even_hi = v128_and(u16x8_shr(x, 4), m);
-    let odd_lo = v128_and(u16x8_shr(x, 8), m);
-    let odd_hi = u16x8_shr(x, 12);
-    [even_lo, odd_lo, even_hi, odd_hi]
+    [v128_and(x, m), v128_and(u16x8_shr(x, 8), m), v128_and(u16x8_shr(x, 4), m), u16x8_shr(x, 12)]
 }
 
-/// The 5th bits of a Q5 block (u32 at `at`, bit i for element i) as 0x10
-/// in the eo16 half-groups' lanes, to OR onto `nibbles`.
+/// The 5th bits of a Q5 block (`qh`, bit i for element i) as 0x10 in the
+/// eo16 half-groups' lanes, to OR onto `nibbles`.
 #[inline(always)]
-fn fifth_bits(b: &[u8], at: usize) -> [v128; 4] {
-    let qh = u32x4_splat(u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]));
+fn fifth_bits(qh: u32) -> [v128; 4] {
+    let qh = u32x4_splat(qh);
     // byte k: the byte of qh holding bit k (elements 0-15), then 16-31
     let lo = i8x16_swizzle(qh, i8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
     let hi = i8x16_swizzle(qh, i8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
@@ -59,13 +53,22 @@ fn or4(a: [v128; 4], b: [v128; 4]) -> [v128; 4] {
     [v128_or(a[0], b[0]), v128_or(a[1], b[1]), v128_or(a[2], b[2]), v128_or(a[3], b[3])]
 }
 
+/// # Safety
+/// `p..p + 16` is readable.
+#[inline(always)]
+unsafe fn load(p: *const u8) -> v128 {
+    // SAFETY: the caller's contract; v128_load needs no alignment.
+    unsafe { v128_load(p as *const v128) }
+}
+
 impl Legacy for Q4_0 {
     const BYTES: usize = 18;
     const MIN: bool = false;
     #[inline(always)]
-    fn unpack(b: &[u8], at: usize) -> [v128; 4] {
+    unsafe fn unpack(p: *const u8) -> [v128; 4] {
         let eight = i16x8_splat(8);
-        nibbles(b, at + 2).map(|n| i16x8_sub(n, eight))
+        // SAFETY: quants at bytes 2..18 of the block.
+        nibbles(unsafe { load(p.add(2)) }).map(|n| i16x8_sub(n, eight))
     }
 }
 
@@ -73,8 +76,9 @@ impl Legacy for Q4_1 {
     const BYTES: usize = 20;
     const MIN: bool = true;
     #[inline(always)]
-    fn unpack(b: &[u8], at: usize) -> [v128; 4] {
-        nibbles(b, at + 4)
+    unsafe fn unpack(p: *const u8) -> [v128; 4] {
+        // SAFETY: quants at bytes 4..20 of the block.
+        nibbles(unsafe { load(p.add(4)) })
     }
 }
 
@@ -82,9 +86,11 @@ impl Legacy for Q5_0 {
     const BYTES: usize = 22;
     const MIN: bool = false;
     #[inline(always)]
-    fn unpack(b: &[u8], at: usize) -> [v128; 4] {
+    unsafe fn unpack(p: *const u8) -> [v128; 4] {
         let sixteen = i16x8_splat(16);
-        or4(nibbles(b, at + 6), fifth_bits(b, at + 2)).map(|n| i16x8_sub(n, sixteen))
+        // SAFETY: high bits at bytes 2..6, quants at 6..22 of the block.
+        let (qh, qs) = unsafe { ((p.add(2) as *const u32).read_unaligned(), load(p.add(6))) };
+        or4(nibbles(qs), fifth_bits(u32::from_le(qh))).map(|n| i16x8_sub(n, sixteen))
     }
 }
 
@@ -92,8 +98,10 @@ impl Legacy for Q5_1 {
     const BYTES: usize = 24;
     const MIN: bool = true;
     #[inline(always)]
-    fn unpack(b: &[u8], at: usize) -> [v128; 4] {
-        or4(nibbles(b, at + 8), fifth_bits(b, at + 4))
+    unsafe fn unpack(p: *const u8) -> [v128; 4] {
+        // SAFETY: high bits at bytes 4..8, quants at 8..24 of the block.
+        let (qh, qs) = unsafe { ((p.add(4) as *const u32).read_unaligned(), load(p.add(8))) };
+        or4(nibbles(qs), fifth_bits(u32::from_le(qh)))
     }
 }
 
@@ -101,94 +109,95 @@ impl Legacy for Q8_0 {
     const BYTES: usize = 34;
     const MIN: bool = false;
     #[inline(always)]
-    fn unpack(b: &[u8], at: usize) -> [v128; 4] {
-        let x0 = v::load(b, at + 2);
-        let x1 = v::load(b, at + 18);
+    unsafe fn unpack(p: *const u8) -> [v128; 4] {
+        // SAFETY: quants at bytes 2..34 of the block.
+        let (x0, x1) = unsafe { (load(p.add(2)), load(p.add(18))) };
         let even = |x| i16x8_shr(i16x8_shl(x, 8), 8);
         [even(x0), i16x8_shr(x0, 8), even(x1), i16x8_shr(x1, 8)]
     }
 }
 
-/// An activation block's scale and (Q8_1) scaled sum.
-pub trait ActBlock {
-    fn d(&self) -> f32;
-    fn s(&self) -> f32;
-}
-impl ActBlock for BlockQ8_0 {
-    #[inline(always)]
-    fn d(&self) -> f32 {
-        self.d
-    }
-    #[inline(always)]
-    fn s(&self) -> f32 {
-        0.0
-    }
-}
-impl ActBlock for BlockQ8_1 {
-    #[inline(always)]
-    fn d(&self) -> f32 {
-        self.d
-    }
-    #[inline(always)]
-    fn s(&self) -> f32 {
-        self.s
-    }
+/// One token's activations as the row kernel reads them: quants widened
+/// (eo16), and per block its scale `d` and (Q8_1) scaled sum `s`, padded
+/// with zeros to a multiple of 4 blocks.
+pub struct Acts<'a> {
+    pub q: &'a [i16],
+    pub d: &'a [f32],
+    pub s: &'a [f32],
 }
 
-/// Rows `rows` of `w` against one token: `a` its blocks, `aw` its widened
-/// quants; `out[i * stride]` for the i-th row.
-pub fn rows<L: Legacy, A: ActBlock>(
-    w: &QMatrix,
-    a: &[A],
-    aw: &[i16],
-    rows: Range<usize>,
-    out: &mut [f32],
-    stride: usize,
-) {
-    let nb = w.n_cols / QK8;
-    let mut r = rows.start;
-    while r < rows.end {
-        // A partial quad repeats its last row (lanes past it are dropped).
-        let quad: [usize; 4] = core::array::from_fn(|i| (r + i).min(rows.end - 1));
-        let acc = quad4::<L, A>(quad.map(|q| w.row(q)), a, aw, nb);
-        for i in 0..(rows.end - r).min(4) {
-            out[(r - rows.start + i) * stride] = lane(acc, i);
-        }
-        r += 4;
-    }
-}
-
+/// Four i32 partials of the block at `p` · activations at `x`.
+///
+/// # Safety
+/// `p` points to a whole block, `x..x + 32` is readable.
 #[inline(always)]
-pub fn lane(v: v128, i: usize) -> f32 {
-    match i {
-        0 => f32x4_extract_lane::<0>(v),
-        1 => f32x4_extract_lane::<1>(v),
-        2 => f32x4_extract_lane::<2>(v),
-        _ => f32x4_extract_lane::<3>(v),
-    }
+unsafe fn block<L: Legacy>(p: *const u8, x: *const i16) -> v128 {
+    // SAFETY: the caller's contract.
+    let (q, a) = unsafe { (L::unpack(p), [0, 8, 16, 24].map(|o| v128_load(x.add(o) as *const v128))) };
+    let s0 = i32x4_add(i32x4_dot_i16x8(q[0], a[0]), i32x4_dot_i16x8(q[1], a[1]));
+    let s1 = i32x4_add(i32x4_dot_i16x8(q[2], a[2]), i32x4_dot_i16x8(q[3], a[3]));
+    i32x4_add(s0, s1)
 }
 
+/// The f16s at `p + k * L::BYTES` for k = 0..4, as f32 lanes.
+///
+/// # Safety
+/// The four 2-byte values are readable.
 #[inline(always)]
-fn quad4<L: Legacy, A: ActBlock>(r: [&[u8]; 4], a: &[A], aw: &[i16], nb: usize) -> v128 {
-    let mut acc = f32x4_splat(0.0);
-    for b in 0..nb {
-        let x = [v::load16(aw, 32 * b), v::load16(aw, 32 * b + 8), v::load16(aw, 32 * b + 16), v::load16(aw, 32 * b + 24)];
-        let at = b * L::BYTES;
-        let p = r.map(|row| {
-            let q = L::unpack(row, at);
-            let s0 = i32x4_add(i32x4_dot_i16x8(q[0], x[0]), i32x4_dot_i16x8(q[1], x[1]));
-            let s1 = i32x4_add(i32x4_dot_i16x8(q[2], x[2]), i32x4_dot_i16x8(q[3], x[3]));
-            i32x4_add(s0, s1)
-        });
+unsafe fn f16x4<L: Legacy>(p: *const u8) -> v128 {
+    // SAFETY: the caller's contract.
+    let h = |k: usize| unsafe { u16::from_le((p.add(k * L::BYTES) as *const u16).read_unaligned()) } as u32;
+    v::f16_to_f32(u32x4(h(0), h(1), h(2), h(3)))
+}
+
+/// `row · activations` for one row of `nb` blocks.
+#[inline(always)]
+pub fn row<L: Legacy>(row: &[u8], a: &Acts, nb: usize) -> f32 {
+    assert!(row.len() >= nb * L::BYTES && a.q.len() >= nb * 32);
+    assert!(a.d.len() >= nb.next_multiple_of(4) && a.s.len() >= nb.next_multiple_of(4));
+    let (w, x) = (row.as_ptr(), a.q.as_ptr());
+    let mut acc = 0.0f32;
+    let mut b = 0;
+    while b < nb {
+        let n = (nb - b).min(4);
+        // Lanes past the row's end repeat its last block and are dropped.
+        let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
+        // SAFETY: blocks b..b+n are in the row and activations (asserted
+        // above); `at` never passes the last block.
+        let (p, wd, wm) = unsafe {
+            let p = [0, 1, 2, 3].map(|k| block::<L>(w.add(at(k)), x.add(32 * (b + k.min(n - 1)))));
+            let wd = if n == 4 { f16x4::<L>(w.add(at(0))) } else { gather(w, at, 0) };
+            let wm = if !L::MIN {
+                f32x4_splat(0.0)
+            } else if n == 4 {
+                f16x4::<L>(w.add(at(0) + 2))
+            } else {
+                gather(w, at, 2)
+            };
+            (p, wd, wm)
+        };
         let isum = f32x4_convert_i32x4(v::reduce4(p));
-        let ab = &a[b];
-        let wd = v::f16x4(r, at);
-        let mut t = f32x4_mul(f32x4_mul(wd, f32x4_splat(ab.d())), isum);
+        let mut t = f32x4_mul(f32x4_mul(wd, v::loadf(a.d, b)), isum);
         if L::MIN {
-            let wm = v::f16x4(r, at + 2);
-            t = f32x4_add(t, f32x4_mul(wm, f32x4_splat(ab.s())));
+            t = f32x4_add(t, f32x4_mul(wm, v::loadf(a.s, b)));
         }
-        acc = f32x4_add(acc, t);
+        let mut lanes = [0.0f32; 4];
+        v::storef(&mut lanes, 0, t);
+        for &l in &lanes[..n] {
+            acc += l;
+        }
+        b += 4;
     }
     acc
+}
+
+/// The f16 at byte `off` of the blocks at `at(0..4)`, as f32 lanes.
+///
+/// # Safety
+/// Each `w + at(k) + off` is two readable bytes.
+#[inline(always)]
+unsafe fn gather(w: *const u8, at: impl Fn(usize) -> usize, off: usize) -> v128 {
+    // SAFETY: the caller's contract.
+    let h = |k: usize| unsafe { u16::from_le((w.add(at(k) + off) as *const u16).read_unaligned()) } as u32;
+    v::f16_to_f32(u32x4(h(0), h(1), h(2), h(3)))
 }

@@ -75,13 +75,6 @@ pub fn f16_to_f32(h: v128) -> v128 {
     v128_or(sign, v128_bitselect(special, finite, is_special))
 }
 
-/// The f16 at byte `at` of each of 4 slices, widened to f32 lanes.
-#[inline(always)]
-pub fn f16x4(s: [&[u8]; 4], at: usize) -> v128 {
-    let h = |b: &[u8]| u16::from_le_bytes([b[at], b[at + 1]]) as u32;
-    f16_to_f32(u32x4(h(s[0]), h(s[1]), h(s[2]), h(s[3])))
-}
-
 /// 16 i8 from `s[at..at + 16]`.
 #[inline(always)]
 pub fn load8(s: &[i8], at: usize) -> v128 {
