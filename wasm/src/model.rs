@@ -132,10 +132,7 @@ impl TernModel {
 
     /// The chat template applied to a JSON array of `{role, content}`.
     pub fn render_chat(&self, messages_json: &str, add_generation_prompt: bool) -> Result<String, JsValue> {
-        let t = self
-            .template
-            .as_ref()
-            .ok_or_else(|| js_error("unsupported", "the model has no chat template"))?;
+        let t = self.template.as_ref().ok_or_else(|| js_error("unsupported", "the model has no chat template"))?;
         let v: serde_json::Value =
             serde_json::from_str(messages_json).map_err(|e| js_error("invalid_argument", &format!("messages: {e}")))?;
         let msgs = messages_from_json(&v).map_err(from_core)?;

@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod scalar;
+pub mod speed;
 
 use core::ops::Range;
 

@@ -72,10 +72,30 @@ fn q6k_block(b: &[u8], a: &BlockQ8K, aw: &[i16]) -> i32 {
             // elements l (low nibble of ql, qh bits 0-1), l+32 (ql2, bits 2-3),
             // l+64 (high nibble of ql, bits 4-5), l+96 (ql2, bits 6-7)
             let parts = [
-                (v128_and(ql, m4), v128_and(i16x8_shl(qh, 4), m2), v128_and(u16x8_shr(ql, 8), m4), v128_and(u16x8_shr(qh, 4), m2)),
-                (v128_and(ql2, m4), v128_and(i16x8_shl(qh, 2), m2), v128_and(u16x8_shr(ql2, 8), m4), v128_and(u16x8_shr(qh, 6), m2)),
-                (v128_and(u16x8_shr(ql, 4), m4), v128_and(qh, m2), v128_and(u16x8_shr(ql, 12), m4), v128_and(u16x8_shr(qh, 8), m2)),
-                (v128_and(u16x8_shr(ql2, 4), m4), v128_and(u16x8_shr(qh, 2), m2), u16x8_shr(ql2, 12), v128_and(u16x8_shr(qh, 10), m2)),
+                (
+                    v128_and(ql, m4),
+                    v128_and(i16x8_shl(qh, 4), m2),
+                    v128_and(u16x8_shr(ql, 8), m4),
+                    v128_and(u16x8_shr(qh, 4), m2),
+                ),
+                (
+                    v128_and(ql2, m4),
+                    v128_and(i16x8_shl(qh, 2), m2),
+                    v128_and(u16x8_shr(ql2, 8), m4),
+                    v128_and(u16x8_shr(qh, 6), m2),
+                ),
+                (
+                    v128_and(u16x8_shr(ql, 4), m4),
+                    v128_and(qh, m2),
+                    v128_and(u16x8_shr(ql, 12), m4),
+                    v128_and(u16x8_shr(qh, 8), m2),
+                ),
+                (
+                    v128_and(u16x8_shr(ql2, 4), m4),
+                    v128_and(u16x8_shr(qh, 2), m2),
+                    u16x8_shr(ql2, 12),
+                    v128_and(u16x8_shr(qh, 10), m2),
+                ),
             ];
             for (k, (el, eh, ol, oh)) in parts.into_iter().enumerate() {
                 let g = g0 + 2 * k;

@@ -33,24 +33,42 @@ fn nibbles(x: v128) -> [v128; 4] {
     [v128_and(x, m), v128_and(u16x8_shr(x, 8), m), v128_and(u16x8_shr(x, 4), m), u16x8_shr(x, 12)]
 }
 
-/// The 5th bits of a Q5 block (`qh`, bit i for element i) as 0x10 in the
-/// eo16 half-groups' lanes, to OR onto `nibbles`.
+/// 0xff in byte k where bit k of a Q5 block's `qh` is set: elements
+/// 0-15, then 16-31.
 #[inline(always)]
-fn fifth_bits(qh: u32) -> [v128; 4] {
+fn fifth_bits(qh: u32) -> (v128, v128) {
     let qh = u32x4_splat(qh);
-    // byte k: the byte of qh holding bit k (elements 0-15), then 16-31
+    // byte k: the byte of qh holding bit k
     let lo = i8x16_swizzle(qh, i8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
     let hi = i8x16_swizzle(qh, i8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
-    let x10 = |x| v128_and(i8x16_ne(v128_and(x, bit), i8x16_splat(0)), i8x16_splat(0x10));
-    let (lo, hi) = (x10(lo), x10(hi));
-    let even = |x| v128_and(x, i16x8_splat(0xff));
-    [even(lo), u16x8_shr(lo, 8), even(hi), u16x8_shr(hi, 8)]
+    let set = |x| i8x16_ne(v128_and(x, bit), i8x16_splat(0));
+    (set(lo), set(hi))
 }
 
+/// 16 signed bytes (elements in order) as i16: [even, odd].
 #[inline(always)]
-fn or4(a: [v128; 4], b: [v128; 4]) -> [v128; 4] {
-    [v128_or(a[0], b[0]), v128_or(a[1], b[1]), v128_or(a[2], b[2]), v128_or(a[3], b[3])]
+fn split(x: v128) -> [v128; 2] {
+    [i16x8_shr(i16x8_shl(x, 8), 8), i16x8_shr(x, 8)]
+}
+
+/// A Q5 block's 16 quant bytes and high bits as bytes: elements 0-15 and
+/// 16-31, `q = nibble | bit << 4`, less 16 if `centred`.
+#[inline(always)]
+fn five_bit(qs: v128, qh: u32, centred: bool) -> [v128; 4] {
+    let (ml, mh) = fifth_bits(qh);
+    let m4 = i8x16_splat(0x0f);
+    let x10 = i8x16_splat(0x10);
+    let (nl, nh) = (v128_and(qs, m4), v128_and(u16x8_shr(qs, 4), m4));
+    let (lo, hi) = if centred {
+        // q - 16 = nibble - 16 where the bit is clear
+        (i8x16_sub(nl, v128_andnot(x10, ml)), i8x16_sub(nh, v128_andnot(x10, mh)))
+    } else {
+        (v128_or(nl, v128_and(x10, ml)), v128_or(nh, v128_and(x10, mh)))
+    };
+    let [e0, o0] = split(lo);
+    let [e1, o1] = split(hi);
+    [e0, o0, e1, o1]
 }
 
 /// # Safety
@@ -87,10 +105,9 @@ impl Legacy for Q5_0 {
     const MIN: bool = false;
     #[inline(always)]
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
-        let sixteen = i16x8_splat(16);
         // SAFETY: high bits at bytes 2..6, quants at 6..22 of the block.
         let (qh, qs) = unsafe { ((p.add(2) as *const u32).read_unaligned(), load(p.add(6))) };
-        or4(nibbles(qs), fifth_bits(u32::from_le(qh))).map(|n| i16x8_sub(n, sixteen))
+        five_bit(qs, u32::from_le(qh), true)
     }
 }
 
@@ -101,7 +118,7 @@ impl Legacy for Q5_1 {
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
         // SAFETY: high bits at bytes 4..8, quants at 8..24 of the block.
         let (qh, qs) = unsafe { ((p.add(4) as *const u32).read_unaligned(), load(p.add(8))) };
-        or4(nibbles(qs), fifth_bits(u32::from_le(qh)))
+        five_bit(qs, u32::from_le(qh), false)
     }
 }
 
@@ -112,8 +129,8 @@ impl Legacy for Q8_0 {
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
         // SAFETY: quants at bytes 2..34 of the block.
         let (x0, x1) = unsafe { (load(p.add(2)), load(p.add(18))) };
-        let even = |x| i16x8_shr(i16x8_shl(x, 8), 8);
-        [even(x0), i16x8_shr(x0, 8), even(x1), i16x8_shr(x1, 8)]
+        let ([e0, o0], [e1, o1]) = (split(x0), split(x1));
+        [e0, o0, e1, o1]
     }
 }
 

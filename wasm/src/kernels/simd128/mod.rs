@@ -82,7 +82,15 @@ fn widen_token<B: Block>(blocks: &[B], w: &mut Wide) {
 }
 
 /// Rows of a 32-element block format against token `t` of `blocks`.
-fn legacy_rows<L: legacy::Legacy, B: Block>(w: &QMatrix, blocks: &[B], t: usize, wide: &mut Wide, rows: Range<usize>, out: &mut [f32], n_tok: usize) {
+fn legacy_rows<L: legacy::Legacy, B: Block>(
+    w: &QMatrix,
+    blocks: &[B],
+    t: usize,
+    wide: &mut Wide,
+    rows: Range<usize>,
+    out: &mut [f32],
+    n_tok: usize,
+) {
     let nb = w.n_cols / QK8;
     widen_token(&blocks[t * nb..(t + 1) * nb], wide);
     let a = legacy::Acts { q: &wide.q, d: &wide.d, s: &wide.s };
