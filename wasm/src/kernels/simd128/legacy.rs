@@ -181,8 +181,18 @@ pub fn row<L: Legacy>(row: &[u8], a: &Acts, nb: usize) -> f32 {
         let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
         // SAFETY: blocks b..b+n are in the row and activations (asserted
         // above); `at` never passes the last block.
-        let (p, wd, wm) = unsafe {
-            let p = [0, 1, 2, 3].map(|k| block::<L>(w.add(at(k)), x.add(32 * (b + k.min(n - 1)))));
+        let blk = |k: usize| {
+            let k = k.min(n - 1);
+            // SAFETY: block b + k is in the row and the activations
+            // (asserted above; k < n).
+            unsafe { block::<L>(w.add((b + k) * L::BYTES), x.add(32 * (b + k))) }
+        };
+        // blocks in pairs, each pair folded at once (few live vectors)
+        let p01 = v::fold2(blk(0), blk(1));
+        let p23 = v::fold2(blk(2), blk(3));
+        let isum = f32x4_convert_i32x4(v::fold4(p01, p23));
+        // SAFETY: the f16 fields of blocks b..b+n (`at` stays below n).
+        let (wd, wm) = unsafe {
             let wd = if n == 4 { f16x4::<L>(w.add(at(0))) } else { gather(w, at, 0) };
             let wm = if !L::MIN {
                 f32x4_splat(0.0)
@@ -191,9 +201,8 @@ pub fn row<L: Legacy>(row: &[u8], a: &Acts, nb: usize) -> f32 {
             } else {
                 gather(w, at, 2)
             };
-            (p, wd, wm)
+            (wd, wm)
         };
-        let isum = f32x4_convert_i32x4(v::reduce4(p));
         let mut t = f32x4_mul(f32x4_mul(wd, v::loadf(a.d, b)), isum);
         if L::MIN {
             t = f32x4_add(t, f32x4_mul(wm, v::loadf(a.s, b)));

@@ -44,11 +44,15 @@ pub fn store16(s: &mut [i16], at: usize, v: v128) {
     unsafe { v128_store(s.as_mut_ptr().add(at) as *mut v128, v) }
 }
 
-/// Lane i of the result: the sum of the lanes of `p[i]` (exact in i32).
+/// Lane sums of two vectors, half-folded: [a0+a2, b0+b2, a1+a3, b1+b3].
 #[inline(always)]
-pub fn reduce4(p: [v128; 4]) -> v128 {
-    let a = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(p[0], p[1]), i32x4_shuffle::<2, 6, 3, 7>(p[0], p[1]));
-    let b = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(p[2], p[3]), i32x4_shuffle::<2, 6, 3, 7>(p[2], p[3]));
+pub fn fold2(a: v128, b: v128) -> v128 {
+    i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(a, b), i32x4_shuffle::<2, 6, 3, 7>(a, b))
+}
+
+/// From `fold2(p0, p1)` and `fold2(p2, p3)`: lane i the sum of `p_i`'s lanes.
+#[inline(always)]
+pub fn fold4(a: v128, b: v128) -> v128 {
     i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(a, b), i32x4_shuffle::<2, 3, 6, 7>(a, b))
 }
 
@@ -65,13 +69,13 @@ pub fn hsum(v: v128) -> i32 {
 /// with one exact multiply by 2^112, infinities kept, NaNs made quiet.
 #[inline(always)]
 pub fn f16_to_f32(h: v128) -> v128 {
-    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
     let em = v128_and(h, u32x4_splat(0x7fff));
-    let finite = f32x4_mul(i32x4_shl(em, 13), f32x4_splat(f32::from_bits(0x7780_0000))); // 2^112
-    let man = i32x4_shl(v128_and(em, u32x4_splat(0x03ff)), 13);
-    let nan = v128_or(u32x4_splat(0x7fc0_0000), man);
-    let special = v128_bitselect(nan, u32x4_splat(0x7f80_0000), u32x4_ne(man, u32x4_splat(0)));
-    let is_special = u32x4_ge(em, u32x4_splat(0x7c00));
+    let sh = i32x4_shl(em, 13);
+    let finite = f32x4_mul(sh, f32x4_splat(f32::from_bits(0x7780_0000))); // 2^112
+    let quiet = v128_and(i32x4_gt(em, i32x4_splat(0x7c00)), u32x4_splat(0x0040_0000));
+    let special = v128_or(v128_or(sh, u32x4_splat(0x7f80_0000)), quiet);
+    let is_special = i32x4_gt(em, i32x4_splat(0x7bff));
+    let sign = i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16);
     v128_or(sign, v128_bitselect(special, finite, is_special))
 }
 
