@@ -73,12 +73,14 @@ async function main(argv) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if ((a.prompt === undefined) === (a['prompt-ids'] === undefined)) fail('give exactly one of -p/--prompt and --prompt-ids');
+  if ((a.prompt === undefined) === (a['prompt-ids'] === undefined))
+    fail('give exactly one of -p/--prompt and --prompt-ids');
   if (a.system !== undefined && !a.chat) fail('--system needs --chat');
   const model = a.model ?? join(process.env.TERN_MODELS || join(homedir(), '.cache/tern/models'), QWEN);
   const n = number('n-predict', a['n-predict'] ?? '256', { int: true, min: 0 });
   // Seeds travel as JS numbers: exact up to 2^53 - 1.
-  const seed = a.seed !== undefined ? number('seed', a.seed, { int: true, min: 0 }) : Math.floor(Math.random() * 2 ** 52);
+  const seed =
+    a.seed !== undefined ? number('seed', a.seed, { int: true, min: 0 }) : Math.floor(Math.random() * 2 ** 52);
   if (seed > Number.MAX_SAFE_INTEGER) fail(`--seed: at most ${Number.MAX_SAFE_INTEGER} in the wasm build`);
   const options = {
     maxTokens: n,
@@ -103,7 +105,10 @@ async function main(argv) {
   const m = await loadModel(model, { worker: false, exact: !!a.exact, contextSize: ctx ?? 0 });
   let prompt = promptIds;
   if (!prompt && a.chat) {
-    const messages = [...(a.system ? [{ role: 'system', content: a.system }] : []), { role: 'user', content: a.prompt }];
+    const messages = [
+      ...(a.system ? [{ role: 'system', content: a.system }] : []),
+      { role: 'user', content: a.prompt },
+    ];
     prompt = await m.encode(await m.applyChatTemplate(messages));
   }
   prompt ??= await m.encode(a.prompt);

@@ -20,6 +20,8 @@ export class WorkerEngine {
     }
     const e = new WorkerEngine(w);
     await e.#ready;
+    // Node: the idle worker does not keep the process alive (requests ref it).
+    if (isNode) w.unref();
     return e;
   }
 
@@ -50,7 +52,6 @@ export class WorkerEngine {
     if (isNode) {
       worker.on('message', onMessage);
       worker.on('error', onError);
-      worker.unref();
       this.#off = () => worker.terminate();
     } else {
       worker.onmessage = (e) => onMessage(e.data);
@@ -66,9 +67,11 @@ export class WorkerEngine {
       this.#pending.set(id, { resolve, reject, onProgress, onEvent });
     });
     if (isNode && this.#pending.size === 1) this.#worker.ref();
-    promise.finally(() => {
-      if (isNode && this.#pending.size === 0) this.#worker.unref();
-    }).catch(() => {});
+    promise
+      .finally(() => {
+        if (isNode && this.#pending.size === 0) this.#worker.unref();
+      })
+      .catch(() => {});
     this.#worker.postMessage({ ...msg, id });
     return [id, promise];
   }

@@ -62,11 +62,13 @@ export class LocalEngine {
   /** The prompt ids for a `generate` prompt (text or ids) or `chat` messages. */
   promptIds(kind, input) {
     if (kind === 'chat') {
-      if (!Array.isArray(input)) throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
+      if (!Array.isArray(input))
+        throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
       return this.encode(this.applyChatTemplate(input, { addGenerationPrompt: true }), { addSpecial: true });
     }
     if (Array.isArray(input) || input instanceof Uint32Array) return Array.from(input);
-    if (typeof input !== 'string') throw new TernError('invalid_argument', 'prompt must be a string or an array of token ids');
+    if (typeof input !== 'string')
+      throw new TernError('invalid_argument', 'prompt must be a string or an array of token ids');
     return this.encode(input, { addSpecial: true });
   }
 

@@ -26,10 +26,7 @@ export async function loadModel(source, options = {}) {
     return new TernModel(new LocalBackend(e), e.info());
   }
   const w = await WorkerEngine.start();
-  const [id, done] = w.request(
-    { op: 'load', source, options: { cache, contextSize, exact } },
-    { onProgress },
-  );
+  const [id, done] = w.request({ op: 'load', source, options: { cache, contextSize, exact } }, { onProgress });
   const onAbort = () => w.cancel(id);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {

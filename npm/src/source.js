@@ -32,7 +32,10 @@ export async function readSource(wasm, source, { onProgress, cache = false, sign
     if (isNode && !/^(https?|blob|data):/i.test(s)) return fromPath(wasm, s, progress, signal);
     return fromUrl(wasm, s, progress, cache, signal);
   }
-  throw new TernError('invalid_argument', 'model source must be a URL, a path (Node), a Uint8Array/ArrayBuffer or a Blob/File');
+  throw new TernError(
+    'invalid_argument',
+    'model source must be a URL, a path (Node), a Uint8Array/ArrayBuffer or a Blob/File',
+  );
 }
 
 function newLoader(wasm, total) {
@@ -61,7 +64,8 @@ async function fromPath(wasm, path, progress, signal) {
     while (done < size) {
       signal?.throwIfAborted();
       const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - done), done);
-      if (bytesRead === 0) throw new TernError('bad_file', `${p}: file shrank while reading (${done} of ${size} bytes)`);
+      if (bytesRead === 0)
+        throw new TernError('bad_file', `${p}: file shrank while reading (${done} of ${size} bytes)`);
       loader.push(buf.subarray(0, bytesRead));
       done += bytesRead;
       progress(done, size);

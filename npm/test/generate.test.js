@@ -1,0 +1,183 @@
+// The package in Node: real generation on SmolLM2, greedy ids equal to the
+// native build's on the recorded prompts (so the logits are the same bits),
+// tokenizer equal to the HF oracle, chat, streaming, cancellation, errors.
+
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { after, before, describe, test } from 'node:test';
+
+import { loadModel, TernError } from '../src/index.js';
+import { binPath, fixture, nativeRun, QWEN, SMOLLM2 } from './helpers.js';
+
+const greedy = fixture('llamacpp_greedy.json')['smollm2-135m'];
+
+describe('SmolLM2 in a worker', () => {
+  let model;
+  before(async () => {
+    const seen = [];
+    model = await loadModel(SMOLLM2, { onProgress: (p) => seen.push(p) });
+    assert.ok(seen.length > 0, 'progress reported');
+    assert.equal(seen.at(-1).loaded, seen.at(-1).total);
+  });
+  after(() => model.dispose());
+
+  test('info names the model and the SIMD128 backend', () => {
+    assert.equal(model.info.arch, 'llama');
+    assert.equal(model.info.nVocab, 49152);
+    assert.equal(model.info.backend, 'simd128');
+    assert.ok(model.info.chatTemplate.includes('im_start'));
+  });
+
+  for (const [name, rec] of Object.entries(greedy)) {
+    test(`greedy ids equal the native build's (${name})`, async () => {
+      const n = 24;
+      const native = nativeRun([
+        '-m',
+        SMOLLM2,
+        '--prompt-ids',
+        rec.prompt_ids.join(','),
+        '-n',
+        String(n),
+        '--temp',
+        '0',
+        '--ignore-eos',
+      ]);
+      const gen = model.generate(rec.prompt_ids, { maxTokens: n, temperature: 0, ignoreEos: true });
+      const streamed = [];
+      for await (const ev of gen) if (ev.type === 'token') streamed.push(ev);
+      const r = await gen.result;
+      assert.deepEqual(r.tokens, native.ids);
+      assert.equal(r.text, native.text);
+      assert.equal(streamed.map((e) => e.text).join(''), r.text);
+      assert.deepEqual(
+        streamed.map((e) => e.id),
+        r.tokens,
+      );
+      assert.equal(r.finishReason, 'length');
+      assert.equal(r.usage.completionTokens, n);
+    });
+  }
+
+  test('a seeded sample equals the native build with the same seed', async () => {
+    const args = ['-m', SMOLLM2, '-p', 'Once upon a time', '-n', '16', '--seed', '42', '--temp', '0.9'];
+    const native = nativeRun(args);
+    const r = await model.generate('Once upon a time', { maxTokens: 16, seed: 42, temperature: 0.9 }).result;
+    assert.deepEqual(r.tokens, native.ids);
+    assert.equal(r.seed, 42);
+  });
+
+  test('chat applies the template; a second turn reuses the cache', async () => {
+    const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+    const native = nativeRun(['-m', SMOLLM2, '--chat', '-p', messages[0].content, '-n', '12', '--temp', '0']);
+    const r = await model.chat(messages, { maxTokens: 12, temperature: 0 }).result;
+    assert.deepEqual(r.tokens, native.ids);
+    const next = [...messages, { role: 'assistant', content: r.text }, { role: 'user', content: 'And of Spain?' }];
+    const r2 = await model.chat(next, { maxTokens: 4, temperature: 0 }).result;
+    assert.ok(r2.usage.cachedTokens >= native.prompt_ids.length, `cached ${r2.usage.cachedTokens}`);
+  });
+
+  test('stop strings end generation before them', async () => {
+    const r = await model.generate(greedy.p1.prompt_ids, { maxTokens: 24, temperature: 0, stop: ['United'] }).result;
+    assert.equal(r.finishReason, 'stop');
+    assert.ok(!r.text.includes('United'));
+    assert.ok(r.text.startsWith(' Paris.'));
+  });
+
+  test('an AbortSignal cancels between tokens', async () => {
+    const ac = new AbortController();
+    const gen = model.generate('Count to one hundred:', { maxTokens: 200, temperature: 0, signal: ac.signal });
+    let n = 0;
+    for await (const ev of gen) {
+      if (ev.type === 'token' && ++n === 3) ac.abort();
+    }
+    const r = await gen.result;
+    assert.equal(r.finishReason, 'cancelled');
+    assert.ok(r.tokens.length >= 3 && r.tokens.length < 10, `${r.tokens.length} tokens`);
+  });
+
+  test('bad options are typed errors naming the field', async () => {
+    await assert.rejects(model.generate('x', { temperature: 'hot' }).result, (e) => {
+      assert.ok(e instanceof TernError);
+      assert.equal(e.code, 'invalid_argument');
+      assert.match(e.message, /temperature/);
+      return true;
+    });
+    await assert.rejects(model.generate('x', { maxToken: 3 }).result, /unknown option maxToken/);
+    await assert.rejects(model.decode([49152]), /49152/);
+  });
+});
+
+describe('tokenizer (wasm, fancy-regex) equals the HF oracle', () => {
+  for (const [name, path] of [
+    ['smollm2-135m', SMOLLM2],
+    ['qwen2.5-coder-0.5b', QWEN],
+  ]) {
+    test(name, async () => {
+      const model = await loadModel(await readFile(path), { worker: false });
+      const cases = fixture('tokenizer_cases.json').cases;
+      const bad = [];
+      for (const c of cases) {
+        const want = c.models[name];
+        const ids = await model.encode(c.text);
+        if (JSON.stringify(ids) !== JSON.stringify(want.ids)) bad.push(`case ${c.index}: ${JSON.stringify(c.text)}`);
+        else if ((await model.decode(ids)) !== want.decoded) bad.push(`case ${c.index}: decode`);
+      }
+      await model.dispose();
+      assert.deepEqual(bad, []);
+    });
+  }
+});
+
+describe('the tern-llm bin mirrors tern run', () => {
+  test('--json: same ids, text and fields as the native build (Qwen, greedy)', () => {
+    const args = ['-m', QWEN, '-p', 'def fibonacci(n):', '-n', '8', '--temp', '0'];
+    const native = nativeRun(args);
+    const wasm = JSON.parse(execFileSync(process.execPath, [binPath, 'run', ...args, '--json'], { encoding: 'utf8' }));
+    assert.deepEqual(wasm.ids, native.ids);
+    assert.deepEqual(wasm.prompt_ids, native.prompt_ids);
+    assert.equal(wasm.text, native.text);
+    assert.equal(wasm.finish_reason, native.finish_reason);
+    for (const k of Object.keys(native)) assert.ok(k in wasm, `field ${k}`);
+    for (const k of Object.keys(native.timings)) assert.ok(k in wasm.timings, `timing ${k}`);
+  });
+
+  test('bad arguments exit 2 with a message', () => {
+    const r = spawnSync(process.execPath, [binPath, 'run', '-m', SMOLLM2, '-p', 'x', '--temp', 'warm']);
+    assert.equal(r.status, 2);
+    assert.match(String(r.stderr), /--temp: not a valid value: warm/);
+  });
+});
+
+describe('bad input', () => {
+  test('not a GGUF file', async () => {
+    await assert.rejects(loadModel(new Uint8Array(64), { worker: false }), (e) => {
+      assert.equal(e.code, 'bad_file');
+      assert.match(e.message, /GGUF/);
+      return true;
+    });
+  });
+
+  test('a truncated file names what is cut', async () => {
+    const bytes = await readFile(SMOLLM2);
+    await assert.rejects(loadModel(bytes.subarray(0, 1 << 20)), (e) => {
+      assert.equal(e.code, 'bad_file');
+      return true;
+    });
+  });
+
+  test('a model beyond wasm32 memory says the limit and the size', async () => {
+    const big = { size: 5 * 2 ** 30, stream: () => new ReadableStream() };
+    Object.setPrototypeOf(big, Blob.prototype);
+    await assert.rejects(loadModel(big, { worker: false }), (e) => {
+      assert.equal(e.code, 'too_large');
+      assert.match(e.message, /5120 MiB/);
+      assert.match(e.message, /4096 MiB/);
+      return true;
+    });
+  });
+
+  test('a missing file', async () => {
+    await assert.rejects(loadModel('/nonexistent/model.gguf'), /cannot open model file/);
+  });
+});
