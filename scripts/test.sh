@@ -2,12 +2,15 @@
 # The project's test command (README, .ci/run): fetch the test models if
 # needed, check that core builds no_std for wasm32, run every test natively,
 # then core's tests and the kernel/cross-architecture tests for aarch64
-# under qemu-user emulation.
+# under qemu-user emulation, then the wasm build: its kernel conformance in
+# Node (wasm-bindgen-test), the npm package's tests in Node, and the
+# browser tests in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/fetch-models.sh all
 scripts/install-cross.sh
+scripts/install-wasm-tools.sh
 cargo build --locked -p tern-core --no-default-features --target wasm32-unknown-unknown
 cargo test --locked --release --workspace
 
@@ -16,3 +19,9 @@ aarch64=(--locked --release --target aarch64-unknown-linux-gnu)
 cargo test "${aarch64[@]}" -p tern-core
 cargo test "${aarch64[@]}" -p tern --lib widening
 cargo test "${aarch64[@]}" -p tern --test kernels -- every_available logits_bits default_backend model_logits_identical
+
+# wasm: SIMD128 kernels against the reference (in Node), then the package
+cargo test --locked --release -p tern-wasm --target wasm32-unknown-unknown
+scripts/build-wasm.sh
+(cd npm && node --test test/*.test.js)
+(cd npm/test-browser && node --test *.test.js)
