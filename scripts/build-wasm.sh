@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Build the wasm module (SIMD128, release) and its wasm-bindgen glue into
-# npm/dist/. Needs the wasm32 target and wasm-bindgen-cli at the version
-# wasm/Cargo.toml pins (scripts/install-wasm-tools.sh installs both).
+# Build the two wasm modules of the npm package, each with its wasm-bindgen
+# glue: npm/dist/ (single thread, SIMD128) and npm/dist/threads/ (wasm
+# threads: atomics and shared memory, std rebuilt for them, which needs
+# rust-src and, on the stable toolchain, RUSTC_BOOTSTRAP for -Z build-std).
+# Needs what scripts/install-wasm-tools.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUSTFLAGS="-C target-feature=+simd128" \
   cargo build --locked --release -p tern-wasm --target wasm32-unknown-unknown
+
+threads_link="--shared-memory --import-memory --max-memory=4294967296 --export=__wasm_init_tls
+  --export=__tls_size --export=__tls_align --export=__tls_base"
+flags="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals"
+for a in $threads_link; do flags+=" -C link-arg=$a"; done
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" \
+  cargo build --locked --release -p tern-wasm --features threads --target wasm32-unknown-unknown \
+  -Z build-std=std,panic_abort --target-dir target/wasm-threads
+
 rm -rf npm/dist
-wasm-bindgen --target web --no-typescript --out-dir npm/dist \
-  target/wasm32-unknown-unknown/release/tern_wasm.wasm
-ls -l npm/dist
+bindgen() { wasm-bindgen --target web --no-typescript --remove-producers-section --out-dir "$@"; }
+bindgen npm/dist target/wasm32-unknown-unknown/release/tern_wasm.wasm
+bindgen npm/dist/threads target/wasm-threads/wasm32-unknown-unknown/release/tern_wasm.wasm
+ls -l npm/dist npm/dist/threads

@@ -4,7 +4,6 @@
 pub mod error;
 pub mod kernels;
 pub mod models;
-pub mod threads;
 
 use std::fs::File;
 use std::path::Path;
@@ -16,7 +15,7 @@ pub use tern_core;
 use tern_core::kernels::{Kernels, Scalar};
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, Model};
-pub use threads::Threads;
+pub use tern_threads::Threads;
 
 /// A model mapped from disk, with its tokenizer.
 pub struct Loaded {

@@ -12,7 +12,7 @@ const USAGE = `usage: tern-llm run [-m MODEL] -p PROMPT | --prompt-ids 1,2,3 [--
                     [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--typical P]
                     [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty P]
                     [--repeat-last-n N] [--seed S] [--stop STR]... [--ignore-eos]
-                    [--exact] [--json] [-c CTX]
+                    [--exact] [--json] [-c CTX] [-t THREADS]
 MODEL defaults to the Qwen2.5-Coder-0.5B model in $TERN_MODELS (~/.cache/tern/models).`;
 
 const QWEN = 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf';
@@ -62,6 +62,7 @@ async function main(argv) {
         exact: { type: 'boolean' },
         json: { type: 'boolean' },
         ctx: { type: 'string', short: 'c' },
+        threads: { type: 'string', short: 't' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -102,7 +103,8 @@ async function main(argv) {
     promptIds = a['prompt-ids'].split(',').map((s) => number('prompt-ids', s.trim(), { int: true, min: 0 }));
   }
   const ctx = number('ctx', a.ctx, { int: true, min: 1 });
-  const m = await loadModel(model, { worker: false, exact: !!a.exact, contextSize: ctx ?? 0 });
+  const t = number('threads', a.threads ?? '0', { int: true, min: 0 });
+  const m = await loadModel(model, { worker: false, exact: !!a.exact, contextSize: ctx ?? 0, threads: t || undefined });
   let prompt = promptIds;
   if (!prompt && a.chat) {
     const messages = [
@@ -150,6 +152,7 @@ async function runWith(m, path, prompt, options, a) {
         tokens_per_s: t.tokensPerS,
       },
       backend: m.info.backend,
+      threads: m.info.threads,
     };
     process.stdout.write(`${JSON.stringify(j)}\n`);
   } else {

@@ -3,7 +3,7 @@
 // generations step by step, yielding to the event loop between tokens.
 
 import { TernError } from './errors.js';
-import { loadWasm, yieldToEventLoop } from './runtime.js';
+import { defaultThreads, loadWasm, yieldToEventLoop } from './runtime.js';
 import { readSource } from './source.js';
 
 const call = (f) => {
@@ -25,8 +25,8 @@ export class LocalEngine {
   }
 
   /** Load a model: see `loadModel` in index.js for the options. */
-  static async load(source, { onProgress, cache, signal, contextSize = 0, exact = false } = {}) {
-    const wasm = await loadWasm();
+  static async load(source, { onProgress, cache, signal, contextSize = 0, exact = false, threads } = {}) {
+    const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
     const t0 = performance.now();
     const loader = await readSource(wasm, source, { onProgress, cache, signal });
     const fromCache = !!loader.fromCache;
@@ -39,7 +39,13 @@ export class LocalEngine {
   }
 
   info() {
-    return { ...JSON.parse(this.#model.info()), loadMs: this.loadMs, fromCache: this.fromCache };
+    return {
+      ...JSON.parse(this.#model.info()),
+      threads: this.#wasm.pool_threads(),
+      threaded: this.#wasm.threaded(),
+      loadMs: this.loadMs,
+      fromCache: this.fromCache,
+    };
   }
 
   encode(text, { addSpecial = true } = {}) {

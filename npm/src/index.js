@@ -11,7 +11,7 @@
 import { LocalEngine } from './engine.js';
 import { TernError } from './errors.js';
 import { WorkerEngine } from './client.js';
-import { isNode, loadWasm } from './runtime.js';
+import { isNode } from './runtime.js';
 
 export { TernError };
 
@@ -19,14 +19,14 @@ const canUseWorker = () => isNode || typeof Worker !== 'undefined';
 
 /** Load a model from a URL, a path (Node), bytes, or a Blob/File. */
 export async function loadModel(source, options = {}) {
-  const { worker = canUseWorker(), onProgress, signal, cache = false, contextSize = 0, exact = false } = options;
+  const { worker = canUseWorker(), onProgress, signal, cache = false, contextSize = 0, exact = false, threads } = options;
   signal?.throwIfAborted();
   if (!worker) {
-    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact });
+    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads });
     return new TernModel(new LocalBackend(e), e.info());
   }
   const w = await WorkerEngine.start();
-  const [id, done] = w.request({ op: 'load', source, options: { cache, contextSize, exact } }, { onProgress });
+  const [id, done] = w.request({ op: 'load', source, options: { cache, contextSize, exact, threads } }, { onProgress });
   const onAbort = () => w.cancel(id);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
@@ -38,12 +38,6 @@ export async function loadModel(source, options = {}) {
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
-}
-
-/** The name of the kernel backend the wasm module runs (e.g. "simd128"). */
-export async function backendName() {
-  const wasm = await loadWasm();
-  return wasm.backend_name();
 }
 
 export class TernModel {

@@ -10,6 +10,8 @@ pub mod kernels;
 mod loader;
 mod model;
 mod options;
+#[cfg(feature = "threads")]
+pub mod threads;
 
 pub use loader::ModelLoader;
 pub use model::TernModel;
@@ -30,4 +32,24 @@ pub fn memory_bytes() -> f64 {
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn backend_name() -> String {
     kernels::backend().name().into()
+}
+
+/// The pool forward passes run on: the threaded build's, else serial.
+pub(crate) fn pool() -> &'static dyn tern_core::parallel::Parallel {
+    #[cfg(feature = "threads")]
+    return threads::pool();
+    #[cfg(not(feature = "threads"))]
+    return &tern_core::parallel::Serial;
+}
+
+/// Whether this is the threaded build.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn threaded() -> bool {
+    cfg!(feature = "threads")
+}
+
+/// Threads forward passes run on (1 without a pool).
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn pool_threads() -> usize {
+    pool().n_workers()
 }

@@ -6,7 +6,6 @@
 use serde_json::json;
 use tern_core::chat::{messages_from_json, ChatTemplate};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts};
-use tern_core::parallel::Serial;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, KvType, Model, Session};
 use wasm_bindgen::prelude::*;
@@ -54,7 +53,7 @@ impl TernModel {
     }
 
     fn engine(&self) -> Engine<'static> {
-        Engine { kernels: kernels::backend(), par: &Serial, exact: self.exact }
+        Engine { kernels: kernels::backend(), par: crate::pool(), exact: self.exact }
     }
 }
 

@@ -1,4 +1,4 @@
-//! A `Parallel` over a persistent rayon pool: workers are started once and
+//! tern-threads: a `Parallel` over a persistent rayon pool: workers are started once and
 //! reused for every parallel region (no per-call thread spawn). A small
 //! region (decode) gives each worker one contiguous run of output chunks,
 //! the calling thread taking the first; a large one (prefill) hands its
@@ -17,7 +17,7 @@ pub struct Threads {
 }
 
 impl Threads {
-    /// `n` workers; 0 means one per available core.
+    /// `n` workers on native threads; 0 means one per available core.
     pub fn new(n: usize) -> Threads {
         let n = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
         let pool = (n > 1).then(|| {
@@ -28,6 +28,12 @@ impl Threads {
                 .expect("starting the thread pool")
         });
         Threads { n, pool }
+    }
+
+    /// Over a pool the caller built (wasm: threads started on workers by
+    /// its spawn handler); `None` runs everything on the calling thread.
+    pub fn from_pool(pool: Option<rayon::ThreadPool>) -> Threads {
+        Threads { n: pool.as_ref().map_or(1, |p| p.current_num_threads()), pool }
     }
 }
 

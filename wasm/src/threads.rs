@@ -1,0 +1,58 @@
+//! The threaded build's pool: rayon threads that run on workers the JS side
+//! starts. `init_pool(n)` builds the pool, its spawn handler keeping each
+//! thread's start in a queue; each worker, once it has instantiated this
+//! module on the shared memory, calls `run_thread()`, which takes one and
+//! runs it (for the life of the worker). The forward pass then spreads over
+//! the pool exactly as natively (tern-threads).
+
+use std::sync::{Mutex, OnceLock};
+
+use tern_core::parallel::{Parallel, Serial};
+use tern_threads::Threads;
+use wasm_bindgen::prelude::*;
+
+use crate::errors::js_error;
+
+static STARTS: Mutex<Vec<rayon::ThreadBuilder>> = Mutex::new(Vec::new());
+static POOL: OnceLock<Threads> = OnceLock::new();
+
+/// Build a pool of `n` threads (once per instance); the JS side must then
+/// start `n` workers that each call `run_thread`. 0 or 1: no pool.
+#[wasm_bindgen]
+pub fn init_pool(n: usize) -> Result<(), JsValue> {
+    if POOL.get().is_some() {
+        return Err(js_error("invalid_argument", "the thread pool is already started"));
+    }
+    let pool = if n > 1 {
+        let p = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .spawn_handler(|t| {
+                STARTS.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+                Ok(())
+            })
+            .build()
+            .map_err(|e| js_error("error", &format!("thread pool: {e}")))?;
+        Some(p)
+    } else {
+        None
+    };
+    let _ = POOL.set(Threads::from_pool(pool));
+    Ok(())
+}
+
+/// Run one pool thread on the calling worker (returns when the pool ends).
+#[wasm_bindgen]
+pub fn run_thread() -> Result<(), JsValue> {
+    let t = STARTS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let t = t.ok_or_else(|| js_error("error", "no pool thread is waiting to start"))?;
+    t.run();
+    Ok(())
+}
+
+/// The pool forward passes run on (serial until `init_pool`).
+pub fn pool() -> &'static dyn Parallel {
+    match POOL.get() {
+        Some(t) => t,
+        None => &Serial,
+    }
+}
