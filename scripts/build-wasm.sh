@@ -8,18 +8,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUSTFLAGS="-C target-feature=+simd128" \
-  cargo build --locked --release -p tern-wasm --target wasm32-unknown-unknown
+  cargo build --locked --profile wasm -p tern-wasm --target wasm32-unknown-unknown
 
 threads_link="--shared-memory --import-memory --max-memory=4294967296 --export=__wasm_init_tls
   --export=__tls_size --export=__tls_align --export=__tls_base"
 flags="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals"
 for a in $threads_link; do flags+=" -C link-arg=$a"; done
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" \
-  cargo build --locked --release -p tern-wasm --features threads --target wasm32-unknown-unknown \
+  cargo build --locked --profile wasm -p tern-wasm --features threads --target wasm32-unknown-unknown \
   -Z build-std=std,panic_abort --target-dir target/wasm-threads
 
 rm -rf npm/dist
-bindgen() { wasm-bindgen --target web --no-typescript --remove-producers-section --out-dir "$@"; }
-bindgen npm/dist target/wasm32-unknown-unknown/release/tern_wasm.wasm
-bindgen npm/dist/threads target/wasm-threads/wasm32-unknown-unknown/release/tern_wasm.wasm
+bindgen() { wasm-bindgen --target web --no-typescript --remove-producers-section --remove-name-section --out-dir "$@"; }
+bindgen npm/dist target/wasm32-unknown-unknown/wasm/tern_wasm.wasm
+bindgen npm/dist/threads target/wasm-threads/wasm32-unknown-unknown/wasm/tern_wasm.wasm
 ls -l npm/dist npm/dist/threads

@@ -1,0 +1,150 @@
+// Types of tern-llm.
+
+/** Every error the package throws; `code` says what kind. */
+export class TernError extends Error {
+  readonly name: 'TernError';
+  readonly code:
+    | 'bad_file'
+    | 'unsupported'
+    | 'too_large'
+    | 'invalid_argument'
+    | 'invalid_input'
+    | 'context_full'
+    | 'fetch_failed'
+    | 'aborted'
+    | 'worker_failed'
+    | 'error';
+}
+
+/** A GGUF model: a URL, a file path (Node), bytes, or a Blob/File. */
+export type ModelSource = string | URL | Uint8Array | ArrayBuffer | ArrayBufferView | Blob;
+
+export interface Progress {
+  loaded: number;
+  /** Undefined when the server sends no length. */
+  total?: number;
+}
+
+export interface LoadOptions {
+  /** Called as bytes arrive. */
+  onProgress?: (p: Progress) => void;
+  /** Keep a URL's bytes in the Cache API (browsers) and load from there next time. */
+  cache?: boolean;
+  signal?: AbortSignal;
+  /** KV cache positions (default: the trained context, at most 4096). */
+  contextSize?: number;
+  /** The f32 path (oracle parity): f32 activations and KV cache. */
+  exact?: boolean;
+  /** Threads (default: all cores). More than one needs Node or a cross-origin isolated page. */
+  threads?: number;
+  /** Run in a Worker (default: true where Workers exist). */
+  worker?: boolean;
+}
+
+export interface ModelInfo {
+  name: string;
+  arch: 'llama' | 'qwen2' | 'qwen3' | string;
+  nVocab: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  nFf: number;
+  nCtxTrain: number;
+  nCtx: number;
+  tiedOutput: boolean;
+  fileBytes: number;
+  bos: number | null;
+  eos: number | null;
+  eog: number[];
+  addBos: boolean;
+  chatTemplate: string | null;
+  /** The kernel backend ("simd128"). */
+  backend: string;
+  exact: boolean;
+  threads: number;
+  threaded: boolean;
+  loadMs: number;
+  fromCache: boolean;
+}
+
+/** Sampling and stopping, as in the CLI (defaults: llama.cpp's). */
+export interface GenerateOptions {
+  maxTokens?: number;
+  /** 0 = greedy. Default 0.8. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  typicalP?: number;
+  repeatPenalty?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  repeatLastN?: number;
+  /** Default: random (reported in the result). At most 2^53 - 1. */
+  seed?: number;
+  /** Never emitted; generation ends before them. */
+  stop?: string[];
+  stopTokens?: number[];
+  /** Never sample end-of-generation tokens. */
+  ignoreEos?: boolean;
+  /** token id → added to its logit (-Infinity or "-Infinity" bans). */
+  logitBias?: Record<number, number | '-Infinity'>;
+  signal?: AbortSignal;
+}
+
+export interface TokenEvent {
+  type: 'token';
+  id: number;
+  /** The text this token completes (may be empty); deltas concatenate to the result's text. */
+  text: string;
+}
+
+export interface GenerationResult {
+  type: 'done';
+  tokens: number[];
+  text: string;
+  finishReason: 'stop' | 'length' | 'cancelled';
+  usage: { promptTokens: number; cachedTokens: number; completionTokens: number };
+  timings: {
+    prefillMs: number;
+    firstTokenMs: number;
+    perTokenP50Ms: number;
+    perTokenP90Ms: number;
+    perTokenP99Ms: number;
+    totalMs: number;
+    promptTokensPerS: number;
+    tokensPerS: number;
+  };
+  seed: number | null;
+  promptIds: number[];
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  content: string;
+}
+
+/** A running generation: token events, then the result. */
+export class Generation implements AsyncIterable<TokenEvent | GenerationResult> {
+  readonly result: Promise<GenerationResult>;
+  text(): Promise<string>;
+  [Symbol.asyncIterator](): AsyncIterator<TokenEvent | GenerationResult>;
+}
+
+export class TernModel {
+  info: ModelInfo;
+  encode(text: string, options?: { addSpecial?: boolean }): Promise<number[]>;
+  decode(ids: ArrayLike<number>): Promise<string>;
+  applyChatTemplate(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): Promise<string>;
+  generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Generation;
+  chat(messages: ChatMessage[], options?: GenerateOptions): Generation;
+  /** Bytes of wasm memory in use (model, KV cache, scratch). */
+  memoryBytes(): Promise<number>;
+  setContextSize(n: number): Promise<ModelInfo>;
+  reset(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+export function loadModel(source: ModelSource, options?: LoadOptions): Promise<TernModel>;
