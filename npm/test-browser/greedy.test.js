@@ -1,6 +1,7 @@
-// The package in headless Chromium, loaded from the local static server
-// with COOP/COEP: greedy ids equal the native build's on the recorded
-// prompts, for SmolLM2 and Qwen.
+// The package in headless Chromium, loaded from the local static server:
+// with COOP/COEP (cross-origin isolated: the threaded build on 2 threads)
+// greedy ids equal the native build's on the recorded prompts, for SmolLM2
+// and Qwen; without them the single-thread build is chosen, same ids.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -12,11 +13,11 @@ let env;
 before(async () => (env = await start()));
 after(() => env?.close());
 
-async function greedyInPage(file, prompts, n) {
-  const page = await env.browser.newPage();
+async function greedyInPage(file, prompts, n, e = env) {
+  const page = await e.browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`${env.base}/npm/test-browser/greedy.html`);
+  await page.goto(`${e.base}/npm/test-browser/greedy.html`);
   await page.waitForFunction(() => window.ready === true);
   const r = await page.evaluate(([url, p, k]) => window.greedy(url, p, k), [`/models/${file}`, prompts, n]);
   await page.close();
@@ -33,6 +34,8 @@ for (const [name, path, file, n, which] of [
     const r = await greedyInPage(file, recs.map((x) => x.prompt_ids), n);
     assert.equal(r.isolated, true, 'served cross-origin isolated');
     assert.equal(r.info.backend, 'simd128');
+    assert.equal(r.info.threaded, true);
+    assert.equal(r.info.threads, 2);
     recs.forEach((rec, i) => {
       const native = nativeRun(['-m', path, '--prompt-ids', rec.prompt_ids.join(','), '-n', String(n), '--temp', '0', '--ignore-eos']);
       assert.deepEqual(r.out[i].ids, native.ids, `${name} ${which[i]}`);
@@ -40,3 +43,18 @@ for (const [name, path, file, n, which] of [
     });
   });
 }
+
+test('not cross-origin isolated: the single-thread build, same ids', async () => {
+  const plain = await start({ isolation: false });
+  try {
+    const rec = fixture('llamacpp_greedy.json')['smollm2-135m'].p3;
+    const r = await greedyInPage('smollm2-135m-instruct-q4_1.gguf', [rec.prompt_ids], 16, plain);
+    assert.equal(r.isolated, false);
+    assert.equal(r.info.threaded, false);
+    assert.equal(r.info.threads, 1);
+    const native = nativeRun(['-m', SMOLLM2, '--prompt-ids', rec.prompt_ids.join(','), '-n', '16', '--temp', '0', '--ignore-eos']);
+    assert.deepEqual(r.out[0].ids, native.ids);
+  } finally {
+    await plain.close();
+  }
+});

@@ -16,17 +16,19 @@ describe('SmolLM2 in a worker', () => {
   let model;
   before(async () => {
     const seen = [];
-    model = await loadModel(SMOLLM2, { onProgress: (p) => seen.push(p) });
+    model = await loadModel(SMOLLM2, { threads: 2, onProgress: (p) => seen.push(p) });
     assert.ok(seen.length > 0, 'progress reported');
     assert.equal(seen.at(-1).loaded, seen.at(-1).total);
   });
   after(() => model.dispose());
 
-  test('info names the model and the SIMD128 backend', () => {
+  test('info names the model, the SIMD128 backend and the threads', () => {
     assert.equal(model.info.arch, 'llama');
     assert.equal(model.info.nVocab, 49152);
     assert.equal(model.info.backend, 'simd128');
     assert.ok(model.info.chatTemplate.includes('im_start'));
+    assert.equal(model.info.threaded, true, 'Node runs the threaded build');
+    assert.equal(model.info.threads, 2);
   });
 
   for (const [name, rec] of Object.entries(greedy)) {
@@ -106,6 +108,18 @@ describe('SmolLM2 in a worker', () => {
     await assert.rejects(model.generate('x', { maxToken: 3 }).result, /unknown option maxToken/);
     await assert.rejects(model.decode([49152]), /49152/);
   });
+});
+
+test('one thread (single-thread build) and two give the same tokens', async () => {
+  const prompt = greedy.p2.prompt_ids;
+  const runs = [];
+  for (const threads of [1, 2]) {
+    const m = await loadModel(SMOLLM2, { threads });
+    assert.equal(m.info.threaded, threads > 1);
+    runs.push((await m.generate(prompt, { maxTokens: 16, temperature: 0, ignoreEos: true }).result).tokens);
+    await m.dispose();
+  }
+  assert.deepEqual(runs[0], runs[1]);
 });
 
 describe('tokenizer (wasm, fancy-regex) equals the HF oracle', () => {
