@@ -32,6 +32,8 @@ export class LocalEngine {
     const fromCache = !!loader.fromCache;
     const model = call(() => loader.finish());
     call(() => model.configure(contextSize, exact));
+    // a URL being stored in the Cache API: done before the model is handed out
+    await loader.stored;
     const e = new LocalEngine(wasm, model);
     e.loadMs = performance.now() - t0;
     e.fromCache = fromCache;

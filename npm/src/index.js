@@ -19,7 +19,15 @@ const canUseWorker = () => isNode || typeof Worker !== 'undefined';
 
 /** Load a model from a URL, a path (Node), bytes, or a Blob/File. */
 export async function loadModel(source, options = {}) {
-  const { worker = canUseWorker(), onProgress, signal, cache = false, contextSize = 0, exact = false, threads } = options;
+  const {
+    worker = canUseWorker(),
+    onProgress,
+    signal,
+    cache = false,
+    contextSize = 0,
+    exact = false,
+    threads,
+  } = options;
   signal?.throwIfAborted();
   if (!worker) {
     const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads });

@@ -88,16 +88,19 @@ async function fromUrl(wasm, url, progress, cache, signal) {
       throw new TernError('fetch_failed', `cannot fetch ${url}: ${e.message}`);
     }
     if (!res.ok) throw new TernError('fetch_failed', `cannot fetch ${url}: HTTP ${res.status} ${res.statusText}`);
-    if (store) {
-      // Store a copy as it streams by; a failure to store is not fatal.
-      store.put(url, res.clone()).catch(() => {});
-    }
+  }
+  let stored;
+  if (store && !cached) {
+    // Store a copy as it streams by; `loader.stored` settles when it is
+    // written (a failure to store is not fatal: the model still loads).
+    stored = store.put(url, res.clone()).catch((e) => console.warn(`tern-llm: ${url} not cached: ${e.message}`));
   }
   const len = Number(res.headers.get('content-length'));
   const encoded = res.headers.get('content-encoding');
   const total = Number.isFinite(len) && len > 0 && !encoded ? len : undefined;
   const loader = await fromStream(wasm, res.body, total, progress, signal);
   loader.fromCache = cached;
+  loader.stored = stored;
   return loader;
 }
 

@@ -1,5 +1,11 @@
 // Headless Debian Chromium driven by playwright-core (no browser download),
-// against the pages web-demo/serve.js serves on loopback.
+// against the pages web-demo/serve.js serves on loopback. The browser runs
+// on a fresh, persistent profile (as a person's browser: storage such as
+// the Cache API behaves as on disk, not as in an incognito window).
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { chromium } from 'playwright-core';
 
@@ -8,12 +14,14 @@ import { serve } from '../../web-demo/serve.js';
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
 /** Start the server (isolated unless told) and a browser; `close()` ends both. */
-export async function start({ isolation = true } = {}) {
+export async function start({ isolation = true, viewport = { width: 1200, height: 820 } } = {}) {
   const server = await serve({ port: 0, isolation });
   const base = `http://127.0.0.1:${server.address().port}`;
-  const browser = await chromium.launch({
+  const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
+    viewport,
     args: [
       '--no-sandbox',
       '--disable-gpu',
@@ -25,8 +33,9 @@ export async function start({ isolation = true } = {}) {
     ],
   });
   const close = async () => {
-    await browser.close();
+    await context.close();
     await new Promise((r) => server.close(r));
+    rmSync(profile, { recursive: true, force: true });
   };
-  return { base, browser, close };
+  return { base, context, close };
 }

@@ -14,7 +14,7 @@ before(async () => (env = await start()));
 after(() => env?.close());
 
 async function greedyInPage(file, prompts, n, e = env) {
-  const page = await e.browser.newPage();
+  const page = await e.context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${e.base}/npm/test-browser/greedy.html`);
@@ -31,13 +31,27 @@ for (const [name, path, file, n, which] of [
 ]) {
   test(`${name}: greedy ids in Chromium equal the native build's`, async () => {
     const recs = which.map((p) => fixture('llamacpp_greedy.json')[name][p]);
-    const r = await greedyInPage(file, recs.map((x) => x.prompt_ids), n);
+    const r = await greedyInPage(
+      file,
+      recs.map((x) => x.prompt_ids),
+      n,
+    );
     assert.equal(r.isolated, true, 'served cross-origin isolated');
     assert.equal(r.info.backend, 'simd128');
     assert.equal(r.info.threaded, true);
     assert.equal(r.info.threads, 2);
     recs.forEach((rec, i) => {
-      const native = nativeRun(['-m', path, '--prompt-ids', rec.prompt_ids.join(','), '-n', String(n), '--temp', '0', '--ignore-eos']);
+      const native = nativeRun([
+        '-m',
+        path,
+        '--prompt-ids',
+        rec.prompt_ids.join(','),
+        '-n',
+        String(n),
+        '--temp',
+        '0',
+        '--ignore-eos',
+      ]);
       assert.deepEqual(r.out[i].ids, native.ids, `${name} ${which[i]}`);
       assert.equal(r.out[i].text, native.text);
     });
@@ -52,7 +66,17 @@ test('not cross-origin isolated: the single-thread build, same ids', async () =>
     assert.equal(r.isolated, false);
     assert.equal(r.info.threaded, false);
     assert.equal(r.info.threads, 1);
-    const native = nativeRun(['-m', SMOLLM2, '--prompt-ids', rec.prompt_ids.join(','), '-n', '16', '--temp', '0', '--ignore-eos']);
+    const native = nativeRun([
+      '-m',
+      SMOLLM2,
+      '--prompt-ids',
+      rec.prompt_ids.join(','),
+      '-n',
+      '16',
+      '--temp',
+      '0',
+      '--ignore-eos',
+    ]);
     assert.deepEqual(r.out[0].ids, native.ids);
   } finally {
     await plain.close();
