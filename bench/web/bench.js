@@ -1,0 +1,65 @@
+// One engine's pp and tg tokens/s in this page (the driver opens a page per
+// engine, model and thread count). pp: `pp` prompt tokens in one batch on an
+// empty cache; tg: `tg` tokens decoded one at a time after it. Repeated
+// `reps` times; every run's figures are returned (the driver takes medians).
+
+const log = (s) => (document.getElementById('log').textContent += `${s}\n`);
+
+/** Token ids for a pp test: a fixed text's ids, repeated to `n`. */
+function promptIds(ids, n) {
+  const out = [];
+  while (out.length < n) out.push(...ids);
+  return out.slice(0, n);
+}
+
+const TEXT =
+  'The history of computing is the story of people building machines to extend the reach of thought: ' +
+  'from tally sticks and the abacus to mechanical calculators, punched cards, vacuum tubes and transistors.';
+
+window.benchTern = async (url, threads, pp, tg, reps) => {
+  const { loadModel } = await import('/npm/src/index.js');
+  const model = await loadModel(url, { threads, contextSize: pp + tg + 8 });
+  const ids = promptIds(await model.encode(TEXT, { addSpecial: false }), pp);
+  const runs = [];
+  for (let r = 0; r < reps; r++) {
+    await model.reset();
+    const a = await model.generate(ids, { maxTokens: 1, temperature: 0 }).result;
+    await model.reset();
+    const b = await model.generate(ids.slice(0, 8), { maxTokens: tg + 1, temperature: 0, ignoreEos: true }).result;
+    runs.push({ pp: (pp / a.timings.prefillMs) * 1e3, tg: b.timings.tokensPerS });
+    log(`tern r${r}: pp ${runs.at(-1).pp.toFixed(1)} tg ${runs.at(-1).tg.toFixed(1)}`);
+  }
+  const info = { threads: model.info.threads, threaded: model.info.threaded };
+  await model.dispose();
+  return { runs, info, ids };
+};
+
+window.benchWllama = async (url, threads, pp, tg, reps, ids) => {
+  const { Wllama } = await import('/node_modules/@wllama/wllama/esm/index.js');
+  const base = '/node_modules/@wllama/wllama/esm';
+  const w = new Wllama(
+    { 'single-thread/wllama.wasm': `${base}/single-thread/wllama.wasm`, 'multi-thread/wllama.wasm': `${base}/multi-thread/wllama.wasm` },
+    { suppressNativeLog: true },
+  );
+  await w.loadModelFromUrl(new URL(url, location.href).href, { n_threads: threads, n_ctx: pp + tg + 8, n_batch: Math.max(pp, 8) });
+  const runs = [];
+  for (let r = 0; r < reps; r++) {
+    await w.kvClear();
+    let t0 = performance.now();
+    await w.decode(ids, {});
+    const ppMs = performance.now() - t0;
+    await w.kvClear();
+    await w.decode(ids.slice(0, 8), {});
+    let tok = ids[8];
+    t0 = performance.now();
+    for (let i = 0; i < tg; i++) await w.decode([tok], {});
+    const tgMs = performance.now() - t0;
+    runs.push({ pp: (pp / ppMs) * 1e3, tg: (tg / tgMs) * 1e3 });
+    log(`wllama r${r}: pp ${runs.at(-1).pp.toFixed(1)} tg ${runs.at(-1).tg.toFixed(1)}`);
+  }
+  const info = { threads: w.getNumThreads(), threaded: w.isMultithread() };
+  await w.exit();
+  return { runs, info };
+};
+
+window.ready = true;
