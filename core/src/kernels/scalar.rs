@@ -186,7 +186,7 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
-    attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot_f32, axpy)
+    attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot_f32, axpy, |k: &KvRows, r, o: &mut [f32]| k.read(r, o))
 }
 
 /// `o[i] += p · x[i]`, element by element (multiply, then add).
@@ -197,9 +197,10 @@ pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
     }
 }
 
-/// The attention reference with its two inner loops supplied: `dot` must
-/// be the contract's 16-lane dot and `axpy` the elementwise update above
-/// (a backend passes its SIMD versions of the same arithmetic).
+/// The attention reference with its inner loops supplied: `dot` must be
+/// the contract's 16-lane dot, `axpy` the elementwise update above and
+/// `read` widen cached rows exactly as `KvRows::read` (a backend passes its
+/// SIMD versions of the same arithmetic).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn attention_head_with(
@@ -213,6 +214,7 @@ pub fn attention_head_with(
     out: &mut [f32],
     dot: impl Fn(&[f32], &[f32]) -> f32,
     axpy: impl Fn(&mut [f32], f32, &[f32]),
+    read: impl Fn(&KvRows, Range<usize>, &mut [f32]),
 ) {
     let hd = q.len();
     let mut row = [0.0f32; MAX_HEAD_DIM];
@@ -220,14 +222,14 @@ pub fn attention_head_with(
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
-        k.read(t * kv_stride..t * kv_stride + hd, row);
+        read(&k, t * kv_stride..t * kv_stride + hd, row);
         *s = dot(q, row) * scale;
         max = max.max(*s);
     }
     let inv = softmax_exp(scores, max);
     out.fill(0.0);
     for (t, &e) in scores.iter().enumerate() {
-        v.read(t * kv_stride..t * kv_stride + hd, row);
+        read(&v, t * kv_stride..t * kv_stride + hd, row);
         axpy(out, e * inv, row);
     }
 }

@@ -4,7 +4,9 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::kernels::scalar;
+use core::ops::Range;
+
+use tern_core::kernels::{scalar, KvRows};
 
 use super::v;
 
@@ -54,5 +56,27 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     }
     for i in n4..x.len() {
         o[i] = (x[i] * scale) * w[i];
+    }
+}
+
+/// Cached rows `r` widened to f32, as `KvRows::read` (f16 by the exact
+/// SIMD widening, eight at a time).
+#[inline]
+pub fn read(rows: &KvRows, r: Range<usize>, out: &mut [f32]) {
+    match rows {
+        KvRows::F32(_) => rows.read(r, out),
+        KvRows::F16(x) => {
+            let x = &x[r];
+            let n8 = x.len() / 8 * 8;
+            let bits: &[u16] = half::slice::HalfFloatSliceExt::reinterpret_cast(x);
+            for i in (0..n8).step_by(8) {
+                let h = v::load_u16(bits, i);
+                v::storef(out, i, v::f16_to_f32(u32x4_extend_low_u16x8(h)));
+                v::storef(out, i + 4, v::f16_to_f32(u32x4_extend_high_u16x8(h)));
+            }
+            for (o, h) in out[n8..].iter_mut().zip(&x[n8..]) {
+                *o = h.to_f32();
+            }
+        }
     }
 }

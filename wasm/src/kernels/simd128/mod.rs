@@ -149,6 +149,6 @@ impl Kernels for Simd128 {
         scores: &mut [f32],
         out: &mut [f32],
     ) {
-        scalar::attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, float::dot, float::axpy)
+        scalar::attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, float::dot, float::axpy, float::read)
     }
 }

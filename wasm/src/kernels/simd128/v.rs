@@ -20,6 +20,14 @@ pub fn load16(s: &[i16], at: usize) -> v128 {
     unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
 }
 
+/// 8 u16 from `s[at..at + 8]`.
+#[inline(always)]
+pub fn load_u16(s: &[u16], at: usize) -> v128 {
+    assert!(at + 8 <= s.len());
+    // SAFETY: the 8 elements at `at` are inside `s` (checked above).
+    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
+}
+
 /// 4 f32 from `s[at..at + 4]`.
 #[inline(always)]
 pub fn loadf(s: &[f32], at: usize) -> v128 {
