@@ -163,8 +163,9 @@ unsafe fn block<L: Legacy>(p: *const u8, x: *const i16) -> v128 {
 #[inline(always)]
 unsafe fn f16x4<L: Legacy>(p: *const u8) -> v128 {
     // SAFETY: the caller's contract.
-    let h = |k: usize| unsafe { u16::from_le((p.add(k * L::BYTES) as *const u16).read_unaligned()) } as u32;
-    v::f16_to_f32(u32x4(h(0), h(1), h(2), h(3)))
+    let h = |k: usize| unsafe { u16::from_le((p.add(k * L::BYTES) as *const u16).read_unaligned()) };
+    let t = v::f16_table();
+    f32x4(t[h(0) as usize], t[h(1) as usize], t[h(2) as usize], t[h(3) as usize])
 }
 
 /// `row · activations` for one row of `nb` blocks.
@@ -177,20 +178,21 @@ pub fn row<L: Legacy>(row: &[u8], a: &Acts, nb: usize) -> f32 {
     let mut b = 0;
     while b < nb {
         let n = (nb - b).min(4);
-        // Lanes past the row's end repeat its last block and are dropped.
+        // Lanes past the row's end repeat its last block (for the f16
+        // gathers) and are dropped.
         let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
         // SAFETY: blocks b..b+n are in the row and activations (asserted
         // above); `at` never passes the last block.
-        let blk = |k: usize| {
-            let k = k.min(n - 1);
+        // One block per loop trip (a runtime count, so the trips stay
+        // separate: V8 would otherwise start every load of four blocks at
+        // once and spill), each block's partials kept for the fold.
+        let mut p = [i32x4_splat(0); 4];
+        for (k, pk) in p.iter_mut().enumerate().take(n) {
             // SAFETY: block b + k is in the row and the activations
             // (asserted above; k < n).
-            unsafe { block::<L>(w.add((b + k) * L::BYTES), x.add(32 * (b + k))) }
-        };
-        // blocks in pairs, each pair folded at once (few live vectors)
-        let p01 = v::fold2(blk(0), blk(1));
-        let p23 = v::fold2(blk(2), blk(3));
-        let isum = f32x4_convert_i32x4(v::fold4(p01, p23));
+            *pk = unsafe { block::<L>(w.add((b + k) * L::BYTES), x.add(32 * (b + k))) };
+        }
+        let isum = f32x4_convert_i32x4(v::fold4(v::fold2(p[0], p[1]), v::fold2(p[2], p[3])));
         // SAFETY: the f16 fields of blocks b..b+n (`at` stays below n).
         let (wd, wm) = unsafe {
             let wd = if n == 4 { f16x4::<L>(w.add(at(0))) } else { gather(w, at, 0) };
@@ -207,10 +209,17 @@ pub fn row<L: Legacy>(row: &[u8], a: &Acts, nb: usize) -> f32 {
         if L::MIN {
             t = f32x4_add(t, f32x4_mul(wm, v::loadf(a.s, b)));
         }
-        let mut lanes = [0.0f32; 4];
-        v::storef(&mut lanes, 0, t);
-        for &l in &lanes[..n] {
-            acc += l;
+        if n == 4 {
+            acc += f32x4_extract_lane::<0>(t);
+            acc += f32x4_extract_lane::<1>(t);
+            acc += f32x4_extract_lane::<2>(t);
+            acc += f32x4_extract_lane::<3>(t);
+        } else {
+            let mut lanes = [0.0f32; 4];
+            v::storef(&mut lanes, 0, t);
+            for &l in &lanes[..n] {
+                acc += l;
+            }
         }
         b += 4;
     }

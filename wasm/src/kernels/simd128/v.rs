@@ -87,6 +87,19 @@ pub fn f16_to_f32(h: v128) -> v128 {
     v128_or(sign, v128_bitselect(special, finite, is_special))
 }
 
+/// Every f16 pattern's f32 (by `half`, so exact by construction): scales
+/// are widened by lookup, cheaper in wasm than the arithmetic.
+pub fn f16_table() -> &'static [f32; 65536] {
+    static TABLE: std::sync::OnceLock<Box<[f32; 65536]>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Box::new([0.0f32; 65536]);
+        for (i, v) in t.iter_mut().enumerate() {
+            *v = half::f16::from_bits(i as u16).to_f32();
+        }
+        t
+    })
+}
+
 /// 16 i8 from `s[at..at + 16]`.
 #[inline(always)]
 pub fn load8(s: &[i8], at: usize) -> v128 {
