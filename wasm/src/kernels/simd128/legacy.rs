@@ -38,11 +38,11 @@ fn nibbles(x: v128) -> [v128; 4] {
 #[inline(always)]
 fn fifth_bits(qh: u32) -> (v128, v128) {
     let qh = u32x4_splat(qh);
-    // byte k: the byte of qh holding bit k
-    let lo = i8x16_swizzle(qh, i8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
-    let hi = i8x16_swizzle(qh, i8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    // byte k: the byte of qh holding bit k (constant shuffles: one pshufb)
+    let lo = i8x16_shuffle::<0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1>(qh, qh);
+    let hi = i8x16_shuffle::<2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3>(qh, qh);
     let bit = u8x16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
-    let set = |x| i8x16_ne(v128_and(x, bit), i8x16_splat(0));
+    let set = |x| i8x16_eq(v128_and(x, bit), bit);
     (set(lo), set(hi))
 }
 
@@ -143,96 +143,86 @@ pub struct Acts<'a> {
     pub s: &'a [f32],
 }
 
-/// Four i32 partials of the block at `p` · activations at `x`.
+/// Four i32 partials of an unpacked block · activations at `x`.
 ///
 /// # Safety
-/// `p` points to a whole block, `x..x + 32` is readable.
+/// `x..x + 32` is readable.
 #[inline(always)]
-unsafe fn block<L: Legacy>(p: *const u8, x: *const i16) -> v128 {
+unsafe fn dot(q: [v128; 4], x: *const i16) -> v128 {
     // SAFETY: the caller's contract.
-    let (q, a) = unsafe { (L::unpack(p), [0, 8, 16, 24].map(|o| v128_load(x.add(o) as *const v128))) };
+    let a = unsafe { [0, 8, 16, 24].map(|o| v128_load(x.add(o) as *const v128)) };
     let s0 = i32x4_add(i32x4_dot_i16x8(q[0], a[0]), i32x4_dot_i16x8(q[1], a[1]));
     let s1 = i32x4_add(i32x4_dot_i16x8(q[2], a[2]), i32x4_dot_i16x8(q[3], a[3]));
     i32x4_add(s0, s1)
 }
 
-/// The f16s at `p + k * L::BYTES` for k = 0..4, as f32 lanes.
+/// The f16 at byte `off` of the blocks at `at(0..4)`, as f32 lanes (by
+/// the exact lookup table).
 ///
 /// # Safety
-/// The four 2-byte values are readable.
+/// Each `w + at(k) + off` is two readable bytes.
 #[inline(always)]
-unsafe fn f16x4<L: Legacy>(p: *const u8) -> v128 {
+unsafe fn f16x4(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -> usize, off: usize) -> v128 {
     // SAFETY: the caller's contract.
-    let h = |k: usize| unsafe { u16::from_le((p.add(k * L::BYTES) as *const u16).read_unaligned()) };
-    let t = v::f16_table();
-    f32x4(t[h(0) as usize], t[h(1) as usize], t[h(2) as usize], t[h(3) as usize])
+    let h = |k: usize| unsafe { u16::from_le((w.add(at(k) + off) as *const u16).read_unaligned()) } as usize;
+    f32x4(t[h(0)], t[h(1)], t[h(2)], t[h(3)])
 }
 
-/// `row · activations` for one row of `nb` blocks.
+/// `row · activations` of `T` tokens for one row of `nb` blocks: each
+/// block unpacked once for all of them.
 #[inline(always)]
-pub fn row<L: Legacy>(row: &[u8], a: &Acts, nb: usize) -> f32 {
-    assert!(row.len() >= nb * L::BYTES && a.q.len() >= nb * 32);
-    assert!(a.d.len() >= nb.next_multiple_of(4) && a.s.len() >= nb.next_multiple_of(4));
-    let (w, x) = (row.as_ptr(), a.q.as_ptr());
-    let mut acc = 0.0f32;
+pub fn row<L: Legacy, const T: usize>(row: &[u8], a: [&Acts; T], nb: usize) -> [f32; T] {
+    assert!(row.len() >= nb * L::BYTES);
+    for a in &a {
+        assert!(a.q.len() >= nb * 32 && a.d.len() >= nb.next_multiple_of(4) && a.s.len() >= nb.next_multiple_of(4));
+    }
+    let table = v::f16_table();
+    let w = row.as_ptr();
+    let x = a.map(|a| a.q.as_ptr());
+    let mut acc = [0.0f32; T];
     let mut b = 0;
     while b < nb {
         let n = (nb - b).min(4);
-        // Lanes past the row's end repeat its last block (for the f16
-        // gathers) and are dropped.
-        let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
-        // SAFETY: blocks b..b+n are in the row and activations (asserted
-        // above); `at` never passes the last block.
         // One block per loop trip (a runtime count, so the trips stay
         // separate: V8 would otherwise start every load of four blocks at
-        // once and spill), each block's partials kept for the fold.
-        let mut p = [i32x4_splat(0); 4];
-        for (k, pk) in p.iter_mut().enumerate().take(n) {
+        // once and spill), each token's partials kept for the fold.
+        let mut p = [[i32x4_splat(0); 4]; T];
+        for k in 0..n {
             // SAFETY: block b + k is in the row and the activations
             // (asserted above; k < n).
-            *pk = unsafe { block::<L>(w.add((b + k) * L::BYTES), x.add(32 * (b + k))) };
+            let q = unsafe { L::unpack(w.add((b + k) * L::BYTES)) };
+            for t in 0..T {
+                // SAFETY: as above.
+                p[t][k] = unsafe { dot(q, x[t].add(32 * (b + k))) };
+            }
         }
-        let isum = f32x4_convert_i32x4(v::fold4(v::fold2(p[0], p[1]), v::fold2(p[2], p[3])));
+        // Lanes past the row's end repeat its last block (for the scale
+        // lookups) and are dropped.
+        let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
         // SAFETY: the f16 fields of blocks b..b+n (`at` stays below n).
-        let (wd, wm) = unsafe {
-            let wd = if n == 4 { f16x4::<L>(w.add(at(0))) } else { gather(w, at, 0) };
-            let wm = if !L::MIN {
-                f32x4_splat(0.0)
-            } else if n == 4 {
-                f16x4::<L>(w.add(at(0) + 2))
+        let wd = unsafe { f16x4(table, w, at, 0) };
+        // SAFETY: as above (the min is at byte 2 of formats with one).
+        let wm = if L::MIN { unsafe { f16x4(table, w, at, 2) } } else { f32x4_splat(0.0) };
+        for t in 0..T {
+            let isum = f32x4_convert_i32x4(v::fold4(v::fold2(p[t][0], p[t][1]), v::fold2(p[t][2], p[t][3])));
+            let mut r = f32x4_mul(f32x4_mul(wd, v::loadf(a[t].d, b)), isum);
+            if L::MIN {
+                r = f32x4_add(r, f32x4_mul(wm, v::loadf(a[t].s, b)));
+            }
+            if n == 4 {
+                acc[t] += f32x4_extract_lane::<0>(r);
+                acc[t] += f32x4_extract_lane::<1>(r);
+                acc[t] += f32x4_extract_lane::<2>(r);
+                acc[t] += f32x4_extract_lane::<3>(r);
             } else {
-                gather(w, at, 2)
-            };
-            (wd, wm)
-        };
-        let mut t = f32x4_mul(f32x4_mul(wd, v::loadf(a.d, b)), isum);
-        if L::MIN {
-            t = f32x4_add(t, f32x4_mul(wm, v::loadf(a.s, b)));
-        }
-        if n == 4 {
-            acc += f32x4_extract_lane::<0>(t);
-            acc += f32x4_extract_lane::<1>(t);
-            acc += f32x4_extract_lane::<2>(t);
-            acc += f32x4_extract_lane::<3>(t);
-        } else {
-            let mut lanes = [0.0f32; 4];
-            v::storef(&mut lanes, 0, t);
-            for &l in &lanes[..n] {
-                acc += l;
+                let mut lanes = [0.0f32; 4];
+                v::storef(&mut lanes, 0, r);
+                for &l in &lanes[..n] {
+                    acc[t] += l;
+                }
             }
         }
         b += 4;
     }
     acc
-}
-
-/// The f16 at byte `off` of the blocks at `at(0..4)`, as f32 lanes.
-///
-/// # Safety
-/// Each `w + at(k) + off` is two readable bytes.
-#[inline(always)]
-unsafe fn gather(w: *const u8, at: impl Fn(usize) -> usize, off: usize) -> v128 {
-    // SAFETY: the caller's contract.
-    let h = |k: usize| unsafe { u16::from_le((w.add(at(k) + off) as *const u16).read_unaligned()) } as u32;
-    v::f16_to_f32(u32x4(h(0), h(1), h(2), h(3)))
 }

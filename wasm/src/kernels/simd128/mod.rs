@@ -17,14 +17,6 @@ use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 pub struct Simd128;
 
-/// Activations of the current matmul's token, widened (reused across calls).
-#[derive(Default)]
-struct Wide {
-    q: Vec<i16>,
-    d: Vec<f32>,
-    s: Vec<f32>,
-}
-
 std::thread_local! {
     static WIDE: RefCell<Wide> = RefCell::new(Wide::default());
 }
@@ -65,59 +57,93 @@ impl Block for BlockQ8K {
     }
 }
 
-/// Widen one token's blocks into `w` (quants eo16; d, s padded to 4 blocks).
-fn widen_token<B: Block>(blocks: &[B], w: &mut Wide) {
-    let bs = blocks.first().map_or(0, |b| b.qs().len());
-    let nb4 = blocks.len().next_multiple_of(4);
-    w.q.resize(blocks.len() * bs, 0);
-    w.d.clear();
-    w.s.clear();
-    for (i, b) in blocks.iter().enumerate() {
-        widen::eo16(b.qs(), &mut w.q[i * bs..(i + 1) * bs]);
-        w.d.push(b.d());
-        w.s.push(b.s());
-    }
-    w.d.resize(nb4, 0.0);
-    w.s.resize(nb4, 0.0);
+/// Widened activations of a call's tokens: quants (eo16), and per token
+/// its blocks' `d` and `s`, padded to a multiple of 4 blocks.
+#[derive(Default)]
+struct Wide {
+    q: Vec<i16>,
+    d: Vec<f32>,
+    s: Vec<f32>,
 }
 
-/// Rows of a 32-element block format against token `t` of `blocks`.
+impl Wide {
+    /// Widen `n_tok` tokens of `nb` blocks each.
+    fn fill<B: Block>(&mut self, blocks: &[B], n_tok: usize, nb: usize) {
+        let bs = blocks.first().map_or(0, |b| b.qs().len());
+        let nb4 = nb.next_multiple_of(4);
+        self.q.resize(n_tok * nb * bs, 0);
+        self.d.clear();
+        self.d.resize(n_tok * nb4, 0.0);
+        self.s.clear();
+        self.s.resize(n_tok * nb4, 0.0);
+        for t in 0..n_tok {
+            for (i, b) in blocks[t * nb..(t + 1) * nb].iter().enumerate() {
+                let at = t * nb + i;
+                widen::eo16(b.qs(), &mut self.q[at * bs..(at + 1) * bs]);
+                self.d[t * nb4 + i] = b.d();
+                self.s[t * nb4 + i] = b.s();
+            }
+        }
+    }
+
+    /// Token `t`'s part.
+    fn token(&self, t: usize, nb: usize, bs: usize) -> legacy::Acts<'_> {
+        let nb4 = nb.next_multiple_of(4);
+        legacy::Acts {
+            q: &self.q[t * nb * bs..(t + 1) * nb * bs],
+            d: &self.d[t * nb4..(t + 1) * nb4],
+            s: &self.s[t * nb4..(t + 1) * nb4],
+        }
+    }
+}
+
+/// Tokens a prefill tile takes at once (each weight block unpacked once).
+const TILE: usize = 4;
+
+/// Rows of a 32-element block format against every token of `blocks`.
 fn legacy_rows<L: legacy::Legacy, B: Block>(
     w: &QMatrix,
     blocks: &[B],
-    t: usize,
+    n_tok: usize,
     wide: &mut Wide,
     rows: Range<usize>,
     out: &mut [f32],
-    n_tok: usize,
 ) {
     let nb = w.n_cols / QK8;
-    widen_token(&blocks[t * nb..(t + 1) * nb], wide);
-    let a = legacy::Acts { q: &wide.q, d: &wide.d, s: &wide.s };
+    wide.fill(blocks, n_tok, nb);
+    let full = n_tok / TILE * TILE;
     for (i, r) in rows.enumerate() {
-        out[i * n_tok + t] = legacy::row::<L>(w.row(r), &a, nb);
+        let row = w.row(r);
+        let o = &mut out[i * n_tok..(i + 1) * n_tok];
+        for t0 in (0..full).step_by(TILE) {
+            let acts: [legacy::Acts; TILE] = core::array::from_fn(|k| wide.token(t0 + k, nb, QK8));
+            let r = legacy::row::<L, TILE>(row, core::array::from_fn(|k| &acts[k]), nb);
+            o[t0..t0 + TILE].copy_from_slice(&r);
+        }
+        for t in full..n_tok {
+            o[t] = legacy::row::<L, 1>(row, [&wide.token(t, nb, QK8)], nb)[0];
+        }
     }
 }
 
 fn matmul_q(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> bool {
     use legacy::{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
-    let n = w.n_cols;
     WIDE.with_borrow_mut(|wide| {
-        for t in 0..n_tok {
-            let rows = rows.clone();
-            match (x, w.ty) {
-                (Acts::Q8_0(a), GgmlType::Q4_0) => legacy_rows::<Q4_0, _>(w, a, t, wide, rows, out, n_tok),
-                (Acts::Q8_0(a), GgmlType::Q5_0) => legacy_rows::<Q5_0, _>(w, a, t, wide, rows, out, n_tok),
-                (Acts::Q8_0(a), GgmlType::Q8_0) => legacy_rows::<Q8_0, _>(w, a, t, wide, rows, out, n_tok),
-                (Acts::Q8_1(a), GgmlType::Q4_1) => legacy_rows::<Q4_1, _>(w, a, t, wide, rows, out, n_tok),
-                (Acts::Q8_1(a), GgmlType::Q5_1) => legacy_rows::<Q5_1, _>(w, a, t, wide, rows, out, n_tok),
-                (Acts::Q8K(a), ty) if kquant::handles(ty) => {
-                    let a = &a[t * n / QK_K..(t + 1) * n / QK_K];
-                    widen_token(a, wide);
-                    kquant::rows(w, a, &wide.q, rows, &mut out[t..], n_tok)
+        match (x, w.ty) {
+            (Acts::Q8_0(a), GgmlType::Q4_0) => legacy_rows::<Q4_0, _>(w, a, n_tok, wide, rows, out),
+            (Acts::Q8_0(a), GgmlType::Q5_0) => legacy_rows::<Q5_0, _>(w, a, n_tok, wide, rows, out),
+            (Acts::Q8_0(a), GgmlType::Q8_0) => legacy_rows::<Q8_0, _>(w, a, n_tok, wide, rows, out),
+            (Acts::Q8_1(a), GgmlType::Q4_1) => legacy_rows::<Q4_1, _>(w, a, n_tok, wide, rows, out),
+            (Acts::Q8_1(a), GgmlType::Q5_1) => legacy_rows::<Q5_1, _>(w, a, n_tok, wide, rows, out),
+            (Acts::Q8K(a), ty) if kquant::handles(ty) => {
+                let nb = w.n_cols / QK_K;
+                for t in 0..n_tok {
+                    let at = &a[t * nb..(t + 1) * nb];
+                    wide.fill(at, 1, nb);
+                    kquant::rows(w, at, &wide.q, rows.clone(), &mut out[t..], n_tok)
                 }
-                _ => return false,
             }
+            _ => return false,
         }
         true
     })
