@@ -137,11 +137,8 @@ fn matmul_q(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f
             (Acts::Q8_1(a), GgmlType::Q5_1) => legacy_rows::<Q5_1, _>(w, a, n_tok, wide, rows, out),
             (Acts::Q8K(a), ty) if kquant::handles(ty) => {
                 let nb = w.n_cols / QK_K;
-                for t in 0..n_tok {
-                    let at = &a[t * nb..(t + 1) * nb];
-                    wide.fill(at, 1, nb);
-                    kquant::rows(w, at, &wide.q, rows.clone(), &mut out[t..], n_tok)
-                }
+                wide.fill(a, n_tok, nb);
+                kquant::rows(w, a, &wide.q, n_tok, rows, out)
             }
             _ => return false,
         }
