@@ -3,6 +3,7 @@
 //! there — so every result equals `Scalar`'s bit for bit. Weight types and
 //! methods without a SIMD path here run the reference itself.
 
+mod exact;
 mod float;
 mod kquant;
 mod legacy;
@@ -152,8 +153,13 @@ impl Kernels for Simd128 {
     }
 
     fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
-        if !matmul_q(w, x, n_tok, rows.clone(), out) {
-            scalar::matmul_rows(w, x, n_tok, rows, out)
+        match x {
+            Acts::F32(x) => exact::matmul_rows(w, x, n_tok, rows, out),
+            _ => {
+                if !matmul_q(w, x, n_tok, rows.clone(), out) {
+                    scalar::matmul_rows(w, x, n_tok, rows, out)
+                }
+            }
         }
     }
 
