@@ -1,8 +1,11 @@
-//! K-quant super-blocks (Q4_K, Q6_K) against Q8_K activations, one row at
-//! a time for `T` tokens (each super-block unpacked once for all of them):
-//! each 16-element group's exact integer dot, times its scale, summed in i32
-//! lanes (exact), then the reference's float expression per super-block —
-//! bit for bit `scalar::matmul_rows`.
+//! K-quant super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against Q8_K
+//! activations, one row at a time for `T` tokens (each super-block unpacked
+//! once for all of them). Every format unpacks its 16 groups of 16 into
+//! even/odd i16 lanes (the activations' eo16 order); each group's exact
+//! integer dot is scaled and summed in i32 lanes (exact), an offset the
+//! format stores its quants with is taken back through the activations'
+//! group sums, and the reference's float expression follows per
+//! super-block — bit for bit `scalar::matmul_rows`.
 
 use core::arch::wasm32::*;
 use core::ops::Range;
@@ -12,134 +15,249 @@ use tern_core::quant::{f16_at, q4_k, BlockQ8K, GgmlType, QK_K};
 
 use super::v;
 
-pub fn handles(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K)
+/// A K-quant format: size, scales, and its groups' quants.
+trait KFormat {
+    const BYTES: usize;
+    /// Added to every stored quant by the format (Q6_K: 32; Q3_K: 4 where
+    /// the high bit is clear, folded into `groups` as a high bit of 4).
+    const OFFSET: i32;
+    /// Per group: scale and min; and the f16 `d`, `dmin`.
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32);
+    /// `f(g, even, odd)` for the 16 groups (quants ≥ 0, before `OFFSET`).
+    fn groups(b: &[u8], f: impl FnMut(usize, v128, v128));
+}
+
+struct Q2K;
+struct Q3K;
+struct Q4K;
+struct Q5K;
+struct Q6K;
+
+const M2: i16 = 0x03;
+const M4: i16 = 0x0f;
+
+/// Bit `k` of each byte of the lanes (even: low byte, odd: high byte) as
+/// `1 << to`, in i16 lanes.
+#[inline(always)]
+fn bit(x: v128, k: u32, to: u32) -> [v128; 2] {
+    let m = i16x8_splat(1 << to);
+    let at = |p: u32| if p >= to { u16x8_shr(x, p - to) } else { i16x8_shl(x, to - p) };
+    [v128_and(at(k), m), v128_and(at(8 + k), m)]
+}
+
+/// Bits `s..s + w` of each byte (w = 2 or 4): [even, odd].
+#[inline(always)]
+fn field(x: v128, s: u32, mask: i16) -> [v128; 2] {
+    let m = i16x8_splat(mask);
+    [v128_and(u16x8_shr(x, s), m), v128_and(u16x8_shr(x, 8 + s), m)]
+}
+
+impl KFormat for Q4K {
+    const BYTES: usize = 144;
+    const OFFSET: i32 = 0;
+    #[inline(always)]
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
+        let (mut sc, mut mn) = ([0; 16], [0; 16]);
+        for j in 0..8 {
+            let (c, m) = q4_k::scale_min(j, &b[4..16]);
+            (sc[2 * j], sc[2 * j + 1], mn[2 * j], mn[2 * j + 1]) = (c as i32, c as i32, m as i32, m as i32);
+        }
+        (sc, mn, f16_at(b, 0), f16_at(b, 2))
+    }
+    #[inline(always)]
+    fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
+        // bytes 16+32i..: low nibbles are elements 64i.., high 64i+32..
+        for i in 0..4 {
+            for h in 0..2 {
+                let x = v::load(b, 16 + 32 * i + 16 * h);
+                let [e, o] = field(x, 0, M4);
+                f(4 * i + h, e, o);
+                let [e, o] = field(x, 4, M4);
+                f(4 * i + 2 + h, e, o);
+            }
+        }
+    }
+}
+
+impl KFormat for Q5K {
+    const BYTES: usize = 176;
+    const OFFSET: i32 = 0;
+    #[inline(always)]
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
+        Q4K::scales(b)
+    }
+    #[inline(always)]
+    fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
+        // as Q4_K (quants at 48), the 5th bit of element 64i+l in bit 2i
+        // of qh[l], of 64i+32+l in bit 2i+1
+        for i in 0..4 {
+            for h in 0..2 {
+                let x = v::load(b, 48 + 32 * i + 16 * h);
+                let qh = v::load(b, 16 + 16 * h);
+                let ([e, o], [he, ho]) = (field(x, 0, M4), bit(qh, 2 * i as u32, 4));
+                f(4 * i + h, v128_or(e, he), v128_or(o, ho));
+                let ([e, o], [he, ho]) = (field(x, 4, M4), bit(qh, 2 * i as u32 + 1, 4));
+                f(4 * i + 2 + h, v128_or(e, he), v128_or(o, ho));
+            }
+        }
+    }
+}
+
+impl KFormat for Q2K {
+    const BYTES: usize = 84;
+    const OFFSET: i32 = 0;
+    #[inline(always)]
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
+        let sc = core::array::from_fn(|g| (b[g] & 0x0f) as i32);
+        let mn = core::array::from_fn(|g| (b[g] >> 4) as i32);
+        (sc, mn, f16_at(b, 80), f16_at(b, 82))
+    }
+    #[inline(always)]
+    fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
+        // element 128·half + 32·s + l: bits 2s of qs[32·half + l]
+        for half in 0..2 {
+            for h in 0..2 {
+                let x = v::load(b, 16 + 32 * half + 16 * h);
+                for s in 0..4 {
+                    let [e, o] = field(x, 2 * s as u32, M2);
+                    f(8 * half + 2 * s + h, e, o);
+                }
+            }
+        }
+    }
+}
+
+impl KFormat for Q3K {
+    const BYTES: usize = 110;
+    const OFFSET: i32 = 4;
+    #[inline(always)]
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
+        let s = &b[96..108];
+        let sc = core::array::from_fn(|g| {
+            let lo = if g < 8 { s[g] & 0x0f } else { s[g - 8] >> 4 };
+            let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+            (lo | (hi << 4)) as i32 - 32
+        });
+        (sc, [0; 16], f16_at(b, 108), 0.0)
+    }
+    #[inline(always)]
+    fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
+        // element 32k + l (k = 4·half + s): bits 2s of qs[32·half + l], less
+        // 4 unless bit k of hmask[l] is set: stored here as the bit times 4
+        for half in 0..2 {
+            for h in 0..2 {
+                let x = v::load(b, 32 + 32 * half + 16 * h);
+                let hm = v::load(b, 16 * h);
+                for s in 0..4 {
+                    let k = 4 * half + s;
+                    let ([e, o], [he, ho]) = (field(x, 2 * s as u32, M2), bit(hm, k as u32, 2));
+                    f(2 * k + h, v128_or(e, he), v128_or(o, ho));
+                }
+            }
+        }
+    }
+}
+
+impl KFormat for Q6K {
+    const BYTES: usize = 210;
+    const OFFSET: i32 = 32;
+    #[inline(always)]
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
+        (core::array::from_fn(|g| b[192 + g] as i8 as i32), [0; 16], f16_at(b, 208), 0.0)
+    }
+    #[inline(always)]
+    fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
+        // element 128·half + l + 32·k: nibble of ql (k = 0, 2: low/high of
+        // ql[l]; 1, 3: of ql[l + 32]), high bits 2k of qh[l]
+        for half in 0..2 {
+            for l0 in [0, 16] {
+                let ql = v::load(b, 64 * half + l0);
+                let ql2 = v::load(b, 64 * half + l0 + 32);
+                let qh = v::load(b, 128 + 32 * half + l0);
+                let g0 = 8 * half + l0 / 16;
+                for (k, (x, s)) in [(ql, 0), (ql2, 0), (ql, 4), (ql2, 4)].into_iter().enumerate() {
+                    let ([e, o], [he, ho]) = (field(x, s, M4), field(qh, 2 * k as u32, M2));
+                    f(g0 + 2 * k, v128_or(e, i16x8_shl(he, 4)), v128_or(o, i16x8_shl(ho, 4)));
+                }
+            }
+        }
+    }
 }
 
 /// One token's super-block: its 8-bit block and widened (eo16) quants.
 type Act<'a> = (&'a BlockQ8K, &'a [i16]);
 
-/// `Σ q·a` of group `g` from its even and odd elements' i16 lanes.
+/// One super-block for each token: (Σ_g sc_g·dot_g, Σ_g mn_g·bsum_g), the
+/// format's offset taken back.
 #[inline(always)]
-fn group(even: v128, odd: v128, aw: &[i16], g: usize) -> v128 {
-    i32x4_add(i32x4_dot_i16x8(even, v::load16(aw, 16 * g)), i32x4_dot_i16x8(odd, v::load16(aw, 16 * g + 8)))
-}
-
-/// One Q4_K super-block for each token: (Σ_g sc_g·dot_g, Σ_g mn_g·bsum_g).
-#[inline(always)]
-fn q4k_block<const T: usize>(b: &[u8], a: [Act; T]) -> [(i32, i32); T] {
-    let mut sc = [0i32; 8];
-    let mut imin = [0i32; T];
-    for (j, s) in sc.iter_mut().enumerate() {
-        let (c, m) = q4_k::scale_min(j, &b[4..16]);
-        *s = c as i32;
-        for (im, (ab, _)) in imin.iter_mut().zip(&a) {
-            *im += m as i32 * (ab.bsums[2 * j] as i32 + ab.bsums[2 * j + 1] as i32);
-        }
-    }
-    let m = i16x8_splat(0x0f);
+fn block<F: KFormat, const T: usize>(b: &[u8], sc: &[i32; 16], mn: &[i32; 16], a: [Act; T]) -> [(i32, i32); T] {
     let mut acc = [i32x4_splat(0); T];
-    for i in 0..4 {
-        // bytes 32i..32i+32: low nibbles are sub-block 2i (groups 4i, 4i+1),
-        // high nibbles sub-block 2i+1 (groups 4i+2, 4i+3)
-        let mut lo = [i32x4_splat(0); T];
-        let mut hi = [i32x4_splat(0); T];
-        for h in 0..2 {
-            let x = v::load(b, 16 + 32 * i + 16 * h);
-            let (e_lo, e_hi) = (v128_and(x, m), v128_and(u16x8_shr(x, 4), m));
-            let (o_lo, o_hi) = (v128_and(u16x8_shr(x, 8), m), u16x8_shr(x, 12));
-            for t in 0..T {
-                lo[t] = i32x4_add(lo[t], group(e_lo, o_lo, a[t].1, 4 * i + h));
-                hi[t] = i32x4_add(hi[t], group(e_hi, o_hi, a[t].1, 4 * i + 2 + h));
-            }
-        }
-        let (s_lo, s_hi) = (i32x4_splat(sc[2 * i]), i32x4_splat(sc[2 * i + 1]));
+    F::groups(b, |g, e, o| {
+        let s = i32x4_splat(sc[g]);
         for t in 0..T {
-            acc[t] = i32x4_add(acc[t], i32x4_add(i32x4_mul(lo[t], s_lo), i32x4_mul(hi[t], s_hi)));
+            let aw = a[t].1;
+            let d = i32x4_add(i32x4_dot_i16x8(e, v::load16(aw, 16 * g)), i32x4_dot_i16x8(o, v::load16(aw, 16 * g + 8)));
+            acc[t] = i32x4_add(acc[t], i32x4_mul(d, s));
         }
-    }
-    core::array::from_fn(|t| (v::hsum(acc[t]), imin[t]))
-}
-
-/// One Q6_K super-block for each token: Σ_g sc_g·dot_g with the stored
-/// 6-bit quants (the −32 offset folded in through the group sums).
-#[inline(always)]
-fn q6k_block<const T: usize>(b: &[u8], a: [Act; T]) -> [i32; T] {
-    let sc = |g: usize| b[192 + g] as i8 as i32;
-    let m4 = i16x8_splat(0x0f);
-    let m2 = i16x8_splat(0x30);
-    let mut acc = [i32x4_splat(0); T];
-    let offset: [i32; T] = core::array::from_fn(|t| (0..16).map(|g| sc(g) * a[t].0.bsums[g] as i32).sum());
-    for c in 0..4 {
-        let (half, l0) = (c / 2, 16 * (c % 2));
-        let ql = v::load(b, 64 * half + l0);
-        let ql2 = v::load(b, 64 * half + l0 + 32);
-        let qh = v::load(b, 128 + 32 * half + l0);
-        let g0 = 8 * half + l0 / 16;
-        // elements l (low nibble of ql, qh bits 0-1), l+32 (ql2, bits 2-3),
-        // l+64 (high nibble of ql, bits 4-5), l+96 (ql2, bits 6-7)
-        let parts = [
-            (v128_and(ql, m4), v128_and(i16x8_shl(qh, 4), m2), v128_and(u16x8_shr(ql, 8), m4), v128_and(u16x8_shr(qh, 4), m2)),
-            (v128_and(ql2, m4), v128_and(i16x8_shl(qh, 2), m2), v128_and(u16x8_shr(ql2, 8), m4), v128_and(u16x8_shr(qh, 6), m2)),
-            (v128_and(u16x8_shr(ql, 4), m4), v128_and(qh, m2), v128_and(u16x8_shr(ql, 12), m4), v128_and(u16x8_shr(qh, 8), m2)),
-            (v128_and(u16x8_shr(ql2, 4), m4), v128_and(u16x8_shr(qh, 2), m2), u16x8_shr(ql2, 12), v128_and(u16x8_shr(qh, 10), m2)),
-        ];
-        for (k, (el, eh, ol, oh)) in parts.into_iter().enumerate() {
-            let g = g0 + 2 * k;
-            let (e, o) = (v128_or(el, eh), v128_or(ol, oh));
-            let s = i32x4_splat(sc(g));
-            for t in 0..T {
-                acc[t] = i32x4_add(acc[t], i32x4_mul(group(e, o, a[t].1, g), s));
-            }
+    });
+    core::array::from_fn(|t| {
+        let bs = &a[t].0.bsums;
+        let (mut off, mut imin) = (0i32, 0i32);
+        for g in 0..16 {
+            off += sc[g] * bs[g] as i32;
+            imin += mn[g] * bs[g] as i32;
         }
-    }
-    core::array::from_fn(|t| v::hsum(acc[t]) - 32 * offset[t])
+        (v::hsum(acc[t]) - F::OFFSET * off, imin)
+    })
 }
 
 /// `row · activations` of `T` tokens (`a[t]`: its blocks and widened quants).
 #[inline(always)]
-fn row<const T: usize>(ty: GgmlType, row: &[u8], a: [(&[BlockQ8K], &[i16]); T], nb: usize) -> [f32; T] {
+fn row<F: KFormat, const T: usize>(row: &[u8], a: [(&[BlockQ8K], &[i16]); T], nb: usize) -> [f32; T] {
     let mut acc = [0.0f32; T];
     for b in 0..nb {
+        let blk = &row[b * F::BYTES..(b + 1) * F::BYTES];
         let act: [Act; T] = core::array::from_fn(|t| (&a[t].0[b], &a[t].1[b * QK_K..(b + 1) * QK_K]));
-        match ty {
-            GgmlType::Q4_K => {
-                let blk = &row[b * 144..(b + 1) * 144];
-                let (d, dmin) = (f16_at(blk, 0), f16_at(blk, 2));
-                for (t, (isum, imin)) in q4k_block(blk, act).into_iter().enumerate() {
-                    let ad = act[t].0.d;
-                    acc[t] += (d * ad) * isum as f32 - (dmin * ad) * imin as f32;
-                }
-            }
-            _ => {
-                let blk = &row[b * 210..(b + 1) * 210];
-                let d = f16_at(blk, 208);
-                for (t, isum) in q6k_block(blk, act).into_iter().enumerate() {
-                    let ad = act[t].0.d;
-                    acc[t] += (d * ad) * isum as f32 - (0.0 * ad) * 0.0;
-                }
-            }
+        let (sc, mn, d, dmin) = F::scales(blk);
+        for (t, (isum, imin)) in block::<F, T>(blk, &sc, &mn, act).into_iter().enumerate() {
+            let ad = act[t].0.d;
+            acc[t] += (d * ad) * isum as f32 - (dmin * ad) * imin as f32;
         }
     }
     acc
 }
 
-/// Tokens a prefill tile takes at once.
+/// Tokens a prefill tile takes at once (4 spilled).
 const TILE: usize = 2;
+
+/// Whether this module computes `ty`.
+pub fn handles(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
+}
 
 /// Rows `rows` of `w` against all `n_tok` tokens (`a` their blocks, `aw`
 /// their widened quants, token after token); `out` row-major by row.
 pub fn rows(w: &QMatrix, a: &[BlockQ8K], aw: &[i16], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    match w.ty {
+        GgmlType::Q2_K => rows_of::<Q2K>(w, a, aw, n_tok, rows, out),
+        GgmlType::Q3_K => rows_of::<Q3K>(w, a, aw, n_tok, rows, out),
+        GgmlType::Q4_K => rows_of::<Q4K>(w, a, aw, n_tok, rows, out),
+        GgmlType::Q5_K => rows_of::<Q5K>(w, a, aw, n_tok, rows, out),
+        _ => rows_of::<Q6K>(w, a, aw, n_tok, rows, out),
+    }
+}
+
+fn rows_of<F: KFormat>(w: &QMatrix, a: &[BlockQ8K], aw: &[i16], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK_K;
     let tok = |t: usize| (&a[t * nb..(t + 1) * nb], &aw[t * nb * QK_K..(t + 1) * nb * QK_K]);
     let full = n_tok / TILE * TILE;
     for (i, r) in rows.enumerate() {
         let o = &mut out[i * n_tok..(i + 1) * n_tok];
         for t0 in (0..full).step_by(TILE) {
-            o[t0..t0 + TILE].copy_from_slice(&row::<TILE>(w.ty, w.row(r), core::array::from_fn(|k| tok(t0 + k)), nb));
+            o[t0..t0 + TILE].copy_from_slice(&row::<F, TILE>(w.row(r), core::array::from_fn(|k| tok(t0 + k)), nb));
         }
         for t in full..n_tok {
-            o[t] = row::<1>(w.ty, w.row(r), [tok(t)], nb)[0];
+            o[t] = row::<F, 1>(w.row(r), [tok(t)], nb)[0];
         }
     }
 }
