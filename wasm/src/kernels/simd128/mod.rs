@@ -3,6 +3,7 @@
 //! there — so every result equals `Scalar`'s bit for bit. Weight types and
 //! methods without a SIMD path here run the reference itself.
 
+mod attention;
 mod exact;
 mod float;
 mod kquant;
@@ -178,6 +179,10 @@ impl Kernels for Simd128 {
         scores: &mut [f32],
         out: &mut [f32],
     ) {
-        scalar::attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, float::dot, float::axpy, float::read)
+        if attention::handles(q.len()) {
+            attention::head(q, k, v, kv_stride, n_kv, scale, scores, out)
+        } else {
+            scalar::attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, float::dot, float::axpy, float::read)
+        }
     }
 }

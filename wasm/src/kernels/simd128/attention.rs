@@ -1,0 +1,74 @@
+//! Attention of one head in SIMD128, cached rows widened as they are used
+//! (no row buffer): scores by the contract's 16-lane dot and tree, the
+//! reference's softmax (libm exp), then the weighted sum element by
+//! element — bit for bit `scalar::attention_head`.
+
+use core::arch::wasm32::*;
+
+use tern_core::kernels::{scalar, KvRows};
+
+use super::v;
+
+/// Elements `at..at + 8` of cached rows as two f32 vectors.
+#[inline(always)]
+fn load8(rows: &KvRows, at: usize) -> (v128, v128) {
+    match rows {
+        KvRows::F32(x) => (v::loadf(x, at), v::loadf(x, at + 4)),
+        KvRows::F16(x) => {
+            let bits: &[u16] = half::slice::HalfFloatSliceExt::reinterpret_cast(*x);
+            let h = v::load_u16(bits, at);
+            (v::f16_to_f32(u32x4_extend_low_u16x8(h)), v::f16_to_f32(u32x4_extend_high_u16x8(h)))
+        }
+    }
+}
+
+/// Whether this path takes a head of `hd` (whole 16-lane chunks).
+pub fn handles(hd: usize) -> bool {
+    hd % 16 == 0 && hd <= scalar::MAX_HEAD_DIM
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn head(
+    q: &[f32],
+    k: KvRows,
+    v: KvRows,
+    kv_stride: usize,
+    n_kv: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let hd = q.len();
+    let scores = &mut scores[..n_kv];
+    let mut max = f32::NEG_INFINITY;
+    for (t, s) in scores.iter_mut().enumerate() {
+        let base = t * kv_stride;
+        let mut l = [f32x4_splat(0.0); 4];
+        for c in (0..hd).step_by(16) {
+            let (k0, k1) = load8(&k, base + c);
+            let (k2, k3) = load8(&k, base + c + 8);
+            for (j, kj) in [k0, k1, k2, k3].into_iter().enumerate() {
+                l[j] = f32x4_add(l[j], f32x4_mul(v::loadf(q, c + 4 * j), kj));
+            }
+        }
+        let mut lanes = [0.0f32; 16];
+        for (j, lj) in l.into_iter().enumerate() {
+            v::storef(&mut lanes, 4 * j, lj);
+        }
+        *s = scalar::reduce16(lanes) * scale;
+        max = max.max(*s);
+    }
+    let inv = scalar::softmax_exp(scores, max);
+    out.fill(0.0);
+    for (t, &e) in scores.iter().enumerate() {
+        let p = f32x4_splat(e * inv);
+        let base = t * kv_stride;
+        for c in (0..hd).step_by(8) {
+            let (v0, v1) = load8(&v, base + c);
+            let o0 = f32x4_add(v::loadf(out, c), f32x4_mul(p, v0));
+            let o1 = f32x4_add(v::loadf(out, c + 4), f32x4_mul(p, v1));
+            v::storef(out, c, o0);
+            v::storef(out, c + 4, o1);
+        }
+    }
+}
