@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { fixture, nativeRun, QWEN, SMOLLM2 } from '../test/helpers.js';
+import { fixture, nativeGreedy, QWEN, SMOLLM2 } from '../test/helpers.js';
 import { start } from './browser.js';
 
 let env;
@@ -41,17 +41,7 @@ for (const [name, path, file, n, which] of [
     assert.equal(r.info.threaded, true);
     assert.equal(r.info.threads, 2);
     recs.forEach((rec, i) => {
-      const native = nativeRun([
-        '-m',
-        path,
-        '--prompt-ids',
-        rec.prompt_ids.join(','),
-        '-n',
-        String(n),
-        '--temp',
-        '0',
-        '--ignore-eos',
-      ]);
+      const native = nativeGreedy(path, rec.prompt_ids, n);
       assert.deepEqual(r.out[i].ids, native.ids, `${name} ${which[i]}`);
       assert.equal(r.out[i].text, native.text);
     });
@@ -66,17 +56,7 @@ test('not cross-origin isolated: the single-thread build, same ids', async () =>
     assert.equal(r.isolated, false);
     assert.equal(r.info.threaded, false);
     assert.equal(r.info.threads, 1);
-    const native = nativeRun([
-      '-m',
-      SMOLLM2,
-      '--prompt-ids',
-      rec.prompt_ids.join(','),
-      '-n',
-      '16',
-      '--temp',
-      '0',
-      '--ignore-eos',
-    ]);
+    const native = nativeGreedy(SMOLLM2, rec.prompt_ids, 16);
     assert.deepEqual(r.out[0].ids, native.ids);
   } finally {
     await plain.close();

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 
 import { loadModel, TernError } from '../src/index.js';
-import { binPath, fixture, nativeRun, QWEN, SMOLLM2 } from './helpers.js';
+import { binPath, fixture, nativeGreedy, nativeRun, QWEN, SMOLLM2 } from './helpers.js';
 
 const greedy = fixture('llamacpp_greedy.json')['smollm2-135m'];
 
@@ -34,17 +34,7 @@ describe('SmolLM2 in a worker', () => {
   for (const [name, rec] of Object.entries(greedy)) {
     test(`greedy ids equal the native build's (${name})`, async () => {
       const n = 24;
-      const native = nativeRun([
-        '-m',
-        SMOLLM2,
-        '--prompt-ids',
-        rec.prompt_ids.join(','),
-        '-n',
-        String(n),
-        '--temp',
-        '0',
-        '--ignore-eos',
-      ]);
+      const native = nativeGreedy(SMOLLM2, rec.prompt_ids, n);
       const gen = model.generate(rec.prompt_ids, { maxTokens: n, temperature: 0, ignoreEos: true });
       const streamed = [];
       for await (const ev of gen) if (ev.type === 'token') streamed.push(ev);

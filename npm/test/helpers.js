@@ -26,3 +26,8 @@ export function nativeRun(args) {
 }
 
 export const binPath = join(root, 'npm/bin/tern-llm.js');
+
+/** The native build's greedy continuation of token ids (EOS ignored). */
+export function nativeGreedy(path, ids, n) {
+  return nativeRun(['-m', path, '--prompt-ids', ids.join(','), '-n', String(n), '--temp', '0', '--ignore-eos']);
+}

@@ -13,10 +13,10 @@ use super::v;
 #[inline(always)]
 fn load8(rows: &KvRows, at: usize) -> (v128, v128) {
     match rows {
-        KvRows::F32(x) => (v::loadf(x, at), v::loadf(x, at + 4)),
+        KvRows::F32(x) => (v::load(x, at), v::load(x, at + 4)),
         KvRows::F16(x) => {
             let bits: &[u16] = half::slice::HalfFloatSliceExt::reinterpret_cast(*x);
-            let h = v::load_u16(bits, at);
+            let h = v::load(bits, at);
             (v::f16_to_f32(u32x4_extend_low_u16x8(h)), v::f16_to_f32(u32x4_extend_high_u16x8(h)))
         }
     }
@@ -48,12 +48,12 @@ pub fn head(
             let (k0, k1) = load8(&k, base + c);
             let (k2, k3) = load8(&k, base + c + 8);
             for (j, kj) in [k0, k1, k2, k3].into_iter().enumerate() {
-                l[j] = f32x4_add(l[j], f32x4_mul(v::loadf(q, c + 4 * j), kj));
+                l[j] = f32x4_add(l[j], f32x4_mul(v::load(q, c + 4 * j), kj));
             }
         }
         let mut lanes = [0.0f32; 16];
         for (j, lj) in l.into_iter().enumerate() {
-            v::storef(&mut lanes, 4 * j, lj);
+            v::store(&mut lanes, 4 * j, lj);
         }
         *s = scalar::reduce16(lanes) * scale;
         max = max.max(*s);
@@ -65,10 +65,10 @@ pub fn head(
         let base = t * kv_stride;
         for c in (0..hd).step_by(8) {
             let (v0, v1) = load8(&v, base + c);
-            let o0 = f32x4_add(v::loadf(out, c), f32x4_mul(p, v0));
-            let o1 = f32x4_add(v::loadf(out, c + 4), f32x4_mul(p, v1));
-            v::storef(out, c, o0);
-            v::storef(out, c + 4, o1);
+            let o0 = f32x4_add(v::load(out, c), f32x4_mul(p, v0));
+            let o1 = f32x4_add(v::load(out, c + 4), f32x4_mul(p, v1));
+            v::store(out, c, o0);
+            v::store(out, c + 4, o1);
         }
     }
 }

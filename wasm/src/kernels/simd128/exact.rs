@@ -51,8 +51,8 @@ fn widen16(row: &[u8], out: &mut [f32], conv: impl Fn(v128) -> v128) {
     let n8 = out.len() / 8 * 8;
     for i in (0..n8).step_by(8) {
         let h = v::load(row, 2 * i);
-        v::storef(out, i, conv(u32x4_extend_low_u16x8(h)));
-        v::storef(out, i + 4, conv(u32x4_extend_high_u16x8(h)));
+        v::store(out, i, conv(u32x4_extend_low_u16x8(h)));
+        v::store(out, i + 4, conv(u32x4_extend_high_u16x8(h)));
     }
     for i in n8..out.len() {
         let h = u16::from_le_bytes([row[2 * i], row[2 * i + 1]]) as u32;

@@ -17,12 +17,12 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut l = [f32x4_splat(0.0); 4];
     for i in (0..n16).step_by(16) {
         for (k, lk) in l.iter_mut().enumerate() {
-            *lk = f32x4_add(*lk, f32x4_mul(v::loadf(a, i + 4 * k), v::loadf(b, i + 4 * k)));
+            *lk = f32x4_add(*lk, f32x4_mul(v::load(a, i + 4 * k), v::load(b, i + 4 * k)));
         }
     }
     let mut lanes = [0.0f32; 16];
     for (k, lk) in l.iter().enumerate() {
-        v::storef(&mut lanes, 4 * k, *lk);
+        v::store(&mut lanes, 4 * k, *lk);
     }
     for (i, (&x, &y)) in a[n16..].iter().zip(&b[n16..]).enumerate() {
         lanes[i] += x * y;
@@ -36,8 +36,8 @@ pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
     let n4 = o.len().min(x.len()) / 4 * 4;
     let pv = f32x4_splat(p);
     for i in (0..n4).step_by(4) {
-        let r = f32x4_add(v::loadf(o, i), f32x4_mul(pv, v::loadf(x, i)));
-        v::storef(o, i, r);
+        let r = f32x4_add(v::load(o, i), f32x4_mul(pv, v::load(x, i)));
+        v::store(o, i, r);
     }
     for (o, &x) in o[n4..].iter_mut().zip(&x[n4..]) {
         *o += p * x;
@@ -52,7 +52,7 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     let n4 = x.len() / 4 * 4;
     let sv = f32x4_splat(scale);
     for i in (0..n4).step_by(4) {
-        v::storef(o, i, f32x4_mul(f32x4_mul(v::loadf(x, i), sv), v::loadf(w, i)));
+        v::store(o, i, f32x4_mul(f32x4_mul(v::load(x, i), sv), v::load(w, i)));
     }
     for i in n4..x.len() {
         o[i] = (x[i] * scale) * w[i];
@@ -70,9 +70,9 @@ pub fn read(rows: &KvRows, r: Range<usize>, out: &mut [f32]) {
             let n8 = x.len() / 8 * 8;
             let bits: &[u16] = half::slice::HalfFloatSliceExt::reinterpret_cast(x);
             for i in (0..n8).step_by(8) {
-                let h = v::load_u16(bits, i);
-                v::storef(out, i, v::f16_to_f32(u32x4_extend_low_u16x8(h)));
-                v::storef(out, i + 4, v::f16_to_f32(u32x4_extend_high_u16x8(h)));
+                let h = v::load(bits, i);
+                v::store(out, i, v::f16_to_f32(u32x4_extend_low_u16x8(h)));
+                v::store(out, i + 4, v::f16_to_f32(u32x4_extend_high_u16x8(h)));
             }
             for (o, h) in out[n8..].iter_mut().zip(&x[n8..]) {
                 *o = h.to_f32();

@@ -196,7 +196,7 @@ fn block<F: KFormat, const T: usize>(b: &[u8], sc: &[i32; 16], mn: &[i32; 16], a
         let s = i32x4_splat(sc[g]);
         for t in 0..T {
             let aw = a[t].1;
-            let d = i32x4_add(i32x4_dot_i16x8(e, v::load16(aw, 16 * g)), i32x4_dot_i16x8(o, v::load16(aw, 16 * g + 8)));
+            let d = i32x4_add(i32x4_dot_i16x8(e, v::load(aw, 16 * g)), i32x4_dot_i16x8(o, v::load(aw, 16 * g + 8)));
             acc[t] = i32x4_add(acc[t], i32x4_mul(d, s));
         }
     });

@@ -114,16 +114,27 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
     let nb = w.n_cols / QK8;
     wide.fill(blocks, n_tok, nb);
     let full = n_tok / TILE * TILE;
-    for (i, r) in rows.enumerate() {
-        let row = w.row(r);
+    let (r0, n_rows) = (rows.start, rows.len());
+    for i in 0..n_rows {
+        let row = w.row(r0 + i);
         let o = &mut out[i * n_tok..(i + 1) * n_tok];
         for t0 in (0..full).step_by(TILE) {
             let acts: [legacy::Acts; TILE] = core::array::from_fn(|k| wide.token(t0 + k, nb, QK8));
-            let r = legacy::row::<L, TILE>(row, core::array::from_fn(|k| &acts[k]), nb);
+            let [r] = legacy::rows::<L, 1, TILE>([row], core::array::from_fn(|k| &acts[k]), nb);
             o[t0..t0 + TILE].copy_from_slice(&r);
         }
-        for t in full..n_tok {
-            o[t] = legacy::row::<L, 1>(row, [&wide.token(t, nb, QK8)], nb)[0];
+    }
+    // the tokens left (all of a decode's): rows in pairs
+    let pairs = n_rows / 2 * 2;
+    for t in full..n_tok {
+        let a = wide.token(t, nb, QK8);
+        for i in (0..pairs).step_by(2) {
+            let [[y0], [y1]] = legacy::rows::<L, 2, 1>([w.row(r0 + i), w.row(r0 + i + 1)], [&a], nb);
+            out[i * n_tok + t] = y0;
+            out[(i + 1) * n_tok + t] = y1;
+        }
+        for i in pairs..n_rows {
+            out[i * n_tok + t] = legacy::rows::<L, 1, 1>([w.row(r0 + i)], [&a], nb)[0][0];
         }
     }
 }

@@ -1,54 +1,22 @@
-//! Small SIMD128 helpers shared by the kernels: loads, the 4-vector
-//! transpose-reduce, f16 widening.
+//! Small SIMD128 helpers shared by the kernels: checked loads and stores,
+//! lane folds, f16 widening.
 
 use core::arch::wasm32::*;
 
-/// 16 bytes from `p` (no alignment needed).
+/// The 16 bytes of `s[at..]` (elements of any size; no alignment needed).
 #[inline(always)]
-pub fn load(s: &[u8], at: usize) -> v128 {
-    assert!(at + 16 <= s.len());
-    // SAFETY: the 16 bytes at `at` are inside `s` (checked above); v128_load
-    // has no alignment requirement.
+pub fn load<T: Copy>(s: &[T], at: usize) -> v128 {
+    assert!((at + 16 / core::mem::size_of::<T>()) * core::mem::size_of::<T>() <= core::mem::size_of_val(s));
+    // SAFETY: the 16 bytes at element `at` are inside `s` (checked above);
+    // v128_load has no alignment requirement.
     unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
 }
 
-/// 8 i16 from `s[at..at + 8]`.
+/// Store 16 bytes at `s[at..]`.
 #[inline(always)]
-pub fn load16(s: &[i16], at: usize) -> v128 {
-    assert!(at + 8 <= s.len());
-    // SAFETY: the 8 elements at `at` are inside `s` (checked above).
-    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
-}
-
-/// 8 u16 from `s[at..at + 8]`.
-#[inline(always)]
-pub fn load_u16(s: &[u16], at: usize) -> v128 {
-    assert!(at + 8 <= s.len());
-    // SAFETY: the 8 elements at `at` are inside `s` (checked above).
-    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
-}
-
-/// 4 f32 from `s[at..at + 4]`.
-#[inline(always)]
-pub fn loadf(s: &[f32], at: usize) -> v128 {
-    assert!(at + 4 <= s.len());
-    // SAFETY: the 4 elements at `at` are inside `s` (checked above).
-    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
-}
-
-/// Store 4 f32 at `s[at..at + 4]`.
-#[inline(always)]
-pub fn storef(s: &mut [f32], at: usize, v: v128) {
-    assert!(at + 4 <= s.len());
-    // SAFETY: the 4 elements at `at` are inside `s` (checked above).
-    unsafe { v128_store(s.as_mut_ptr().add(at) as *mut v128, v) }
-}
-
-/// Store 8 i16 at `s[at..at + 8]`.
-#[inline(always)]
-pub fn store16(s: &mut [i16], at: usize, v: v128) {
-    assert!(at + 8 <= s.len());
-    // SAFETY: the 8 elements at `at` are inside `s` (checked above).
+pub fn store<T: Copy>(s: &mut [T], at: usize, v: v128) {
+    assert!((at + 16 / core::mem::size_of::<T>()) * core::mem::size_of::<T>() <= core::mem::size_of_val(s));
+    // SAFETY: the 16 bytes at element `at` are inside `s` (checked above).
     unsafe { v128_store(s.as_mut_ptr().add(at) as *mut v128, v) }
 }
 
@@ -98,14 +66,6 @@ pub fn f16_table() -> &'static [f32; 65536] {
         }
         t
     })
-}
-
-/// 16 i8 from `s[at..at + 16]`.
-#[inline(always)]
-pub fn load8(s: &[i8], at: usize) -> v128 {
-    assert!(at + 16 <= s.len());
-    // SAFETY: the 16 bytes at `at` are inside `s` (checked above).
-    unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
 }
 
 #[cfg(test)]

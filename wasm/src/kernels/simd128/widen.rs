@@ -14,8 +14,8 @@ use super::v;
 pub fn eo16(qs: &[i8], out: &mut [i16]) {
     debug_assert_eq!(qs.len(), out.len());
     for (i, c) in qs.chunks_exact(16).enumerate() {
-        let x = v::load8(c, 0);
-        v::store16(out, 16 * i, i16x8_shr(i16x8_shl(x, 8), 8));
-        v::store16(out, 16 * i + 8, i16x8_shr(x, 8));
+        let x = v::load(c, 0);
+        v::store(out, 16 * i, i16x8_shr(i16x8_shl(x, 8), 8));
+        v::store(out, 16 * i + 8, i16x8_shr(x, 8));
     }
 }
