@@ -11,7 +11,7 @@ use core::arch::wasm32::*;
 use core::ops::Range;
 
 use tern_core::kernels::QMatrix;
-use tern_core::quant::{f16_at, q4_k, BlockQ8K, GgmlType, QK_K};
+use tern_core::quant::{q4_k, BlockQ8K, GgmlType, QK_K};
 
 use super::v;
 
@@ -21,6 +21,8 @@ trait KFormat {
     /// Added to every stored quant by the format (Q6_K: 32; Q3_K: 4 where
     /// the high bit is clear, folded into `groups` as a high bit of 4).
     const OFFSET: i32;
+    /// Whether it has mins (else `mn` is all 0 and `dmin` 0).
+    const MINS: bool;
     /// Per group: scale and min; and the f16 `d`, `dmin`.
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32);
     /// `f(g, even, odd)` for the 16 groups (quants ≥ 0, before `OFFSET`).
@@ -35,6 +37,12 @@ struct Q6K;
 
 const M2: i16 = 0x03;
 const M4: i16 = 0x0f;
+
+/// The f16 at byte `at`, by the exact lookup table.
+#[inline(always)]
+fn f16(b: &[u8], at: usize) -> f32 {
+    v::f16_table()[u16::from_le_bytes([b[at], b[at + 1]]) as usize]
+}
 
 /// Bit `k` of each byte of the lanes (even: low byte, odd: high byte) as
 /// `1 << to`, in i16 lanes.
@@ -53,6 +61,7 @@ fn field(x: v128, s: u32, mask: i16) -> [v128; 2] {
 }
 
 impl KFormat for Q4K {
+    const MINS: bool = true;
     const BYTES: usize = 144;
     const OFFSET: i32 = 0;
     #[inline(always)]
@@ -62,24 +71,25 @@ impl KFormat for Q4K {
             let (c, m) = q4_k::scale_min(j, &b[4..16]);
             (sc[2 * j], sc[2 * j + 1], mn[2 * j], mn[2 * j + 1]) = (c as i32, c as i32, m as i32, m as i32);
         }
-        (sc, mn, f16_at(b, 0), f16_at(b, 2))
+        (sc, mn, f16(b, 0), f16(b, 2))
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
         // bytes 16+32i..: low nibbles are elements 64i.., high 64i+32..
-        for i in 0..4 {
-            for h in 0..2 {
-                let x = v::load(b, 16 + 32 * i + 16 * h);
-                let [e, o] = field(x, 0, M4);
-                f(4 * i + h, e, o);
-                let [e, o] = field(x, 4, M4);
-                f(4 * i + 2 + h, e, o);
-            }
+        // one loop (not unrolled: V8 would start every load at once and spill)
+        for c in 0..8 {
+            let (i, h) = (c / 2, c % 2);
+            let x = v::load(b, 16 + 32 * i + 16 * h);
+            let [e, o] = field(x, 0, M4);
+            f(4 * i + h, e, o);
+            let [e, o] = field(x, 4, M4);
+            f(4 * i + 2 + h, e, o);
         }
     }
 }
 
 impl KFormat for Q5K {
+    const MINS: bool = true;
     const BYTES: usize = 176;
     const OFFSET: i32 = 0;
     #[inline(always)]
@@ -90,44 +100,44 @@ impl KFormat for Q5K {
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
         // as Q4_K (quants at 48), the 5th bit of element 64i+l in bit 2i
         // of qh[l], of 64i+32+l in bit 2i+1
-        for i in 0..4 {
-            for h in 0..2 {
-                let x = v::load(b, 48 + 32 * i + 16 * h);
-                let qh = v::load(b, 16 + 16 * h);
-                let ([e, o], [he, ho]) = (field(x, 0, M4), bit(qh, 2 * i as u32, 4));
-                f(4 * i + h, v128_or(e, he), v128_or(o, ho));
-                let ([e, o], [he, ho]) = (field(x, 4, M4), bit(qh, 2 * i as u32 + 1, 4));
-                f(4 * i + 2 + h, v128_or(e, he), v128_or(o, ho));
-            }
+        for c in 0..8 {
+            let (i, h) = (c / 2, c % 2);
+            let x = v::load(b, 48 + 32 * i + 16 * h);
+            let qh = v::load(b, 16 + 16 * h);
+            let ([e, o], [he, ho]) = (field(x, 0, M4), bit(qh, 2 * i as u32, 4));
+            f(4 * i + h, v128_or(e, he), v128_or(o, ho));
+            let ([e, o], [he, ho]) = (field(x, 4, M4), bit(qh, 2 * i as u32 + 1, 4));
+            f(4 * i + 2 + h, v128_or(e, he), v128_or(o, ho));
         }
     }
 }
 
 impl KFormat for Q2K {
+    const MINS: bool = true;
     const BYTES: usize = 84;
     const OFFSET: i32 = 0;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
         let sc = core::array::from_fn(|g| (b[g] & 0x0f) as i32);
         let mn = core::array::from_fn(|g| (b[g] >> 4) as i32);
-        (sc, mn, f16_at(b, 80), f16_at(b, 82))
+        (sc, mn, f16(b, 80), f16(b, 82))
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
         // element 128·half + 32·s + l: bits 2s of qs[32·half + l]
-        for half in 0..2 {
-            for h in 0..2 {
-                let x = v::load(b, 16 + 32 * half + 16 * h);
-                for s in 0..4 {
-                    let [e, o] = field(x, 2 * s as u32, M2);
-                    f(8 * half + 2 * s + h, e, o);
-                }
+        for c in 0..4 {
+            let (half, h) = (c / 2, c % 2);
+            let x = v::load(b, 16 + 32 * half + 16 * h);
+            for s in 0..4 {
+                let [e, o] = field(x, 2 * s as u32, M2);
+                f(8 * half + 2 * s + h, e, o);
             }
         }
     }
 }
 
 impl KFormat for Q3K {
+    const MINS: bool = false;
     const BYTES: usize = 110;
     const OFFSET: i32 = 4;
     #[inline(always)]
@@ -138,39 +148,40 @@ impl KFormat for Q3K {
             let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
             (lo | (hi << 4)) as i32 - 32
         });
-        (sc, [0; 16], f16_at(b, 108), 0.0)
+        (sc, [0; 16], f16(b, 108), 0.0)
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
         // element 32k + l (k = 4·half + s): bits 2s of qs[32·half + l], less
         // 4 unless bit k of hmask[l] is set: stored here as the bit times 4
-        for half in 0..2 {
-            for h in 0..2 {
-                let x = v::load(b, 32 + 32 * half + 16 * h);
-                let hm = v::load(b, 16 * h);
-                for s in 0..4 {
-                    let k = 4 * half + s;
-                    let ([e, o], [he, ho]) = (field(x, 2 * s as u32, M2), bit(hm, k as u32, 2));
-                    f(2 * k + h, v128_or(e, he), v128_or(o, ho));
-                }
+        for c in 0..4 {
+            let (half, h) = (c / 2, c % 2);
+            let x = v::load(b, 32 + 32 * half + 16 * h);
+            let hm = v::load(b, 16 * h);
+            for s in 0..4 {
+                let k = 4 * half + s;
+                let ([e, o], [he, ho]) = (field(x, 2 * s as u32, M2), bit(hm, k as u32, 2));
+                f(2 * k + h, v128_or(e, he), v128_or(o, ho));
             }
         }
     }
 }
 
 impl KFormat for Q6K {
+    const MINS: bool = false;
     const BYTES: usize = 210;
     const OFFSET: i32 = 32;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
-        (core::array::from_fn(|g| b[192 + g] as i8 as i32), [0; 16], f16_at(b, 208), 0.0)
+        (core::array::from_fn(|g| b[192 + g] as i8 as i32), [0; 16], f16(b, 208), 0.0)
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
         // element 128·half + l + 32·k: nibble of ql (k = 0, 2: low/high of
         // ql[l]; 1, 3: of ql[l + 32]), high bits 2k of qh[l]
-        for half in 0..2 {
-            for l0 in [0, 16] {
+        for c in 0..4 {
+            let (half, l0) = (c / 2, 16 * (c % 2));
+            {
                 let ql = v::load(b, 64 * half + l0);
                 let ql2 = v::load(b, 64 * half + l0 + 32);
                 let qh = v::load(b, 128 + 32 * half + l0);
@@ -204,8 +215,12 @@ fn block<F: KFormat, const T: usize>(b: &[u8], sc: &[i32; 16], mn: &[i32; 16], a
         let bs = &a[t].0.bsums;
         let (mut off, mut imin) = (0i32, 0i32);
         for g in 0..16 {
-            off += sc[g] * bs[g] as i32;
-            imin += mn[g] * bs[g] as i32;
+            if F::OFFSET != 0 {
+                off += sc[g] * bs[g] as i32;
+            }
+            if F::MINS {
+                imin += mn[g] * bs[g] as i32;
+            }
         }
         (v::hsum(acc[t]) - F::OFFSET * off, imin)
     })
