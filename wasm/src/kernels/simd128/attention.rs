@@ -51,11 +51,7 @@ pub fn head(
                 l[j] = f32x4_add(l[j], f32x4_mul(v::load(q, c + 4 * j), kj));
             }
         }
-        let mut lanes = [0.0f32; 16];
-        for (j, lj) in l.into_iter().enumerate() {
-            v::store(&mut lanes, 4 * j, lj);
-        }
-        *s = scalar::reduce16(lanes) * scale;
+        *s = v::reduce16(l) * scale;
         max = max.max(*s);
     }
     let inv = scalar::softmax_exp(scores, max);
@@ -71,4 +67,47 @@ pub fn head(
             v::store(out, c + 4, o1);
         }
     }
+}
+
+std::thread_local! {
+    /// A head's cached K and V rows widened to f32 for a run of queries.
+    static KV: core::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { core::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// A run of queries over the same cached rows (`Kernels::attention_queries`):
+/// the rows are widened once for all of them, then each query is `head`
+/// over f32 rows (widening is exact, so the same bits).
+#[allow(clippy::too_many_arguments)]
+pub fn queries(
+    q: &[f32],
+    q_stride: usize,
+    k: KvRows,
+    v: KvRows,
+    kv_stride: usize,
+    n_kv: &[usize],
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let hd = out.len() / n_kv.len().max(1);
+    let n = n_kv.iter().copied().max().unwrap_or(0);
+    if matches!(k, KvRows::F32(_)) || n_kv.len() < 2 {
+        tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, nj, o| head(qj, k, v, kv_stride, nj, scale, scores, o));
+        return;
+    }
+    KV.with_borrow_mut(|(kf, vf)| {
+        kf.resize(n * hd, 0.0);
+        vf.resize(n * hd, 0.0);
+        for t in 0..n {
+            for (rows, buf) in [(&k, &mut *kf), (&v, &mut *vf)] {
+                for c in (0..hd).step_by(8) {
+                    let (a, b) = load8(rows, t * kv_stride + c);
+                    v::store(buf, t * hd + c, a);
+                    v::store(buf, t * hd + c + 4, b);
+                }
+            }
+        }
+        let (kr, vr) = (KvRows::F32(kf), KvRows::F32(vf));
+        tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, nj, o| head(qj, kr, vr, hd, nj, scale, scores, o));
+    })
 }

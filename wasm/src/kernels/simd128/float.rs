@@ -20,6 +20,9 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
             *lk = f32x4_add(*lk, f32x4_mul(v::load(a, i + 4 * k), v::load(b, i + 4 * k)));
         }
     }
+    if n16 == a.len() {
+        return v::reduce16(l);
+    }
     let mut lanes = [0.0f32; 16];
     for (k, lk) in l.iter().enumerate() {
         v::store(&mut lanes, 4 * k, *lk);

@@ -170,6 +170,28 @@ impl Kernels for Simd128 {
         }
     }
 
+    fn attention_queries(
+        &self,
+        q: &[f32],
+        q_stride: usize,
+        k: KvRows,
+        v: KvRows,
+        kv_stride: usize,
+        n_kv: &[usize],
+        scale: f32,
+        scores: &mut [f32],
+        out: &mut [f32],
+    ) {
+        let hd = out.len() / n_kv.len().max(1);
+        if attention::handles(hd) {
+            attention::queries(q, q_stride, k, v, kv_stride, n_kv, scale, scores, out)
+        } else {
+            tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, n, o| {
+                self.attention_head(qj, k, v, kv_stride, n, scale, scores, o)
+            })
+        }
+    }
+
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
         float::rms_norm(x, w, eps, o)
     }

@@ -20,6 +20,17 @@ pub fn store<T: Copy>(s: &mut [T], at: usize, v: v128) {
     unsafe { v128_store(s.as_mut_ptr().add(at) as *mut v128, v) }
 }
 
+/// The contract's 16-lane tree (`scalar::reduce16`) over lanes 0-3, 4-7,
+/// 8-11, 12-15 in four vectors: the same adds in the same order.
+#[inline(always)]
+pub fn reduce16(l: [v128; 4]) -> f32 {
+    // l[j] += l[j + 8], then l[j] += l[j + 4]: lanes 0-3
+    let c = f32x4_add(f32x4_add(l[0], l[2]), f32x4_add(l[1], l[3]));
+    // l[j] += l[j + 2], then l[0] + l[1]
+    let d = f32x4_add(c, i32x4_shuffle::<2, 3, 2, 3>(c, c));
+    f32x4_extract_lane::<0>(d) + f32x4_extract_lane::<1>(d)
+}
+
 /// Lane sums of two vectors, half-folded: [a0+a2, b0+b2, a1+a3, b1+b3].
 #[inline(always)]
 pub fn fold2(a: v128, b: v128) -> v128 {
