@@ -186,7 +186,9 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
-    attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot_f32, axpy, |k: &KvRows, r, o: &mut [f32]| k.read(r, o))
+    attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot_f32, axpy, |k: &KvRows, r, o: &mut [f32]| {
+        k.read(r, o)
+    })
 }
 
 /// `o[i] += p · x[i]`, element by element (multiply, then add).

@@ -64,5 +64,17 @@ pub fn attention_head(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
-    scalar::attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot, axpy, |k: &KvRows, r, o: &mut [f32]| k.read(r, o))
+    scalar::attention_head_with(
+        q,
+        k,
+        v,
+        kv_stride,
+        n_kv,
+        scale,
+        scores,
+        out,
+        dot,
+        axpy,
+        |k: &KvRows, r, o: &mut [f32]| k.read(r, o),
+    )
 }

@@ -92,7 +92,9 @@ pub fn queries(
     let hd = out.len() / n_kv.len().max(1);
     let n = n_kv.iter().copied().max().unwrap_or(0);
     if matches!(k, KvRows::F32(_)) || n_kv.len() < 2 {
-        tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, nj, o| head(qj, k, v, kv_stride, nj, scale, scores, o));
+        tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, nj, o| {
+            head(qj, k, v, kv_stride, nj, scale, scores, o)
+        });
         return;
     }
     KV.with_borrow_mut(|(kf, vf)| {
