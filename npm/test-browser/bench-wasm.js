@@ -53,7 +53,10 @@ try {
         const a = await onPage('benchTern', [url, t, pp, tg, 1]);
         const b = await onPage('benchWllama', [url, t, pp, tg, 1, a.ids]);
         infos = [a.info, b.info];
-        for (const [acc, res] of [[tern, a], [wl, b]]) {
+        for (const [acc, res] of [
+          [tern, a],
+          [wl, b],
+        ]) {
           acc.pp.push(res.runs[0].pp);
           acc.tg.push(res.runs[0].tg);
         }
