@@ -28,12 +28,6 @@ pub fn memory_bytes() -> f64 {
     return 0.0;
 }
 
-/// The kernel backend this module runs.
-#[wasm_bindgen::prelude::wasm_bindgen]
-pub fn backend_name() -> String {
-    kernels::backend().name().into()
-}
-
 /// The pool forward passes run on: the threaded build's, else serial.
 pub(crate) fn pool() -> &'static dyn tern_core::parallel::Parallel {
     #[cfg(feature = "threads")]

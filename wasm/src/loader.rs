@@ -67,11 +67,6 @@ impl ModelLoader {
         Ok(())
     }
 
-    /// Bytes received so far.
-    pub fn received(&self) -> f64 {
-        self.buf.len() as f64
-    }
-
     /// Parse the file (GGUF header, tensors, tokenizer) into a model.
     pub fn finish(self) -> Result<TernModel, JsValue> {
         if self.buf.len() != self.total {

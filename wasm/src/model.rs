@@ -192,11 +192,6 @@ impl TernModel {
             s.truncate(0);
         }
     }
-
-    /// The kernel backend in use.
-    pub fn backend(&self) -> String {
-        kernels::backend().name().into()
-    }
 }
 
 fn event_json(ev: &Event) -> String {

@@ -74,9 +74,15 @@ std::thread_local! {
     static KV: core::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { core::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// A run of queries over the same cached rows (`Kernels::attention_queries`):
-/// the rows are widened once for all of them, then each query is `head`
-/// over f32 rows (widening is exact, so the same bits).
+/// Whether a run of queries is worth widening the rows once for: f16 rows
+/// of a head `head` takes, more than one query.
+pub fn widens(k: &KvRows, hd: usize, n_queries: usize) -> bool {
+    matches!(k, KvRows::F16(_)) && handles(hd) && n_queries > 1
+}
+
+/// A run of queries over the same cached rows (`Kernels::attention_queries`,
+/// when `widens`): the rows are widened once for all of them, then each
+/// query is `head` over f32 rows (widening is exact, so the same bits).
 #[allow(clippy::too_many_arguments)]
 pub fn queries(
     q: &[f32],
@@ -91,12 +97,6 @@ pub fn queries(
 ) {
     let hd = out.len() / n_kv.len().max(1);
     let n = n_kv.iter().copied().max().unwrap_or(0);
-    if matches!(k, KvRows::F32(_)) || n_kv.len() < 2 {
-        tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, nj, o| {
-            head(qj, k, v, kv_stride, nj, scale, scores, o)
-        });
-        return;
-    }
     KV.with_borrow_mut(|(kf, vf)| {
         kf.resize(n * hd, 0.0);
         vf.resize(n * hd, 0.0);

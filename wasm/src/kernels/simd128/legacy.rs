@@ -168,66 +168,59 @@ unsafe fn f16x4(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -> usize, off
     f32x4(t[h(0)], t[h(1)], t[h(2)], t[h(3)])
 }
 
-/// `rows[r] · activations[t]` for `R` rows of `nb` blocks and `T` tokens:
-/// each block unpacked once for all tokens, each activation vector loaded
-/// once for all rows.
+/// `row · activations[t]` for one row of `nb` blocks and `T` tokens:
+/// each block unpacked once for all of them.
 #[inline(always)]
-pub fn rows<L: Legacy, const R: usize, const T: usize>(rows: [&[u8]; R], a: [&Acts; T], nb: usize) -> [[f32; T]; R] {
-    for row in &rows {
-        assert!(row.len() >= nb * L::BYTES);
-    }
+pub fn row<L: Legacy, const T: usize>(row: &[u8], a: [&Acts; T], nb: usize) -> [f32; T] {
+    assert!(row.len() >= nb * L::BYTES);
     for a in &a {
         assert!(a.q.len() >= nb * 32 && a.d.len() >= nb.next_multiple_of(4) && a.s.len() >= nb.next_multiple_of(4));
     }
     let table = v::f16_table();
-    let w = rows.map(|r| r.as_ptr());
+    let w = row.as_ptr();
     let x = a.map(|a| a.q.as_ptr());
-    let mut acc = [[0.0f32; T]; R];
+    let mut acc = [0.0f32; T];
     let mut b = 0;
     while b < nb {
         let n = (nb - b).min(4);
         // One block per loop trip (a runtime count, so the trips stay
         // separate: V8 would otherwise start every load of four blocks at
-        // once and spill), each (row, token)'s partials kept for the fold.
-        let mut p = [[[i32x4_splat(0); 4]; T]; R];
+        // once and spill), each token's partials kept for the fold.
+        let mut p = [[i32x4_splat(0); 4]; T];
         for k in 0..n {
-            for r in 0..R {
-                // SAFETY: block b + k is in the rows and the activations
-                // (asserted above; k < n).
-                let q = unsafe { L::unpack(w[r].add((b + k) * L::BYTES)) };
-                for t in 0..T {
-                    // SAFETY: as above.
-                    p[r][t][k] = unsafe { dot(q, x[t].add(32 * (b + k))) };
-                }
+            // SAFETY: block b + k is in the row and the activations
+            // (asserted above; k < n).
+            let q = unsafe { L::unpack(w.add((b + k) * L::BYTES)) };
+            for t in 0..T {
+                // SAFETY: as above.
+                p[t][k] = unsafe { dot(q, x[t].add(32 * (b + k))) };
             }
         }
         // Lanes past the row's end repeat its last block (for the scale
         // lookups) and are dropped.
         let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
-        for r in 0..R {
-            // SAFETY: the f16 fields of blocks b..b+n (`at` stays below n).
-            let wd = unsafe { f16x4(table, w[r], at, 0) };
-            // SAFETY: as above (the min is at byte 2 of formats with one).
-            let wm = if L::MIN { unsafe { f16x4(table, w[r], at, 2) } } else { f32x4_splat(0.0) };
-            for t in 0..T {
-                let pt = &p[r][t];
-                let isum = f32x4_convert_i32x4(v::fold4(v::fold2(pt[0], pt[1]), v::fold2(pt[2], pt[3])));
-                let mut y = f32x4_mul(f32x4_mul(wd, v::load(a[t].d, b)), isum);
-                if L::MIN {
-                    y = f32x4_add(y, f32x4_mul(wm, v::load(a[t].s, b)));
-                }
-                let acc = &mut acc[r][t];
-                if n == 4 {
-                    *acc += f32x4_extract_lane::<0>(y);
-                    *acc += f32x4_extract_lane::<1>(y);
-                    *acc += f32x4_extract_lane::<2>(y);
-                    *acc += f32x4_extract_lane::<3>(y);
-                } else {
-                    let mut lanes = [0.0f32; 4];
-                    v::store(&mut lanes, 0, y);
-                    for &l in &lanes[..n] {
-                        *acc += l;
-                    }
+        // SAFETY: the f16 fields of blocks b..b+n (`at` stays below n).
+        let wd = unsafe { f16x4(table, w, at, 0) };
+        // SAFETY: as above (the min is at byte 2 of formats with one).
+        let wm = if L::MIN { unsafe { f16x4(table, w, at, 2) } } else { f32x4_splat(0.0) };
+        for t in 0..T {
+            let pt = &p[t];
+            let isum = f32x4_convert_i32x4(v::fold4(v::fold2(pt[0], pt[1]), v::fold2(pt[2], pt[3])));
+            let mut y = f32x4_mul(f32x4_mul(wd, v::load(a[t].d, b)), isum);
+            if L::MIN {
+                y = f32x4_add(y, f32x4_mul(wm, v::load(a[t].s, b)));
+            }
+            let acc = &mut acc[t];
+            if n == 4 {
+                *acc += f32x4_extract_lane::<0>(y);
+                *acc += f32x4_extract_lane::<1>(y);
+                *acc += f32x4_extract_lane::<2>(y);
+                *acc += f32x4_extract_lane::<3>(y);
+            } else {
+                let mut lanes = [0.0f32; 4];
+                v::store(&mut lanes, 0, y);
+                for &l in &lanes[..n] {
+                    *acc += l;
                 }
             }
         }

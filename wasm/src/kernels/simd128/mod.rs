@@ -120,7 +120,7 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
         let o = &mut out[i * n_tok..(i + 1) * n_tok];
         for t0 in (0..full).step_by(TILE) {
             let acts: [legacy::Acts; TILE] = core::array::from_fn(|k| wide.token(t0 + k, nb, QK8));
-            let [r] = legacy::rows::<L, 1, TILE>([row], core::array::from_fn(|k| &acts[k]), nb);
+            let r = legacy::row::<L, TILE>(row, core::array::from_fn(|k| &acts[k]), nb);
             o[t0..t0 + TILE].copy_from_slice(&r);
         }
     }
@@ -129,7 +129,7 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
     for t in full..n_tok {
         let a = wide.token(t, nb, QK8);
         for i in 0..n_rows {
-            out[i * n_tok + t] = legacy::rows::<L, 1, 1>([w.row(r0 + i)], [&a], nb)[0][0];
+            out[i * n_tok + t] = legacy::row::<L, 1>(w.row(r0 + i), [&a], nb)[0];
         }
     }
 }
@@ -183,7 +183,7 @@ impl Kernels for Simd128 {
         out: &mut [f32],
     ) {
         let hd = out.len() / n_kv.len().max(1);
-        if attention::handles(hd) {
+        if attention::widens(&k, hd, n_kv.len()) {
             attention::queries(q, q_stride, k, v, kv_stride, n_kv, scale, scores, out)
         } else {
             tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, n, o| {
