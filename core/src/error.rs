@@ -76,6 +76,21 @@ pub enum Error {
     MissingTensor {
         name: String,
     },
+    /// A tensor the model's architecture does not use.
+    UnexpectedTensor {
+        name: String,
+    },
+    /// Several tensor problems, reported together.
+    Tensors {
+        problems: alloc::vec::Vec<Error>,
+    },
+    /// A file of a model directory (config.json, an index, a shard) is
+    /// malformed or disagrees with the others: `field` names what.
+    ModelFile {
+        file: String,
+        field: String,
+        detail: String,
+    },
     UnsupportedArch {
         arch: String,
     },
@@ -144,7 +159,20 @@ impl fmt::Display for Error {
             MissingKey { key } => write!(f, "missing metadata key {key}"),
             KeyType { key, expected } => write!(f, "metadata key {key} should be {expected}"),
             MissingTensor { name } => write!(f, "missing tensor {name}"),
-            UnsupportedArch { arch } => write!(f, "unsupported architecture {arch:?} (supported: llama, qwen2, qwen3)"),
+            UnexpectedTensor { name } => write!(f, "unexpected tensor {name}"),
+            Tensors { problems } => {
+                write!(f, "{} tensor problems:", problems.len())?;
+                for p in problems {
+                    write!(f, "\n  {p}")?;
+                }
+                Ok(())
+            }
+            ModelFile { file, field, detail } => write!(f, "{file}: {field}: {detail}"),
+            UnsupportedArch { arch } => write!(
+                f,
+                "unsupported architecture {arch:?} (supported: llama, qwen2, qwen3; \
+                 LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)"
+            ),
             UnsupportedTensorType { arch, tensor, type_name } => {
                 write!(f, "{arch}: tensor {tensor} has type {type_name}, which has no kernel")
             }

@@ -15,6 +15,8 @@ pub mod conversation;
 pub mod error;
 pub mod generate;
 pub mod gguf;
+#[cfg(feature = "std")]
+pub mod hf;
 pub mod kernels;
 pub mod model;
 pub mod parallel;

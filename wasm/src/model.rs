@@ -68,7 +68,7 @@ impl TernModel {
         let kv = if exact { KvType::F32 } else { KvType::F16 };
         let elem = if exact { 4 } else { 2 };
         let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * (c.kv_dim() as u64) * elem;
-        let have = self.model.bytes().len() as u64;
+        let have = self.model.n_bytes() as u64;
         if have + kv_bytes > WASM32_MEMORY_LIMIT {
             return Err(js_error(
                 "too_large",
@@ -104,7 +104,7 @@ impl TernModel {
             "nCtxTrain": c.n_ctx_train,
             "nCtx": self.session.as_ref().map(Session::n_ctx),
             "tiedOutput": w.tied_output,
-            "fileBytes": self.model.bytes().len(),
+            "fileBytes": self.model.n_bytes(),
             "bos": self.tok.bos,
             "eos": self.tok.eos,
             "eog": self.tok.eog,

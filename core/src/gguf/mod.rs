@@ -13,6 +13,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
+use crate::model::weights::{Located, Naming};
 use crate::quant::GgmlType;
 use reader::Reader;
 pub use value::Value;
@@ -220,6 +221,20 @@ fn tensor_bytes(name: &str, dims: &[u64], ty: GgmlType) -> Result<u64> {
 
 fn align_up(x: u64, a: u64) -> Option<u64> {
     Some(x.checked_add(a - 1)? / a * a)
+}
+
+impl crate::model::weights::TensorDir for Gguf<'_> {
+    fn naming(&self) -> Naming {
+        Naming::Gguf
+    }
+    fn get(&self, name: &str) -> Option<Located<'_>> {
+        let t = self.tensor(name)?;
+        let start = (self.data_offset + t.offset) as usize;
+        Some(Located { buf: 0, start, data: t.data, ty: t.ty, dims: t.dims.clone() })
+    }
+    fn names(&self) -> Vec<&str> {
+        self.tensors.iter().map(|t| t.name).collect()
+    }
 }
 
 impl core::fmt::Display for TensorInfo<'_> {

@@ -97,26 +97,8 @@ impl Config {
                 return Err(Error::Unsupported { what: alloc::format!("value_length {vl} != key_length {head_dim}") });
             }
         }
-        if n_head % n_head_kv != 0 {
-            return Err(Error::InvalidValue {
-                field: "attention.head_count_kv",
-                offset: 0,
-                detail: alloc::format!("{n_head} heads are not a multiple of {n_head_kv} KV heads"),
-            });
-        }
-        if head_dim > MAX_HEAD_DIM || head_dim % 2 != 0 {
-            return Err(Error::Unsupported {
-                what: alloc::format!("head_dim {head_dim} (even, at most {MAX_HEAD_DIM})"),
-            });
-        }
         let n_rot = opt_usize_key(g, &k("rope.dimension_count"))?.unwrap_or(head_dim);
-        if n_rot > head_dim || n_rot % 2 != 0 {
-            return Err(Error::InvalidValue {
-                field: "rope.dimension_count",
-                offset: 0,
-                detail: alloc::format!("{n_rot} for head_dim {head_dim}"),
-            });
-        }
+        check_heads(n_head, n_head_kv, head_dim, n_rot)?;
         let rope_base = g.get_f32(&k("rope.freq_base"))?.unwrap_or(10000.0);
         let mut rope_pos_scale = 1.0f32;
         let scaling = g.get_str(&k("rope.scaling.type"))?.unwrap_or("none");
@@ -143,15 +125,12 @@ impl Config {
                 });
             }
         }
-        let rope_inv_freq = (0..n_rot / 2)
-            .map(|i| {
-                let f = 1.0 / libm::powf(rope_base, (2 * i) as f32 / n_rot as f32);
-                match rope_freq_factors {
-                    Some(ff) => f / ff[i],
-                    None => f,
-                }
-            })
-            .collect();
+        let mut rope_inv_freq = inv_freq(rope_base, n_rot);
+        if let Some(ff) = rope_freq_factors {
+            for (f, d) in rope_inv_freq.iter_mut().zip(ff) {
+                *f /= d;
+            }
+        }
         Ok(Config {
             arch,
             name: g.get_str("general.name")?.unwrap_or("").to_string(),
@@ -181,4 +160,31 @@ impl Config {
     pub fn kv_dim(&self) -> usize {
         self.n_head_kv * self.head_dim
     }
+}
+
+/// Checks every format shares: the head layout and the rotated dims.
+pub(crate) fn check_heads(n_head: usize, n_head_kv: usize, head_dim: usize, n_rot: usize) -> Result<()> {
+    if n_head_kv == 0 || n_head % n_head_kv != 0 {
+        return Err(Error::InvalidValue {
+            field: "attention.head_count_kv",
+            offset: 0,
+            detail: alloc::format!("{n_head} heads are not a multiple of {n_head_kv} KV heads"),
+        });
+    }
+    if head_dim > MAX_HEAD_DIM || head_dim % 2 != 0 {
+        return Err(Error::Unsupported { what: alloc::format!("head_dim {head_dim} (even, at most {MAX_HEAD_DIM})") });
+    }
+    if n_rot > head_dim || n_rot % 2 != 0 {
+        return Err(Error::InvalidValue {
+            field: "rope.dimension_count",
+            offset: 0,
+            detail: alloc::format!("{n_rot} for head_dim {head_dim}"),
+        });
+    }
+    Ok(())
+}
+
+/// RoPE's `inv_freq[i] = 1 / base^(2i/n_rot)`, i < n_rot/2.
+pub(crate) fn inv_freq(base: f32, n_rot: usize) -> Vec<f32> {
+    (0..n_rot / 2).map(|i| 1.0 / libm::powf(base, (2 * i) as f32 / n_rot as f32)).collect()
 }

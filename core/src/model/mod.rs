@@ -5,6 +5,7 @@ pub mod config;
 mod forward;
 pub mod kv_cache;
 pub mod matmul;
+mod requant;
 pub mod rope;
 pub mod scratch;
 mod snapshot;
@@ -16,6 +17,7 @@ use alloc::vec::Vec;
 
 pub use config::{Arch, Config, RopeStyle};
 pub use matmul::Engine;
+pub use requant::Requantized;
 pub use weights::{TensorRef, Weights};
 
 use crate::error::{Error, Result};
@@ -41,7 +43,9 @@ pub struct Faults {
 }
 
 pub struct Model<B> {
-    bytes: B,
+    /// The model's bytes: a GGUF file, or an HF directory's shards (plus
+    /// any weights quantized at load).
+    bufs: Vec<B>,
     pub config: Config,
     pub weights: Weights,
 }
@@ -55,26 +59,52 @@ impl<B: AsRef<[u8]>> Model<B> {
             let g = Gguf::parse(bytes.as_ref())?;
             let ff = weights::rope_freq_factors(&g)?;
             let config = Config::from_gguf(&g, weights::n_vocab(&g)?, ff.as_deref())?;
-            let weights = Weights::bind(&g, &config)?;
+            let weights = Weights::bind(&g, &config, weights::Expect::GGUF)?;
             (config, weights, with(&g)?)
         };
-        Ok((Model { bytes, config, weights }, extra))
+        Ok((Model { bufs: alloc::vec![bytes], config, weights }, extra))
+    }
+
+    /// A model over buffers whose tensors `weights` already locates (see
+    /// `crate::hf` for HF directories).
+    pub fn from_parts(bufs: Vec<B>, config: Config, weights: Weights) -> Result<Model<B>> {
+        for t in weights.matrices() {
+            let fits =
+                bufs.get(t.buf).is_some_and(|b| t.start.checked_add(t.len).is_some_and(|e| e <= b.as_ref().len()));
+            if !fits {
+                return Err(Error::TensorOutOfBounds {
+                    tensor: t.name.clone(),
+                    offset: t.start as u64,
+                    len: t.len as u64,
+                    data_len: bufs.get(t.buf).map_or(0, |b| b.as_ref().len()) as u64,
+                });
+            }
+        }
+        Ok(Model { bufs, config, weights })
     }
 
     pub fn load_gguf(bytes: B) -> Result<Model<B>> {
         Ok(Self::load_gguf_with(bytes, |_| Ok(()))?.0)
     }
 
-    pub fn bytes(&self) -> &[u8] {
-        self.bytes.as_ref()
+    /// The buffers the model reads (the GGUF file is the first and only
+    /// one of a GGUF model).
+    pub fn buffers(&self) -> &[B] {
+        &self.bufs
+    }
+
+    /// Bytes of all buffers.
+    pub fn n_bytes(&self) -> usize {
+        self.bufs.iter().map(|b| b.as_ref().len()).sum()
     }
 
     pub fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
-        self.view().matrix(t)
+        let b = self.bufs[t.buf].as_ref();
+        QMatrix { ty: t.ty, data: &b[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
     }
 
-    fn view(&self) -> View<'_> {
-        View { config: &self.config, weights: &self.weights, bytes: self.bytes.as_ref() }
+    fn slices(&self) -> Vec<&[u8]> {
+        self.bufs.iter().map(AsRef::as_ref).collect()
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
@@ -146,7 +176,9 @@ impl<B: AsRef<[u8]>> Model<B> {
                 faults: sess.faults,
             })
             .collect();
-        forward::batch(self.view(), e, scratch, &mut seqs, &out_rows, logits)?;
+        let bufs = self.slices();
+        let view = View { config: &self.config, weights: &self.weights, bufs: &bufs };
+        forward::batch(view, e, scratch, &mut seqs, &out_rows, logits)?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
         }
@@ -160,12 +192,13 @@ impl<B: AsRef<[u8]>> Model<B> {
 struct View<'a> {
     config: &'a Config,
     weights: &'a Weights,
-    bytes: &'a [u8],
+    bufs: &'a [&'a [u8]],
 }
 
 impl<'a> View<'a> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'a> {
-        QMatrix { ty: t.ty, data: &self.bytes[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
+        let b = self.bufs[t.buf];
+        QMatrix { ty: t.ty, data: &b[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
     }
 }
 
@@ -251,6 +284,8 @@ impl Session {
         let mut row = 0;
         let n_batch = self.scratch.n_batch;
         let mut out_rows = core::mem::take(&mut self.scratch.out_rows);
+        let bufs = m.slices();
+        let view = View { config: &m.config, weights: &m.weights, bufs: &bufs };
         for (i, batch) in tokens.chunks(n_batch).enumerate() {
             let last_batch = (i + 1) * n_batch >= tokens.len();
             out_rows.clear();
@@ -262,7 +297,7 @@ impl Session {
             let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
             let mut seq =
                 [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
-            if let Err(err) = forward::batch(m.view(), e, &mut self.scratch, &mut seq, &out_rows, out) {
+            if let Err(err) = forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out) {
                 self.scratch.out_rows = out_rows;
                 return Err(err);
             }

@@ -1,22 +1,26 @@
-//! Weights bound by name: views (offset + type + shape) into the model bytes.
-//! This is the one file that spells GGUF tensor names.
+//! Weights bound by name: views (buffer + offset + type + shape) into the
+//! model's bytes. This is the one file that spells tensor names, GGUF's and
+//! HuggingFace's.
 
+use alloc::collections::BTreeSet;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
+use core::cell::RefCell;
 
-use super::config::Config;
+use super::config::{Arch, Config};
 use crate::error::{Error, Result};
-use crate::gguf::{Gguf, TensorInfo};
 use crate::quant::{self, GgmlType};
 
-/// A 2-D tensor inside the model bytes: `n_rows` rows of `n_cols`.
+/// A 2-D tensor inside the model's buffers: `n_rows` rows of `n_cols`.
 #[derive(Debug, Clone)]
 pub struct TensorRef {
     pub name: String,
     pub ty: GgmlType,
-    /// Byte range in the model file.
+    /// Which of the model's buffers (a GGUF file has one; an HF directory
+    /// one per shard) and the byte range in it.
+    pub buf: usize,
     pub start: usize,
     pub len: usize,
     pub n_cols: usize,
@@ -52,124 +56,290 @@ pub struct Weights {
     pub layers: Vec<LayerWeights>,
 }
 
-struct Binder<'g, 'a> {
-    g: &'g Gguf<'a>,
-    arch: &'static str,
+/// A tensor as a model format presents it.
+#[derive(Debug, Clone)]
+pub struct Located<'a> {
+    pub buf: usize,
+    /// Byte offset in the buffer, and the bytes.
+    pub start: usize,
+    pub data: &'a [u8],
+    pub ty: GgmlType,
+    /// ggml order: `dims[0]` is the contiguous (row) dimension.
+    pub dims: Vec<u64>,
 }
 
-impl<'a> Binder<'_, 'a> {
-    fn find(&self, name: &str) -> Result<&TensorInfo<'a>> {
-        self.g.tensor(name).ok_or_else(|| Error::MissingTensor { name: name.to_string() })
+/// How a format names the tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    Gguf,
+    /// `model.layers.N.self_attn.q_proj.weight`, … as transformers saves them.
+    Hf,
+}
+
+impl Naming {
+    /// The format's name of a tensor given by its GGUF name.
+    pub fn name(self, gguf: &str) -> String {
+        if self == Naming::Gguf {
+            return gguf.to_string();
+        }
+        match gguf {
+            "token_embd.weight" => return "model.embed_tokens.weight".into(),
+            "output_norm.weight" => return "model.norm.weight".into(),
+            "output.weight" => return "lm_head.weight".into(),
+            _ => {}
+        }
+        let Some((layer, part)) = gguf.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
+            return gguf.to_string();
+        };
+        let hf = match part {
+            "attn_norm.weight" => "input_layernorm.weight",
+            "attn_q.weight" => "self_attn.q_proj.weight",
+            "attn_k.weight" => "self_attn.k_proj.weight",
+            "attn_v.weight" => "self_attn.v_proj.weight",
+            "attn_q.bias" => "self_attn.q_proj.bias",
+            "attn_k.bias" => "self_attn.k_proj.bias",
+            "attn_v.bias" => "self_attn.v_proj.bias",
+            "attn_output.weight" => "self_attn.o_proj.weight",
+            "attn_q_norm.weight" => "self_attn.q_norm.weight",
+            "attn_k_norm.weight" => "self_attn.k_norm.weight",
+            "ffn_norm.weight" => "post_attention_layernorm.weight",
+            "ffn_gate.weight" => "mlp.gate_proj.weight",
+            "ffn_up.weight" => "mlp.up_proj.weight",
+            "ffn_down.weight" => "mlp.down_proj.weight",
+            other => other,
+        };
+        format!("model.layers.{layer}.{hf}")
+    }
+
+    /// Tensors a checkpoint may hold that the forward pass does not use.
+    fn ignorable(self, name: &str) -> bool {
+        self == Naming::Hf && name.ends_with(".rotary_emb.inv_freq")
+    }
+}
+
+/// The tensors of one model file or directory, by the format's names.
+pub trait TensorDir {
+    fn naming(&self) -> Naming;
+    fn get(&self, name: &str) -> Option<Located<'_>>;
+    /// Every tensor name (for reporting the ones nothing uses).
+    fn names(&self) -> Vec<&str>;
+}
+
+/// Looks tensors up, checks them against the config and collects every
+/// problem (so a report names all of them at once). With `read` off it only
+/// checks: no tensor's bytes are touched.
+struct Binder<'d, D: ?Sized> {
+    dir: &'d D,
+    arch: &'static str,
+    read: bool,
+    problems: RefCell<Vec<Error>>,
+    used: RefCell<BTreeSet<String>>,
+}
+
+fn placeholder(name: String) -> TensorRef {
+    TensorRef { name, ty: GgmlType::F32, buf: 0, start: 0, len: 0, n_cols: 0, n_rows: 0 }
+}
+
+impl<D: TensorDir + ?Sized> Binder<'_, D> {
+    fn problem(&self, e: Error) {
+        self.problems.borrow_mut().push(e);
+    }
+
+    fn find(&self, gguf: &str) -> Option<(String, Located<'_>)> {
+        let name = self.dir.naming().name(gguf);
+        self.used.borrow_mut().insert(name.clone());
+        match self.dir.get(&name) {
+            Some(t) => Some((name, t)),
+            None => {
+                self.problem(Error::MissingTensor { name });
+                None
+            }
+        }
+    }
+
+    fn has(&self, gguf: &str) -> bool {
+        self.dir.get(&self.dir.naming().name(gguf)).is_some()
     }
 
     /// A matrix of exactly `[n_cols, n_rows]` whose type has a kernel.
-    fn matrix(&self, name: &str, n_cols: usize, n_rows: usize) -> Result<TensorRef> {
-        let t = self.find(name)?;
-        let (c, r) = t.rows();
-        if t.dims.len() > 2 || c != n_cols || r != n_rows {
-            return Err(Error::TensorShape {
-                tensor: name.to_string(),
+    fn matrix(&self, gguf: &str, n_cols: usize, n_rows: usize) -> TensorRef {
+        let Some((name, t)) = self.find(gguf) else { return placeholder(gguf.into()) };
+        let rows = t.dims.iter().skip(1).product::<u64>();
+        if t.dims.len() > 2 || t.dims[0] != n_cols as u64 || rows != n_rows as u64 {
+            self.problem(Error::TensorShape {
+                tensor: name.clone(),
                 detail: format!("dims {:?}, expected [{n_cols}, {n_rows}]", t.dims),
             });
-        }
-        if !quant::is_supported(t.ty) {
-            return Err(Error::UnsupportedTensorType {
+        } else if !quant::is_supported(t.ty) {
+            self.problem(Error::UnsupportedTensorType {
                 arch: self.arch.to_string(),
-                tensor: name.to_string(),
+                tensor: name.clone(),
                 type_name: t.ty.name(),
             });
         }
-        let start = self.g.data_offset as usize + t.offset as usize;
-        Ok(TensorRef { name: name.to_string(), ty: t.ty, start, len: t.data.len(), n_cols, n_rows })
+        TensorRef { name, ty: t.ty, buf: t.buf, start: t.start, len: t.data.len(), n_cols, n_rows }
     }
 
-    /// A vector of `n` values, converted to f32.
-    fn vector(&self, name: &str, n: usize) -> Result<Vec<f32>> {
-        let t = self.find(name)?;
-        if t.n_elements() != n as u64 || t.dims[0] != n as u64 {
-            return Err(Error::TensorShape {
-                tensor: name.to_string(),
-                detail: format!("dims {:?}, expected [{n}]", t.dims),
-            });
+    /// A vector of `n` values, converted to f32 (when reading).
+    fn vector(&self, gguf: &str, n: usize) -> Vec<f32> {
+        let Some((name, t)) = self.find(gguf) else { return Vec::new() };
+        if t.dims.len() != 1 || t.dims[0] != n as u64 {
+            self.problem(Error::TensorShape { tensor: name, detail: format!("dims {:?}, expected [{n}]", t.dims) });
+            return Vec::new();
         }
         if !matches!(t.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
-            return Err(Error::UnsupportedTensorType {
+            self.problem(Error::UnsupportedTensorType {
                 arch: self.arch.to_string(),
-                tensor: name.to_string(),
+                tensor: name,
                 type_name: t.ty.name(),
             });
+            return Vec::new();
+        }
+        if !self.read {
+            return Vec::new();
         }
         let mut v = vec![0.0f32; n];
-        quant::dequantize_row(t.ty, t.data, &mut v)?;
-        Ok(v)
+        if let Err(e) = quant::dequantize_row(t.ty, t.data, &mut v) {
+            self.problem(e);
+        }
+        v
     }
 
-    fn opt_vector(&self, name: &str, n: usize) -> Result<Option<Vec<f32>>> {
-        if self.g.tensor(name).is_none() {
-            return Ok(None);
-        }
-        self.vector(name, n).map(Some)
+    fn opt_vector(&self, gguf: &str, n: usize) -> Option<Vec<f32>> {
+        self.has(gguf).then(|| self.vector(gguf, n))
+    }
+
+    /// Every tensor of the directory that binding did not use.
+    fn unused(&self) -> Vec<String> {
+        let used = self.used.borrow();
+        let naming = self.dir.naming();
+        self.dir.names().into_iter().filter(|n| !used.contains(*n) && !naming.ignorable(n)).map(String::from).collect()
     }
 }
 
 /// The vocabulary size, from the embedding's shape.
-pub fn n_vocab(g: &Gguf) -> Result<usize> {
-    let t = g.tensor("token_embd.weight").ok_or_else(|| Error::MissingTensor { name: "token_embd.weight".into() })?;
-    Ok(t.rows().1)
+pub fn n_vocab(dir: &dyn TensorDir) -> Result<usize> {
+    let name = dir.naming().name("token_embd.weight");
+    let t = dir.get(&name).ok_or(Error::MissingTensor { name })?;
+    Ok(t.dims.iter().skip(1).product::<u64>() as usize)
 }
 
 /// Llama-3 style RoPE frequency factors, if the file has them.
-pub fn rope_freq_factors(g: &Gguf) -> Result<Option<Vec<f32>>> {
-    let Some(t) = g.tensor("rope_freqs.weight") else {
+pub fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
+    let Some(t) = dir.get("rope_freqs.weight") else {
         return Ok(None);
     };
-    let n = t.n_elements() as usize;
-    let b = Binder { g, arch: "rope" };
-    b.vector("rope_freqs.weight", n).map(Some)
+    let b = Binder { dir, arch: "rope", read: true, problems: RefCell::default(), used: RefCell::default() };
+    let v = b.vector("rope_freqs.weight", t.n_elements() as usize);
+    match b.problems.into_inner().pop() {
+        Some(e) => Err(e),
+        None => Ok(Some(v)),
+    }
+}
+
+impl Located<'_> {
+    pub fn n_elements(&self) -> u64 {
+        self.dims.iter().product()
+    }
+}
+
+/// What binding expects beyond the config's dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expect {
+    /// Whether the output head is the embedding: None = when the file has
+    /// no head (GGUF); Some = as the config says (HF `tie_word_embeddings`;
+    /// a stored head of a tied model is ignored, as transformers does).
+    pub tied: Option<bool>,
+    /// Q/K/V biases: None = when present; Some = required or absent.
+    pub qkv_bias: Option<bool>,
+    /// Every tensor of the file must be used (HF checkpoints).
+    pub strict: bool,
+}
+
+impl Expect {
+    pub const GGUF: Expect = Expect { tied: None, qkv_bias: None, strict: false };
 }
 
 impl Weights {
-    pub fn bind(g: &Gguf, c: &Config) -> Result<Weights> {
-        let b = Binder { g, arch: c.arch.name() };
+    /// Check every tensor the config needs (present, shape, type) and, with
+    /// `strict`, that the directory holds nothing else; report all problems
+    /// together. Reads no tensor data.
+    pub fn check(dir: &dyn TensorDir, c: &Config, x: Expect) -> Result<()> {
+        Self::bind_with(dir, c, x, false).map(|_| ())
+    }
+
+    /// Check (as `check`), then bind: small vectors are read into memory,
+    /// matrices stay views into the buffers.
+    pub fn bind(dir: &dyn TensorDir, c: &Config, x: Expect) -> Result<Weights> {
+        Self::check(dir, c, x)?;
+        Self::bind_with(dir, c, x, true)
+    }
+
+    fn bind_with(dir: &dyn TensorDir, c: &Config, x: Expect, read: bool) -> Result<Weights> {
+        let b = Binder { dir, arch: c.arch.name(), read, problems: RefCell::default(), used: RefCell::default() };
         let (e, q, kv, ff) = (c.n_embd, c.q_dim(), c.kv_dim(), c.n_ff);
-        let token_embd = b.matrix("token_embd.weight", e, c.n_vocab)?;
-        let (output, tied_output) = match g.tensor("output.weight") {
-            Some(_) => (b.matrix("output.weight", e, c.n_vocab)?, false),
-            None => (token_embd.clone(), true),
-        };
+        let token_embd = b.matrix("token_embd.weight", e, c.n_vocab);
+        let tied = x.tied.unwrap_or_else(|| !b.has("output.weight"));
+        let output = if tied { token_embd.clone() } else { b.matrix("output.weight", e, c.n_vocab) };
+        if tied {
+            b.used.borrow_mut().insert(dir.naming().name("output.weight"));
+        }
         let mut layers = Vec::with_capacity(c.n_layer);
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
-            let qk_norm = |s: &str| -> Result<Option<Vec<f32>>> {
-                let v = b.opt_vector(&n(s), c.head_dim)?;
-                if c.arch == super::config::Arch::Qwen3 && v.is_none() {
-                    return Err(Error::MissingTensor { name: n(s) });
-                }
-                Ok(v)
+            let qk_norm = |s: &str| match c.arch {
+                Arch::Qwen3 => Some(b.vector(&n(s), c.head_dim)),
+                _ => b.opt_vector(&n(s), c.head_dim),
+            };
+            let bias = |s: &str, len: usize| match x.qkv_bias {
+                None => b.opt_vector(&n(s), len),
+                Some(true) => Some(b.vector(&n(s), len)),
+                Some(false) => None,
             };
             layers.push(LayerWeights {
-                attn_norm: b.vector(&n("attn_norm.weight"), e)?,
-                wq: b.matrix(&n("attn_q.weight"), e, q)?,
-                wk: b.matrix(&n("attn_k.weight"), e, kv)?,
-                wv: b.matrix(&n("attn_v.weight"), e, kv)?,
-                wo: b.matrix(&n("attn_output.weight"), q, e)?,
-                bq: b.opt_vector(&n("attn_q.bias"), q)?,
-                bk: b.opt_vector(&n("attn_k.bias"), kv)?,
-                bv: b.opt_vector(&n("attn_v.bias"), kv)?,
-                q_norm: qk_norm("attn_q_norm.weight")?,
-                k_norm: qk_norm("attn_k_norm.weight")?,
-                ffn_norm: b.vector(&n("ffn_norm.weight"), e)?,
-                w_gate: b.matrix(&n("ffn_gate.weight"), e, ff)?,
-                w_up: b.matrix(&n("ffn_up.weight"), e, ff)?,
-                w_down: b.matrix(&n("ffn_down.weight"), ff, e)?,
+                attn_norm: b.vector(&n("attn_norm.weight"), e),
+                wq: b.matrix(&n("attn_q.weight"), e, q),
+                wk: b.matrix(&n("attn_k.weight"), e, kv),
+                wv: b.matrix(&n("attn_v.weight"), e, kv),
+                wo: b.matrix(&n("attn_output.weight"), q, e),
+                bq: bias("attn_q.bias", q),
+                bk: bias("attn_k.bias", kv),
+                bv: bias("attn_v.bias", kv),
+                q_norm: qk_norm("attn_q_norm.weight"),
+                k_norm: qk_norm("attn_k_norm.weight"),
+                ffn_norm: b.vector(&n("ffn_norm.weight"), e),
+                w_gate: b.matrix(&n("ffn_gate.weight"), e, ff),
+                w_up: b.matrix(&n("ffn_up.weight"), e, ff),
+                w_down: b.matrix(&n("ffn_down.weight"), ff, e),
             });
         }
-        Ok(Weights { token_embd, output_norm: b.vector("output_norm.weight", e)?, output, tied_output, layers })
+        let output_norm = b.vector("output_norm.weight", e);
+        if x.strict {
+            for name in b.unused() {
+                b.problem(Error::UnexpectedTensor { name });
+            }
+        }
+        let mut problems = b.problems.into_inner();
+        match problems.len() {
+            0 => Ok(Weights { token_embd, output_norm, output, tied_output: tied, layers }),
+            1 => Err(problems.remove(0)),
+            _ => Err(Error::Tensors { problems }),
+        }
     }
 
     /// Every matrix, for reporting.
     pub fn matrices(&self) -> impl Iterator<Item = &TensorRef> {
         let head = [&self.token_embd].into_iter().chain((!self.tied_output).then_some(&self.output));
         head.chain(self.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]))
+    }
+
+    /// Every matrix, mutably (re-pointing them at quantized copies).
+    pub fn matrices_mut(&mut self) -> impl Iterator<Item = &mut TensorRef> {
+        let head = [&mut self.token_embd].into_iter().chain((!self.tied_output).then_some(&mut self.output));
+        head.chain(
+            self.layers
+                .iter_mut()
+                .flat_map(|l| [&mut l.wq, &mut l.wk, &mut l.wv, &mut l.wo, &mut l.w_gate, &mut l.w_up, &mut l.w_down]),
+        )
     }
 }

@@ -14,3 +14,14 @@ pub fn unpack(b: &[u8]) -> Unpacked32 {
     }
     Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
 }
+
+/// Quantize a row (a multiple of 32 values) and append its blocks to `out`
+/// (weights quantized at load; the scale rounding as activations').
+pub fn quantize_row(x: &[f32], out: &mut alloc::vec::Vec<u8>) {
+    let mut b = super::BlockQ8_0::ZERO;
+    for chunk in x.chunks_exact(32) {
+        super::quantize_q8_0(chunk, &mut b);
+        out.extend_from_slice(&half::f16::from_f32(b.d).to_le_bytes());
+        out.extend(b.qs.iter().map(|&q| q as u8));
+    }
+}

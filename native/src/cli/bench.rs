@@ -14,7 +14,9 @@ use tern_core::Logits;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
     #[arg(short, long)]
     model: Option<PathBuf>,
     /// Prompt tokens for the pp test (0 = skip)
@@ -70,7 +72,7 @@ fn peak_rss_bytes() -> u64 {
 pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
     let t_load = Instant::now();
-    let lm = tern::load(&path)?;
+    let lm = super::load(&path, &a.load)?;
     let load_ms = t_load.elapsed().as_secs_f64() * 1e3;
     let m = &lm.model;
     let nv = m.config.n_vocab as u64;
@@ -211,14 +213,14 @@ with a single step; measure twice, cut once, and keep the numbers honest. ";
 
 fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
     let mut text = String::from(TEXT);
-    while lm.tokenizer.encode(&text, false)?.len() < n {
+    while lm.tokenizer()?.encode(&text, false)?.len() < n {
         text.push_str(TEXT);
     }
     let reps = 20;
     let t0 = Instant::now();
     let mut n_tokens = 0;
     for _ in 0..reps {
-        n_tokens = lm.tokenizer.encode(&text, false)?.len();
+        n_tokens = lm.tokenizer()?.encode(&text, false)?.len();
     }
     let tokenize_ms = t0.elapsed().as_secs_f64() * 1e3 / reps as f64;
 
@@ -226,7 +228,7 @@ fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
     let e = tern::engine(&threads, false);
     let m = &lm.model;
     let mut session = m.session(16, 16);
-    let prompt = lm.tokenizer.encode(TEXT, false)?;
+    let prompt = lm.tokenizer()?.encode(TEXT, false)?;
     let prompt = &prompt[..prompt.len().min(16)];
     let logits = session.forward(m, &e, prompt, Logits::Last)?.to_vec();
     let time = |cfg: SamplerConfig| {

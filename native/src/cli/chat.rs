@@ -16,7 +16,9 @@ use super::sampling::SamplingArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
     #[arg(short, long)]
     model: Option<PathBuf>,
     /// System message
@@ -36,8 +38,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
-    let lm = tern::load(&path)?;
-    let tok = &lm.tokenizer;
+    let lm = super::load(&path, &a.load)?;
+    let tok = lm.tokenizer()?;
     let threads = Threads::new(a.threads);
     let engine = tern::engine(&threads, false);
     let mut conv = Conversation::new(&lm.model, tok, a.ctx, a.system.as_deref())?;
@@ -103,7 +105,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         cancel.store(false, Ordering::SeqCst);
         busy.store(true, Ordering::SeqCst);
-        let cfg = a.sampling.config(seed, &tok.eog);
+        let cfg = a.sampling.config(seed, &tok.eog, &lm.defaults);
         seed = seed.wrapping_add(1);
         let gen = conv.generator(&lm.model, engine, tok, line, cfg);
         let r = gen.and_then(|g| {

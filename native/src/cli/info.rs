@@ -1,23 +1,31 @@
-//! `tern info`: what a GGUF file holds.
+//! `tern info`: what a GGUF file or an HF directory holds.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use tern::Result;
-use tern_core::gguf::Gguf;
+use tern::{Format, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
     model: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
-    let lm = tern::load(&path)?;
-    let (c, w, tok) = (&lm.model.config, &lm.model.weights, &lm.tokenizer);
-    let g = Gguf::parse(lm.model.bytes())?;
-    println!("file        {} ({} bytes, GGUF v{})", path.display(), lm.model.bytes().len(), g.version);
+    let lm = super::load(&path, &a.load)?;
+    let (c, w) = (&lm.model.config, &lm.model.weights);
+    let n_bytes = lm.model.n_bytes() - lm.requantized.map_or(0, |r| r.bytes);
+    match &lm.format {
+        Format::Gguf { version } => println!("file        {} ({n_bytes} bytes, GGUF v{version})", path.display()),
+        Format::Hf(h) => {
+            println!("directory   {} ({n_bytes} bytes of safetensors, {})", path.display(), h.architecture);
+            let dtypes: Vec<String> = h.dtypes.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+            println!("shards      {} — {}; saved as {}", h.shards.len(), h.shards.join(", "), dtypes.join(", "));
+        }
+    }
     println!("name        {}", c.name);
     println!("arch        {}", c.arch.name());
     println!(
@@ -32,33 +40,61 @@ pub fn run(a: Args) -> Result<()> {
     println!("norm eps    {:e}", c.norm_eps);
     let l0 = &w.layers[0];
     println!("attention   qkv bias {}, q/k norm {}", l0.bq.is_some(), l0.q_norm.is_some());
-    println!("output      {}", if w.tied_output { "tied to token_embd" } else { "separate output.weight" });
+    println!(
+        "output      {}",
+        if w.tied_output { "tied to the token embedding (one tensor)" } else { "separate head" }
+    );
     let mut counts: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
-    for t in &g.tensors {
+    for t in w.matrices() {
         let e = counts.entry(t.ty.name()).or_default();
         e.0 += 1;
-        e.1 += t.data.len() as u64;
+        e.1 += t.len as u64;
     }
     let types: Vec<String> =
         counts.iter().map(|(k, (n, b))| format!("{k}: {n} ({:.1} MiB)", *b as f64 / 1048576.0)).collect();
-    println!("tensors     {} — {}", g.tensors.len(), types.join(", "));
-    println!(
-        "tokenizer   {} / {}, {} tokens, bos {:?}, eos {:?}, end-of-generation {:?}, add_bos {}",
-        tok.model,
-        tok.pre,
-        tok.n_vocab(),
-        tok.bos,
-        tok.eos,
-        tok.eog,
-        tok.add_bos
-    );
-    match &tok.chat_template {
-        Some(t) => {
-            println!("template    {} chars: {}", t.len(), t.chars().take(120).collect::<String>().replace('\n', "\\n"))
+    println!("matrices    {} — {}", w.matrices().count(), types.join(", "));
+    if let Some(r) = lm.requantized {
+        println!(
+            "quantized   at load to {}: {} matrices ({:.1} MiB in memory), {} kept as they were",
+            r.to.name(),
+            r.converted,
+            r.bytes as f64 / 1048576.0,
+            r.kept
+        );
+    }
+    match &lm.tokenizer {
+        Some(tok) => {
+            println!(
+                "tokenizer   {} / {}, {} tokens, bos {:?}, eos {:?}, end-of-generation {:?}, add_bos {}",
+                tok.model,
+                tok.pre,
+                tok.n_vocab(),
+                tok.bos,
+                tok.eos,
+                tok.eog,
+                tok.add_bos
+            );
+            match &tok.chat_template {
+                Some(t) => println!(
+                    "template    {} chars: {}",
+                    t.len(),
+                    t.chars().take(120).collect::<String>().replace('\n', "\\n")
+                ),
+                None => println!("template    none"),
+            }
         }
-        None => println!("template    none"),
+        None => println!("tokenizer   none (run with --prompt-ids); end ids {:?}", lm.eog()),
+    }
+    let d = &lm.defaults;
+    let sampling = [d.temperature, d.top_p, d.min_p, d.repeat_penalty].iter().any(Option::is_some);
+    if sampling || d.top_k.is_some() {
+        println!(
+            "generation  temperature {:?} top_k {:?} top_p {:?} min_p {:?} repetition_penalty {:?} (generation_config.json)",
+            d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_penalty
+        );
     }
     let loaded_ms = lm.load_time.as_secs_f64() * 1e3;
-    println!("load        {loaded_ms:.1} ms (mmap, no copy of weights)");
+    let how = if lm.requantized.is_some() { "mmap, float weights quantized" } else { "mmap, no copy of weights" };
+    println!("load        {loaded_ms:.1} ms ({how})");
     Ok(())
 }

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 use tern::{models, Result};
 
 #[derive(Parser)]
-#[command(name = "tern", version, about = "Run local LLMs (GGUF) on the CPU")]
+#[command(name = "tern", version, about = "Run local LLMs (GGUF files, HF safetensors directories) on the CPU")]
 pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -47,6 +47,26 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 /// `--kv-type` values.
 fn parse_kv_type(s: &str) -> std::result::Result<tern_core::KvType, String> {
     tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16 or f32)"))
+}
+
+/// How to load the model (shared by every subcommand).
+#[derive(clap::Args, Clone, Default)]
+pub struct LoadArgs {
+    /// Quantize float (f32/f16/bf16) weights at load: q8_0
+    #[arg(long, value_parser = parse_quant)]
+    quantize: Option<tern_core::quant::GgmlType>,
+}
+
+fn parse_quant(s: &str) -> std::result::Result<tern_core::quant::GgmlType, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "q8_0" => Ok(tern_core::quant::GgmlType::Q8_0),
+        _ => Err(format!("{s:?}: tern quantizes at load to q8_0")),
+    }
+}
+
+/// Load a GGUF file or an HF directory as `l` asks.
+fn load(path: &std::path::Path, l: &LoadArgs) -> Result<tern::Loaded> {
+    tern::load_with(path, &tern::LoadOptions { quantize: l.quantize })
 }
 
 /// `-m` if given, else the default model from the cache (fetched if absent).

@@ -8,7 +8,9 @@ use tern_core::perplexity::perplexity;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
     #[arg(short, long)]
     model: Option<PathBuf>,
     /// Text file to score
@@ -30,10 +32,11 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
-    let lm = tern::load(&path)?;
+    let lm = super::load(&path, &a.load)?;
     let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io { path: a.file.clone(), source })?;
-    let tokens = lm.tokenizer.encode(&text, false)?;
-    let bos = lm.tokenizer.add_bos.then_some(lm.tokenizer.bos).flatten();
+    let tok = lm.tokenizer()?;
+    let tokens = tok.encode(&text, false)?;
+    let bos = tok.add_bos.then_some(tok.bos).flatten();
     let threads = Threads::new(a.threads);
     let engine = tern::engine(&threads, a.exact);
     let t0 = Instant::now();

@@ -6,13 +6,15 @@ use std::path::PathBuf;
 
 use tern::{Error, Result, Threads};
 use tern_core::chat::Message;
-use tern_core::generate::{Event, Generator};
+use tern_core::generate::{Event, Generator, Vocab};
 
 use super::sampling::SamplingArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GGUF model file [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
     #[arg(short, long)]
     model: Option<PathBuf>,
     /// Prompt text
@@ -52,11 +54,11 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
-    let lm = tern::load(&path)?;
-    let tok = &lm.tokenizer;
+    let lm = super::load(&path, &a.load)?;
     let prompt = match (&a.prompt_ids, &a.prompt) {
         (Some(ids), _) => ids.clone(),
         (None, Some(text)) if a.chat => {
+            let tok = lm.tokenizer()?;
             let src = tok
                 .chat_template
                 .as_deref()
@@ -67,7 +69,7 @@ pub fn run(a: Args) -> Result<()> {
             msgs.push(Message::new("user", text));
             tok.encode(&t.render(&msgs, true, None)?, true)?
         }
-        (None, Some(text)) => tok.encode(text, true)?,
+        (None, Some(text)) => lm.tokenizer()?.encode(text, true)?,
         (None, None) => unreachable!("clap requires one"),
     };
     let n = a.sampling.n_predict;
@@ -80,8 +82,14 @@ pub fn run(a: Args) -> Result<()> {
         Some(p) => Some(BufWriter::new(File::create(p).map_err(|source| Error::Io { path: p.clone(), source })?)),
         None => None,
     };
-    let cfg = a.sampling.config(seed, &tok.eog);
-    let mut gen = Generator::new(&lm.model, engine, tok, &mut session, &prompt, cfg).with_clock(tern::clock);
+    let eog = lm.eog();
+    let cfg = a.sampling.config(seed, &eog, &lm.defaults);
+    let ids_only = IdsOnly(&eog);
+    let vocab: &dyn Vocab = match &lm.tokenizer {
+        Some(t) => t,
+        None => &ids_only,
+    };
+    let mut gen = Generator::new(&lm.model, engine, vocab, &mut session, &prompt, cfg).with_clock(tern::clock);
     let mut stdout = std::io::stdout().lock();
     let result = loop {
         let ev = gen.next().expect("a generator ends with Done")?;
@@ -144,4 +152,17 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A model without a tokenizer runs on ids: no text, its end ids from
+/// generation_config.json.
+struct IdsOnly<'a>(&'a [u32]);
+
+impl Vocab for IdsOnly<'_> {
+    fn token_bytes(&self, _: u32) -> &[u8] {
+        &[]
+    }
+    fn is_eog(&self, id: u32) -> bool {
+        self.0.contains(&id)
+    }
 }

@@ -1,6 +1,7 @@
 //! Sampling and stop options shared by `run` and `chat`.
 
 use tern_core::generate::GenerateConfig;
+use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 
 #[derive(clap::Args, Clone)]
@@ -8,20 +9,24 @@ pub struct SamplingArgs {
     /// Tokens to generate
     #[arg(short = 'n', long, default_value_t = 256)]
     pub n_predict: usize,
-    /// Temperature (0 = greedy)
-    #[arg(long, default_value_t = 0.8)]
-    pub temp: f32,
-    #[arg(long, default_value_t = 40)]
-    pub top_k: usize,
-    #[arg(long, default_value_t = 0.95)]
-    pub top_p: f32,
-    #[arg(long, default_value_t = 0.05)]
-    pub min_p: f32,
-    /// Locally typical sampling mass (1 = off)
-    #[arg(long, default_value_t = 1.0)]
-    pub typical: f32,
-    #[arg(long, default_value_t = 1.0)]
-    pub repeat_penalty: f32,
+    /// Temperature, 0 = greedy [default: the model's generation_config.json, else 0.8]
+    #[arg(long)]
+    pub temp: Option<f32>,
+    /// [default: generation_config.json, else 40]
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// [default: generation_config.json, else 0.95]
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// [default: generation_config.json, else 0.05]
+    #[arg(long)]
+    pub min_p: Option<f32>,
+    /// Locally typical sampling mass, 1 = off [default: generation_config.json, else 1]
+    #[arg(long)]
+    pub typical: Option<f32>,
+    /// [default: generation_config.json's repetition_penalty, else 1]
+    #[arg(long)]
+    pub repeat_penalty: Option<f32>,
     #[arg(long, default_value_t = 0.0)]
     pub presence_penalty: f32,
     #[arg(long, default_value_t = 0.0)]
@@ -46,23 +51,37 @@ impl SamplingArgs {
         self.seed.unwrap_or_else(|| std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64))
     }
 
-    pub fn config(&self, seed: u64, eog: &[u32]) -> GenerateConfig {
+    /// The sampler: llama.cpp's defaults, then the model's generation
+    /// defaults, then what the command line sets.
+    pub fn config(&self, seed: u64, eog: &[u32], defaults: &GenerationDefaults) -> GenerateConfig {
         let ban = if self.ignore_eos { eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect() } else { Vec::new() };
+        let mut sampler = SamplerConfig {
+            temperature: 0.8,
+            top_k: 40,
+            top_p: 0.95,
+            min_p: 0.05,
+            typical_p: 1.0,
+            repeat_penalty: 1.0,
+            presence_penalty: self.presence_penalty,
+            frequency_penalty: self.frequency_penalty,
+            repeat_last_n: self.repeat_last_n,
+            seed: Some(seed),
+            logit_bias: ban,
+        };
+        defaults.apply(&mut sampler);
+        let cli = GenerationDefaults {
+            temperature: self.temp,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            typical_p: self.typical,
+            repeat_penalty: self.repeat_penalty,
+            ..GenerationDefaults::default()
+        };
+        cli.apply(&mut sampler);
         GenerateConfig {
             max_tokens: self.n_predict,
-            sampler: SamplerConfig {
-                temperature: self.temp,
-                top_k: self.top_k,
-                top_p: self.top_p,
-                min_p: self.min_p,
-                typical_p: self.typical,
-                repeat_penalty: self.repeat_penalty,
-                presence_penalty: self.presence_penalty,
-                frequency_penalty: self.frequency_penalty,
-                repeat_last_n: self.repeat_last_n,
-                seed: Some(seed),
-                logit_bias: ban,
-            },
+            sampler,
             stop: self.stop.clone(),
             stop_tokens: Vec::new(),
             ignore_eos: self.ignore_eos,

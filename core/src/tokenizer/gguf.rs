@@ -1,5 +1,5 @@
-//! The tokenizer, built from a GGUF's embedded vocabulary with the
-//! `tokenizers` crate: byte-level BPE with the pre-tokenizer the file names.
+//! A tokenizer from a GGUF's embedded vocabulary: byte-level BPE with the
+//! pre-tokenizer the file names.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -12,6 +12,7 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
 
+use super::{byte_chars, ends_turns, tok_err, Tokenizer};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 
@@ -23,41 +24,6 @@ const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L
 /// GGUF token types.
 const TOKEN_CONTROL: i64 = 3;
 const TOKEN_USER_DEFINED: i64 = 4;
-
-pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
-    /// The bytes each token stands for (special tokens: their text).
-    token_bytes: Vec<Vec<u8>>,
-    is_control: Vec<bool>,
-    pub bos: Option<u32>,
-    pub eos: Option<u32>,
-    /// End-of-turn / other ids that end generation (EOS included).
-    pub eog: Vec<u32>,
-    pub add_bos: bool,
-    pub chat_template: Option<String>,
-    pub model: String,
-    pub pre: String,
-}
-
-fn tok_err(e: impl core::fmt::Display) -> Error {
-    Error::Tokenizer { detail: e.to_string() }
-}
-
-/// GPT-2's byte ↔ printable-char table: char for each byte.
-fn byte_chars() -> [char; 256] {
-    let mut table = ['\0'; 256];
-    let mut n = 0u32;
-    for b in 0..256u32 {
-        let printable = (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
-        table[b as usize] = if printable {
-            char::from_u32(b).unwrap_or('\0')
-        } else {
-            n += 1;
-            char::from_u32(255 + n).unwrap_or('\0')
-        };
-    }
-    table
-}
 
 fn strings<'a>(g: &Gguf<'a>, key: &str) -> Result<Vec<&'a str>> {
     let arr = g.get_array(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })?;
@@ -155,10 +121,8 @@ impl Tokenizer {
         let eot = id_key(g, "tokenizer.ggml.eot_token_id", n)?;
         let eom = id_key(g, "tokenizer.ggml.eom_token_id", n)?;
         let mut eog: Vec<u32> = [eos, eot, eom].into_iter().flatten().collect();
-        // Chat models end turns with these whatever the file names as EOS.
         for (i, t) in tokens.iter().enumerate() {
-            let end = matches!(*t, "<|im_end|>" | "<|endoftext|>" | "<|eot_id|>" | "<|end_of_text|>" | "<end_of_turn>");
-            if end && types[i] == TOKEN_CONTROL {
+            if ends_turns(t) && types[i] == TOKEN_CONTROL {
                 eog.push(i as u32);
             }
         }
@@ -177,65 +141,10 @@ impl Tokenizer {
             pre: pre.to_string(),
         })
     }
-
-    pub fn n_vocab(&self) -> usize {
-        self.token_bytes.len()
-    }
-
-    /// Token ids of `text`; special-token strings in it become their ids.
-    /// `add_special`: prepend BOS if the model asks for it.
-    pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
-        let enc = self.inner.encode(text, false).map_err(tok_err)?;
-        let mut ids = Vec::with_capacity(enc.len() + 1);
-        if add_special && self.add_bos {
-            ids.extend(self.bos);
-        }
-        ids.extend_from_slice(enc.get_ids());
-        Ok(ids)
-    }
-
-    /// The bytes a token stands for.
-    pub fn token_bytes(&self, id: u32) -> &[u8] {
-        self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
-    }
-
-    pub fn is_control(&self, id: u32) -> bool {
-        self.is_control.get(id as usize).copied().unwrap_or(false)
-    }
-
-    pub fn is_eog(&self, id: u32) -> bool {
-        self.eog.contains(&id)
-    }
-
-    /// Text of `ids`, special tokens included; invalid UTF-8 becomes U+FFFD.
-    pub fn decode(&self, ids: &[u32]) -> String {
-        let bytes: Vec<u8> = ids.iter().flat_map(|&i| self.token_bytes(i).iter().copied()).collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-
-    /// The token string as stored in the vocabulary.
-    pub fn token_str(&self, id: u32) -> Option<String> {
-        self.inner.id_to_token(id)
-    }
 }
 
 fn split_then_bytes(regex: &str) -> Result<PreTokenizerWrapper> {
     let split =
         Split::new(SplitPattern::Regex(regex.to_string()), SplitDelimiterBehavior::Isolated, false).map_err(tok_err)?;
     Ok(Sequence::new(alloc::vec![split.into(), ByteLevel::new(false, true, false).into()]).into())
-}
-
-impl core::fmt::Debug for Tokenizer {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Tokenizer({} {}, {} tokens)", self.model, self.pre, self.n_vocab())
-    }
-}
-
-impl crate::generate::Vocab for Tokenizer {
-    fn token_bytes(&self, id: u32) -> &[u8] {
-        Tokenizer::token_bytes(self, id)
-    }
-    fn is_eog(&self, id: u32) -> bool {
-        Tokenizer::is_eog(self, id)
-    }
 }

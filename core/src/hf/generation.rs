@@ -1,0 +1,89 @@
+//! `generation_config.json`: the sampling defaults and end tokens a model
+//! ships with. A field the file does not set leaves tern's default.
+
+use alloc::string::ToString;
+use alloc::vec::Vec;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::sampler::SamplerConfig;
+
+const FILE: &str = "generation_config.json";
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerationDefaults {
+    /// `do_sample: false` makes this 0 (greedy).
+    pub temperature: Option<f32>,
+    pub top_k: Option<usize>,
+    pub top_p: Option<f32>,
+    pub min_p: Option<f32>,
+    pub typical_p: Option<f32>,
+    pub repeat_penalty: Option<f32>,
+    pub max_new_tokens: Option<usize>,
+    pub bos_token_id: Option<u32>,
+    pub eos_token_ids: Vec<u32>,
+}
+
+impl GenerationDefaults {
+    pub fn parse(bytes: &[u8]) -> Result<GenerationDefaults> {
+        let bad = |field: &str, detail: alloc::string::String| Error::ModelFile {
+            file: FILE.into(),
+            field: field.into(),
+            detail,
+        };
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| bad("(file)", e.to_string()))?;
+        let Value::Object(m) = &v else { return Err(bad("(file)", "not a JSON object".into())) };
+        let num = |k: &str| -> Result<Option<f32>> {
+            match m.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(x) => x
+                    .as_f64()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .map(|f| Some(f as f32))
+                    .ok_or_else(|| bad(k, alloc::format!("{x} is not a number ≥ 0"))),
+            }
+        };
+        let count = |k: &str| -> Result<Option<usize>> {
+            match m.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(x) => {
+                    x.as_u64().map(|n| Some(n as usize)).ok_or_else(|| bad(k, alloc::format!("{x} is not a count")))
+                }
+            }
+        };
+        let greedy = match m.get("do_sample") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => !b,
+            Some(x) => return Err(bad("do_sample", alloc::format!("{x} is not true or false"))),
+        };
+        Ok(GenerationDefaults {
+            temperature: if greedy { Some(0.0) } else { num("temperature")? },
+            top_k: count("top_k")?,
+            top_p: num("top_p")?,
+            min_p: num("min_p")?,
+            typical_p: num("typical_p")?,
+            repeat_penalty: num("repetition_penalty")?,
+            max_new_tokens: count("max_new_tokens")?,
+            bos_token_id: super::config::ids(FILE, "bos_token_id", m.get("bos_token_id"))?.first().copied(),
+            eos_token_ids: super::config::ids(FILE, "eos_token_id", m.get("eos_token_id"))?,
+        })
+    }
+
+    /// Put the file's values into `s` (the caller then applies what the
+    /// user asked for explicitly).
+    pub fn apply(&self, s: &mut SamplerConfig) {
+        let set = |dst: &mut f32, v: Option<f32>| {
+            if let Some(v) = v {
+                *dst = v;
+            }
+        };
+        set(&mut s.temperature, self.temperature);
+        set(&mut s.top_p, self.top_p);
+        set(&mut s.min_p, self.min_p);
+        set(&mut s.typical_p, self.typical_p);
+        set(&mut s.repeat_penalty, self.repeat_penalty);
+        if let Some(k) = self.top_k {
+            s.top_k = k;
+        }
+    }
+}

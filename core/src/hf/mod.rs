@@ -1,0 +1,79 @@
+//! HuggingFace model directories: `config.json`, safetensors weights (one
+//! file or shards with an index), `generation_config.json`; the tokenizer
+//! files are read by `crate::tokenizer`. No I/O here: the caller hands in
+//! each file's bytes (memory maps natively, buffers in wasm).
+
+pub mod config;
+pub mod generation;
+pub mod shards;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+pub use config::HfConfig;
+pub use generation::GenerationDefaults;
+pub use shards::{Index, Shards, INDEX, SINGLE};
+
+use crate::error::{Error, Result};
+use crate::model::{Model, Weights};
+
+/// What a loaded checkpoint was, for reporting.
+#[derive(Debug, Clone)]
+pub struct CheckpointInfo {
+    pub architecture: String,
+    pub shards: Vec<String>,
+    /// Tensors per saved dtype.
+    pub dtypes: BTreeMap<String, usize>,
+    pub bos_token_id: Option<u32>,
+    pub eos_token_ids: Vec<u32>,
+}
+
+/// The shard files to open: the index's, else `model.safetensors`.
+pub fn shard_files(index: Option<&Index>) -> Vec<String> {
+    match index {
+        Some(ix) => ix.files().into_iter().map(String::from).collect(),
+        None => alloc::vec![SINGLE.into()],
+    }
+}
+
+fn flatten(e: Error, into: &mut Vec<Error>) {
+    match e {
+        Error::Tensors { problems } => into.extend(problems),
+        e => into.push(e),
+    }
+}
+
+/// Load a checkpoint: parse `config.json`, read every shard's header,
+/// check shards, index, config and the tensors the architecture needs
+/// against each other (all problems in one report) before any tensor is
+/// read, then bind. `shards` are (file name, bytes), as `shard_files` lists.
+pub fn load<B: AsRef<[u8]>>(
+    config_json: &[u8],
+    index: Option<&Index>,
+    shards: Vec<(String, B)>,
+) -> Result<(Model<B>, CheckpointInfo)> {
+    let hc = HfConfig::parse(config_json)?;
+    let (weights, info) = {
+        let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
+        let (dir, mut problems) = Shards::read(&views, index, hc.dtype)?;
+        if let Err(e) = Weights::check(&dir, &hc.config, hc.expect) {
+            flatten(e, &mut problems);
+        }
+        match problems.len() {
+            0 => {}
+            1 => return Err(problems.remove(0)),
+            _ => return Err(Error::Tensors { problems }),
+        }
+        let info = CheckpointInfo {
+            architecture: hc.architecture.clone(),
+            shards: shards.iter().map(|s| s.0.clone()).collect(),
+            dtypes: dir.dtypes(),
+            bos_token_id: hc.bos_token_id,
+            eos_token_ids: hc.eos_token_ids.clone(),
+        };
+        (Weights::bind(&dir, &hc.config, hc.expect)?, info)
+    };
+    let bufs = shards.into_iter().map(|s| s.1).collect();
+    Ok((Model::from_parts(bufs, hc.config, weights)?, info))
+}

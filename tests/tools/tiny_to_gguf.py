@@ -1,0 +1,87 @@
+"""Test-only: write the tiny Qwen3 oracle model (an HF directory saved by
+transformers) as a GGUF file with the `gguf` package (gguf-py), the way
+llama.cpp's converter lays out a qwen3 model: matrices kept in their saved
+dtype (bf16), norms in f32, no tokenizer (the oracle model has none).
+
+    python tiny_to_gguf.py HF_DIR OUT.gguf
+"""
+import json
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import gguf
+
+NAMES = {
+    "model.embed_tokens.weight": "token_embd.weight",
+    "model.norm.weight": "output_norm.weight",
+    "lm_head.weight": "output.weight",
+}
+LAYER = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def gguf_name(hf: str) -> str:
+    if hf in NAMES:
+        return NAMES[hf]
+    _, _, i, rest = hf.split(".", 3)
+    return f"blk.{i}.{LAYER[rest]}"
+
+
+def read_safetensors(path: Path):
+    """(name, dtype, shape, raw bytes) of each tensor, without torch."""
+    raw = path.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8 : 8 + n])
+    header.pop("__metadata__", None)
+    for name, t in header.items():
+        s, e = t["data_offsets"]
+        yield name, t["dtype"], t["shape"], raw[8 + n + s : 8 + n + e]
+
+
+def main(src: str, out: str) -> None:
+    src = Path(src)
+    cfg = json.loads((src / "config.json").read_text())
+    assert cfg["architectures"] == ["Qwen3ForCausalLM"], cfg["architectures"]
+    w = gguf.GGUFWriter(out, "qwen3")
+    w.add_name("tiny-qwen3")
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_key_length(cfg["head_dim"])
+    w.add_value_length(cfg["head_dim"])
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    for name, dtype, shape, data in read_safetensors(src / "model.safetensors"):
+        assert dtype == "BF16", (name, dtype)
+        bits = np.frombuffer(data, dtype=np.uint16).reshape(shape)
+        if len(shape) == 1:  # norms in f32, exactly the bf16 values
+            w.add_tensor(gguf_name(name), (bits.astype(np.uint32) << 16).view(np.float32))
+        else:
+            # raw bytes, one row per row; the writer derives the element shape
+            w.add_tensor(gguf_name(name), bits.view(np.uint8).reshape(shape[0], -1),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
