@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): fetch the test models if
-# needed, check that core builds no_std for wasm32, run every test natively,
+# needed (and make the test-only ones from them with gguf-py), check that core builds no_std for wasm32, run every test natively,
 # then core's tests and the kernel/cross-architecture tests for aarch64
 # under qemu-user emulation, then the wasm build: its kernel conformance in
 # Node (wasm-bindgen-test), the npm package's tests in Node, and the
@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/fetch-models.sh all
+scripts/make-test-models.sh
 scripts/install-cross.sh
 scripts/install-wasm-tools.sh
 cargo build --locked -p tern-core --no-default-features --target wasm32-unknown-unknown

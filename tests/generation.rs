@@ -31,11 +31,11 @@ fn chat_templates_render_as_hf_does() {
     for (model, file) in MODELS {
         let lm = load(file);
         let case = &manifest()["prompts"][model]["p3"];
-        let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 256, None).unwrap();
+        let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 256, None).unwrap();
         conv.messages = messages_from_json(&case["messages"]).unwrap();
         let rendered = conv.render().unwrap();
         assert_eq!(rendered, case["rendered"].as_str().unwrap(), "{model}");
-        assert_eq!(conv.prompt(&lm.tokenizer, 0).unwrap(), ids(&case["input_ids"]), "{model}");
+        assert_eq!(conv.prompt(lm.tokenizer().unwrap(), 0).unwrap(), ids(&case["input_ids"]), "{model}");
     }
 }
 
@@ -43,17 +43,18 @@ fn chat_templates_render_as_hf_does() {
 fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false);
-    let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 512, Some("Be brief.")).unwrap();
-    let r1 = conv.reply(&lm.model, e, &lm.tokenizer, "Name a color.", greedy(12), tern::clock, |_, _| {}).unwrap();
+    let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, Some("Be brief.")).unwrap();
+    let r1 =
+        conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Name a color.", greedy(12), tern::clock, |_, _| {}).unwrap();
     assert_eq!(r1.usage.cached_tokens, 0);
     let in_cache = conv.session.n_past();
     let prompt2 = {
-        let mut c = Conversation::new(&lm.model, &lm.tokenizer, 512, None).unwrap();
+        let mut c = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
         c.messages = conv.messages.clone();
         c.messages.push(tern_core::chat::Message::new("user", "Another one."));
-        c.prompt(&lm.tokenizer, 0).unwrap()
+        c.prompt(lm.tokenizer().unwrap(), 0).unwrap()
     };
-    let gen = conv.generator(&lm.model, e, &lm.tokenizer, "Another one.", greedy(1)).unwrap();
+    let gen = conv.generator(&lm.model, e, lm.tokenizer().unwrap(), "Another one.", greedy(1)).unwrap();
     let r2 = gen.run(|_, _| {}).unwrap();
     let reused = r2.usage.cached_tokens;
     println!(
@@ -74,14 +75,18 @@ fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
 fn saved_session_continues_identically() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false);
-    let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 512, None).unwrap();
-    conv.reply(&lm.model, e, &lm.tokenizer, "Tell me a story.", sampled(10, Some(5)), tern::clock, |_, _| {}).unwrap();
+    let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
+    conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Tell me a story.", sampled(10, Some(5)), tern::clock, |_, _| {})
+        .unwrap();
     let saved = conv.save(&lm.model);
     // seed None: the second turn draws from the session's RNG, saved with it
-    let a = conv.reply(&lm.model, e, &lm.tokenizer, "Go on.", sampled(12, None), tern::clock, |_, _| {}).unwrap();
-    let mut other = Conversation::new(&lm.model, &lm.tokenizer, 512, None).unwrap();
+    let a =
+        conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Go on.", sampled(12, None), tern::clock, |_, _| {}).unwrap();
+    let mut other = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
     other.load(&lm.model, &saved).unwrap();
-    let b = other.reply(&lm.model, e, &lm.tokenizer, "Go on.", sampled(12, None), tern::clock, |_, _| {}).unwrap();
+    let b = other
+        .reply(&lm.model, e, lm.tokenizer().unwrap(), "Go on.", sampled(12, None), tern::clock, |_, _| {})
+        .unwrap();
     assert_eq!(a.tokens, b.tokens);
     assert_eq!(a.usage, b.usage);
     // a damaged state is refused with a typed error
@@ -95,14 +100,14 @@ fn context_overflow_errors_unless_dropping_oldest_turns() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false);
     let long = "word ".repeat(60);
-    let mut conv = Conversation::new(&lm.model, &lm.tokenizer, 128, Some("S.")).unwrap();
-    conv.reply(&lm.model, e, &lm.tokenizer, &long, greedy(4), tern::clock, |_, _| {}).unwrap();
+    let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 128, Some("S.")).unwrap();
+    conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock, |_, _| {}).unwrap();
     let before = conv.messages.len();
-    let err = conv.generator(&lm.model, e, &lm.tokenizer, &long, greedy(4)).err().unwrap();
+    let err = conv.generator(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4)).err().unwrap();
     assert!(matches!(err, Error::ContextFull { n_ctx: 128, .. }), "{err}");
     assert_eq!(conv.messages.len(), before, "a refused turn leaves the history as it was");
     conv.overflow = Overflow::DropOldest;
-    let r = conv.reply(&lm.model, e, &lm.tokenizer, &long, greedy(4), tern::clock, |_, _| {}).unwrap();
+    let r = conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock, |_, _| {}).unwrap();
     assert_eq!(r.usage.completion_tokens, 4);
     assert_eq!(conv.messages[0].role, "system");
     assert_eq!(conv.messages.len(), 3, "system, the new user turn, its reply");
@@ -111,11 +116,13 @@ fn context_overflow_errors_unless_dropping_oldest_turns() {
 #[test]
 fn seeded_sampling_is_the_same_for_any_thread_count() {
     let lm = load(MODELS[1].1);
-    let prompt = lm.tokenizer.encode("Once upon a time", true).unwrap();
+    let prompt = lm.tokenizer().unwrap().encode("Once upon a time", true).unwrap();
     let run = |t: &Threads| {
         let mut s = lm.model.session(64, 512);
         let cfg = sampled(16, Some(1234));
-        Generator::new(&lm.model, tern::engine(t, false), &lm.tokenizer, &mut s, &prompt, cfg).run(|_, _| {}).unwrap()
+        Generator::new(&lm.model, tern::engine(t, false), lm.tokenizer().unwrap(), &mut s, &prompt, cfg)
+            .run(|_, _| {})
+            .unwrap()
     };
     let (one, two) = (run(&Threads::new(1)), run(&Threads::new(2)));
     assert_eq!(one.tokens, two.tokens);
@@ -123,7 +130,7 @@ fn seeded_sampling_is_the_same_for_any_thread_count() {
     assert_ne!(one.tokens, {
         let mut s = lm.model.session(64, 512);
         let cfg = sampled(16, Some(99));
-        Generator::new(&lm.model, tern::engine(threads(), false), &lm.tokenizer, &mut s, &prompt, cfg)
+        Generator::new(&lm.model, tern::engine(threads(), false), lm.tokenizer().unwrap(), &mut s, &prompt, cfg)
             .run(|_, _| {})
             .unwrap()
             .tokens
@@ -138,7 +145,8 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     let mut s = lm.model.session(256, 512);
     let mut text = String::new();
     let mut ids = Vec::new();
-    let gen = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &case.input_ids, greedy(24)).with_clock(tern::clock);
+    let gen = Generator::new(&lm.model, e, lm.tokenizer().unwrap(), &mut s, &case.input_ids, greedy(24))
+        .with_clock(tern::clock);
     let mut result = None;
     for ev in gen {
         match ev.unwrap() {
@@ -169,7 +177,8 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
         })
     };
     let mut s = lm.model.session(256, 512);
-    let gen = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &case.input_ids, greedy(200)).with_cancel(flag);
+    let gen =
+        Generator::new(&lm.model, e, lm.tokenizer().unwrap(), &mut s, &case.input_ids, greedy(200)).with_cancel(flag);
     let mut sent = false;
     let r = gen
         .run(|_, _| {
@@ -198,11 +207,12 @@ fn batched_sequences_equal_each_run_alone() {
         })
         .collect();
     let mut sessions: Vec<_> = items.iter().map(|_| lm.model.session(512, 64)).collect();
-    let batched = generate_batch(&lm.model, &e, &lm.tokenizer, &mut sessions, &items, tern::clock).unwrap();
+    let batched = generate_batch(&lm.model, &e, lm.tokenizer().unwrap(), &mut sessions, &items, tern::clock).unwrap();
     for (it, b) in items.iter().zip(&batched) {
         let mut s = lm.model.session(512, 64);
-        let alone =
-            Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &it.prompt, it.cfg.clone()).run(|_, _| {}).unwrap();
+        let alone = Generator::new(&lm.model, e, lm.tokenizer().unwrap(), &mut s, &it.prompt, it.cfg.clone())
+            .run(|_, _| {})
+            .unwrap();
         assert_eq!((&alone.tokens, &alone.text, alone.finish_reason), (&b.tokens, &b.text, b.finish_reason));
     }
 

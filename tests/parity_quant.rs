@@ -135,14 +135,15 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
         let prompt = ids(&rec["prompt_ids"]);
         let want = ids(&rec["generated_ids"]);
         let mut s = lm.model.session(prompt.len() + want.len(), 512);
-        let ban = lm.tokenizer.eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect();
+        let ban = lm.tokenizer().unwrap().eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect();
         let cfg = GenerateConfig {
             max_tokens: want.len(),
             sampler: SamplerConfig { logit_bias: ban, ..SamplerConfig::greedy() },
             ignore_eos: true,
             ..Default::default()
         };
-        let got = Generator::new(&lm.model, e, &lm.tokenizer, &mut s, &prompt, cfg).run(|_, _| {}).unwrap().tokens;
+        let got =
+            Generator::new(&lm.model, e, lm.tokenizer().unwrap(), &mut s, &prompt, cfg).run(|_, _| {}).unwrap().tokens;
         let first_diff = got.iter().zip(&want).position(|(a, b)| a != b);
         let accepted = ACCEPTED_DIVERGENCES.iter().find(|a| a.0 == model && a.1 == p).map(|a| (a.2, a.3));
         match first_diff {

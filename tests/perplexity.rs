@@ -10,8 +10,8 @@ fn check(file: &str) {
     let (ctx, want_ppl) = (want["ctx"].as_u64().unwrap() as usize, want["ppl"].as_f64().unwrap());
     let text = std::fs::read_to_string(oracle_dir().join("perplexity").join(rec["text"].as_str().unwrap())).unwrap();
     let lm = load(file);
-    let tokens = lm.tokenizer.encode(&text, false).unwrap();
-    let bos = lm.tokenizer.add_bos.then_some(lm.tokenizer.bos).flatten();
+    let tokens = lm.tokenizer().unwrap().encode(&text, false).unwrap();
+    let bos = lm.tokenizer().unwrap().add_bos.then_some(lm.tokenizer().unwrap().bos).flatten();
     let e = tern::engine(threads(), false);
     let r = perplexity(&lm.model, &e, &tokens, ctx, bos, None, |_, _| {}).unwrap();
     let rel = (r.ppl - want_ppl).abs() / want_ppl;

@@ -3,12 +3,12 @@
 //! streaming detokenizer: token by token it yields the same text, never a
 //! partial UTF-8 sequence.
 
+use tern_core::hf::GenerationDefaults;
+use tern_core::tokenizer::Tokenizer;
 use tern_core::utf8::Utf8Stream;
 use tern_tests::*;
 
-fn check(model: &str, file: &str) {
-    let lm = load(file);
-    let tok = &lm.tokenizer;
+fn check(model: &str, tok: &Tokenizer) {
     let cases = read_json("tokenizer_cases.json");
     let cases = cases["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 195);
@@ -39,12 +39,40 @@ fn check(model: &str, file: &str) {
     println!("{model}: 195/195 tokenizer cases equal HF (ids and decoded text)");
 }
 
-#[test]
-fn qwen_tokenizer_matches_hf() {
-    check(MODELS[0].0, MODELS[0].1);
+/// The tokenizer of an HF directory: the oracle's tokenizer files.
+fn from_hf_files(model: &str) -> Tokenizer {
+    let dir = oracle_dir().join("hf").join(model);
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let gen = GenerationDefaults::parse(&read("generation_config.json")).unwrap();
+    let template = String::from_utf8(read("chat_template.jinja")).unwrap();
+    Tokenizer::from_hf(
+        &read("tokenizer.json"),
+        Some(&read("tokenizer_config.json")),
+        Some(&template),
+        &gen.eos_token_ids,
+    )
+    .unwrap()
 }
 
 #[test]
-fn smollm2_tokenizer_matches_hf() {
-    check(MODELS[1].0, MODELS[1].1);
+fn gguf_tokenizers_match_hf() {
+    for (model, file) in MODELS {
+        check(model, load(file).tokenizer().unwrap());
+    }
+}
+
+#[test]
+fn tokenizer_json_tokenizers_match_hf_and_the_gguf_ones() {
+    for (model, file) in MODELS {
+        let tok = from_hf_files(model);
+        check(model, &tok);
+        let lm = load(file);
+        let g = lm.tokenizer().unwrap();
+        assert_eq!(tok.n_vocab(), g.n_vocab(), "{model}");
+        assert!((0..g.n_vocab() as u32).all(|i| tok.token_bytes(i) == g.token_bytes(i)), "{model}: token bytes");
+        assert!((0..g.n_vocab() as u32).all(|i| tok.is_control(i) == g.is_control(i)), "{model}: special tokens");
+        assert_eq!(tok.chat_template, g.chat_template, "{model}: chat template");
+        assert_eq!(tok.add_bos, g.add_bos, "{model}");
+        assert!(g.eog.iter().all(|id| tok.is_eog(*id)), "{model}: end ids {:?} vs {:?}", tok.eog, g.eog);
+    }
 }

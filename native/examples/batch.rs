@@ -21,13 +21,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = tern::engine(&threads, false);
     let topics = ["the sea", "a city", "winter", "a robot", "the moon", "coffee", "a library", "rain"];
     let mut base = 0.0;
+    let tok = lm.tokenizer()?;
     for n in sizes {
         let items: Vec<BatchItem> = (0..n)
             .map(|i| BatchItem {
-                prompt: lm
-                    .tokenizer
-                    .encode(&format!("A short poem about {}:", topics[i % topics.len()]), true)
-                    .unwrap(),
+                prompt: tok.encode(&format!("A short poem about {}:", topics[i % topics.len()]), true).unwrap(),
                 cfg: GenerateConfig {
                     max_tokens: 32,
                     sampler: SamplerConfig { temperature: 0.8, seed: Some(i as u64), ..Default::default() },
@@ -38,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         let mut sessions: Vec<_> = items.iter().map(|_| lm.model.session(128, 64)).collect();
         let t0 = std::time::Instant::now();
-        let results = generate_batch(&lm.model, &engine, &lm.tokenizer, &mut sessions, &items, tern::clock)?;
+        let results = generate_batch(&lm.model, &engine, tok, &mut sessions, &items, tern::clock)?;
         let decode_s: f64 =
             results.iter().map(|r| (r.timings.total_ms - r.timings.first_token_ms) / 1e3).fold(0.0, f64::max);
         let tokens: usize = results.iter().map(|r| r.tokens.len() - 1).sum();

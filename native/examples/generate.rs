@@ -14,10 +14,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lm = tern::load(&path)?;
     let threads = Threads::new(0);
     let engine = tern::engine(&threads, false);
-    let ids = lm.tokenizer.encode(&prompt, true)?;
+    let ids = lm.tokenizer()?.encode(&prompt, true)?;
     let mut session = lm.model.session(ids.len() + 32, 512);
     let cfg = GenerateConfig { max_tokens: 32, sampler: SamplerConfig::greedy(), ..Default::default() };
-    let r = Generator::new(&lm.model, engine, &lm.tokenizer, &mut session, &ids, cfg)
+    let r = Generator::new(&lm.model, engine, lm.tokenizer()?, &mut session, &ids, cfg)
         .with_clock(tern::clock)
         .run(|_, _| {})?;
     println!("{prompt}{}", r.text);

@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = models::path_or(std::env::args().nth(1), models::SMOLLM2)?;
     let lm = tern::load(&path)?;
     let threads = Threads::new(0);
-    let ids = lm.tokenizer.encode("Here is a list of fruits:\n1.", true)?;
+    let ids = lm.tokenizer()?.encode("Here is a list of fruits:\n1.", true)?;
     let mut session = lm.model.session(512, 512);
     let cfg = GenerateConfig {
         max_tokens: 200,
@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::sleep(std::time::Duration::from_secs(2));
         flag.store(true, Ordering::Relaxed);
     });
-    let gen = Generator::new(&lm.model, tern::engine(&threads, false), &lm.tokenizer, &mut session, &ids, cfg)
+    let gen = Generator::new(&lm.model, tern::engine(&threads, false), lm.tokenizer()?, &mut session, &ids, cfg)
         .with_cancel(cancel)
         .with_clock(tern::clock);
     print!("1.");

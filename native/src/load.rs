@@ -138,7 +138,17 @@ fn load_dir(dir: &Path) -> Result<Loaded> {
         Some(b) => Some(Index::parse(&b)?),
         None => None,
     };
-    let shards = hf::shard_files(index.as_ref())
+    let mut names = hf::shard_files(index.as_ref());
+    // shards lying beside the index that it does not name are reported
+    if index.is_some() {
+        let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+        for name in entries.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+            if is_shard_name(&name) && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    let shards = names
         .into_iter()
         .map(|name| Ok((name.clone(), Buffer::Mapped(map(&dir.join(&name))?))))
         .collect::<Result<Vec<_>>>()?;
@@ -162,6 +172,13 @@ fn load_dir(dir: &Path) -> Result<Loaded> {
         }
     };
     Ok(Loaded { model, tokenizer, format: Format::Hf(info), defaults, requantized: None, load_time: Duration::ZERO })
+}
+
+/// `model-00001-of-00003.safetensors`, as transformers names shards.
+fn is_shard_name(name: &str) -> bool {
+    let Some(mid) = name.strip_prefix("model-").and_then(|n| n.strip_suffix(".safetensors")) else { return false };
+    let Some((a, b)) = mid.split_once("-of-") else { return false };
+    !a.is_empty() && !b.is_empty() && (a.bytes().chain(b.bytes())).all(|c| c.is_ascii_digit())
 }
 
 fn not_utf8(path: PathBuf) -> Error {

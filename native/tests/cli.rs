@@ -163,3 +163,55 @@ fn bench_json_uses_llama_bench_fields() {
         assert!(r["avg_ts"].as_f64().unwrap() > 0.0);
     }
 }
+
+fn tiny(name: &str) -> String {
+    format!("{}/../tests/fixtures/oracle/tiny/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn run_and_info_take_an_hf_directory() {
+    let out = tern().args(["info", &tiny("tiny-qwen3")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = String::from_utf8_lossy(&out.stdout);
+    for want in
+        ["Qwen3ForCausalLM", "saved as BF16: 35", "q/k norm true", "tied to the token embedding", "tokenizer   none"]
+    {
+        assert!(info.contains(want), "{want:?} not in:\n{info}");
+    }
+    // the oracle's greedy ids (oracle.json), sharded float32 directory
+    let ids = "1,23,45,67,89,101,211,307,401,499,5,511";
+    let out = tern()
+        .args([
+            "run",
+            "-m",
+            &tiny("tiny-qwen2"),
+            "--prompt-ids",
+            ids,
+            "-n",
+            "8",
+            "--temp",
+            "0",
+            "--json",
+            "--ignore-eos",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["ids"], serde_json::json!([48, 26, 252, 275, 143, 217, 368, 368]));
+    // text needs a tokenizer, which the tiny models lack
+    let out = tern().args(["run", "-m", &tiny("tiny-qwen2"), "-p", "hello"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no tokenizer"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn quantize_at_load_is_reported_by_info() {
+    let out = tern().args(["info", "--quantize", "q8_0", &tiny("tiny-llama")]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(info.contains("matrices    30 — Q8_0: 30"), "{info}");
+    assert!(info.contains("quantized   at load to Q8_0: 30 matrices"), "{info}");
+    let out = tern().args(["info", "--quantize", "q4_k", &tiny("tiny-llama")]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tern quantizes at load to q8_0"));
+}

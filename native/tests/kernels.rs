@@ -54,7 +54,7 @@ fn model_logits_identical_across_backends_and_threads() {
     let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
     assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
-    let prompt = lm.tokenizer.encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
+    let prompt = lm.tokenizer().unwrap().encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
     let run = |name: &str, threads: usize, exact: bool| {
         let par = tern::Threads::new(threads);
         let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };

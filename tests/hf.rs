@@ -1,0 +1,164 @@
+//! HuggingFace model directories. The tiny models transformers itself made
+//! (Qwen2 in 3 float32 shards, Qwen3 in bf16 with a tied head, Llama in
+//! float32) against their oracle logits at every position and their greedy
+//! ids; the tiny Qwen3 written as GGUF by gguf-py; the Qwen2.5 GGUF
+//! dequantized by gguf-py into an HF directory against the GGUF's exact
+//! path; Q8_0 at load; and broken directories, every problem named.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tern::{LoadOptions, Loaded};
+use tern_core::quant::GgmlType;
+use tern_core::{Engine, Logits};
+use tern_tests::*;
+
+const TINY: [&str; 3] = ["tiny-qwen2", "tiny-qwen3", "tiny-llama"];
+
+fn tiny(name: &str) -> PathBuf {
+    oracle_dir().join("tiny").join(name)
+}
+
+/// Made by scripts/make-test-models.sh (the test command runs it).
+fn test_model(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-models").join(name);
+    assert!(p.exists(), "{} is missing: run scripts/make-test-models.sh (scripts/test.sh does)", p.display());
+    p
+}
+
+struct Oracle {
+    input: Vec<u32>,
+    /// [12, 512] row-major.
+    logits: Vec<f32>,
+    generated: Vec<u32>,
+}
+
+fn oracle(name: &str) -> Oracle {
+    let dir = tiny(name);
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("oracle.json")).unwrap()).unwrap();
+    let bytes = std::fs::read(dir.join("logits.bin")).unwrap();
+    assert_eq!(format!("{:x}", Sha256::digest(&bytes)), j["logits_sha256"].as_str().unwrap(), "{name}: logits.bin");
+    let logits = bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    Oracle { input: ids(&j["input_ids"]), logits, generated: ids(&j["generated_ids"]) }
+}
+
+fn load_path(p: &Path) -> Loaded {
+    tern::load(p).unwrap_or_else(|e| panic!("loading {}: {e}", p.display()))
+}
+
+fn engine(exact: bool) -> Engine<'static> {
+    tern::engine(threads(), exact)
+}
+
+fn all_logits(lm: &Loaded, e: &Engine, input: &[u32]) -> Vec<f32> {
+    let mut s = lm.model.session_kv(input.len(), 512, e.kv_type());
+    s.forward(&lm.model, e, input, Logits::All).unwrap().to_vec()
+}
+
+/// Greedy ids, cached decode, no end token (as the oracle's generate).
+fn greedy(lm: &Loaded, e: &Engine, input: &[u32], n: usize) -> Vec<u32> {
+    let mut s = lm.model.session_kv(input.len() + n, 512, e.kv_type());
+    let mut next = argmax(s.forward(&lm.model, e, input, Logits::Last).unwrap());
+    let mut out = vec![next];
+    while out.len() < n {
+        next = argmax(s.forward(&lm.model, e, &[next], Logits::Last).unwrap());
+        out.push(next);
+    }
+    out
+}
+
+/// The exact path (f32 everywhere) must meet the oracle within 1e-4; the
+/// default path keeps its KV cache in f16 (as llama.cpp), which costs more.
+fn tolerance(exact: bool) -> f64 {
+    if exact {
+        1e-4
+    } else {
+        1e-2
+    }
+}
+
+#[test]
+fn tiny_models_equal_the_transformers_oracle() {
+    for name in TINY {
+        let o = oracle(name);
+        let lm = load_path(&tiny(name));
+        for exact in [true, false] {
+            let e = engine(exact);
+            let got = all_logits(&lm, &e, &o.input);
+            let d = max_abs_diff(&got, &o.logits);
+            println!("{name} exact={exact}: max |Δ| over 12×512 logits {d:.2e}");
+            assert!(d <= tolerance(exact), "{name} exact={exact}: max |Δ| {d:e}");
+            assert_eq!(greedy(&lm, &e, &o.input, 8), o.generated, "{name} exact={exact}: greedy ids");
+        }
+    }
+}
+
+#[test]
+fn tied_head_is_the_embedding_tensor_not_a_copy() {
+    let dir = tiny("tiny-qwen3");
+    let lm = load_path(&dir);
+    let w = &lm.model.weights;
+    assert!(w.tied_output);
+    assert_eq!((w.output.buf, w.output.start, w.output.len), (w.token_embd.buf, w.token_embd.start, w.token_embd.len));
+    let file = std::fs::metadata(dir.join("model.safetensors")).unwrap().len() as usize;
+    assert_eq!(lm.model.n_bytes(), file, "the weights are the mapped file, nothing more");
+}
+
+#[test]
+fn qwen3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
+    let o = oracle("tiny-qwen3");
+    let gguf = load_path(&test_model("tiny-qwen3.gguf"));
+    let dir = load_path(&tiny("tiny-qwen3"));
+    assert_eq!(gguf.model.config.arch, tern_core::model::Arch::Qwen3);
+    for exact in [true, false] {
+        let e = engine(exact);
+        let got = all_logits(&gguf, &e, &o.input);
+        let d = max_abs_diff(&got, &o.logits);
+        println!("tiny-qwen3.gguf exact={exact}: max |Δ| {d:.2e}");
+        assert!(d <= tolerance(exact), "exact={exact}: max |Δ| {d:e}");
+        assert!(bits_equal(&got, &all_logits(&dir, &e, &o.input)), "GGUF and HF directory differ (exact={exact})");
+        assert_eq!(greedy(&gguf, &e, &o.input, 8), o.generated);
+    }
+}
+
+#[test]
+fn dequantized_qwen_directory_equals_the_gguf_exact_path() {
+    let dir = load_path(&test_model("qwen2.5-hf-f32"));
+    let gguf = load(MODELS[0].1);
+    assert_eq!(dir.model.weights.matrices().filter(|t| t.ty == GgmlType::F32).count(), 170);
+    let e = engine(true);
+    for p in PROMPTS {
+        let case = prompt_case(MODELS[0].0, p);
+        let input: Vec<u32> = case.input_ids.iter().chain(&case.generated).copied().collect();
+        let a = all_logits(&dir, &e, &input);
+        let b = all_logits(&gguf, &e, &input);
+        println!(
+            "qwen2.5 {p}: {} positions, HF f32 directory vs GGUF --exact max |Δ| {:.2e}",
+            input.len(),
+            max_abs_diff(&a, &b)
+        );
+        assert!(bits_equal(&a, &b), "{p}: the directory's logits differ from the GGUF exact path");
+    }
+    // the tokenizer from tokenizer.json matches the GGUF's on a prompt
+    let text = "def fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)  # 日本語";
+    assert_eq!(
+        dir.tokenizer().unwrap().encode(text, true).unwrap(),
+        gguf.tokenizer().unwrap().encode(text, true).unwrap()
+    );
+}
+
+#[test]
+fn q8_0_at_load_runs_the_integer_path() {
+    let o = oracle("tiny-llama");
+    let lm = tern::load_with(&tiny("tiny-llama"), &LoadOptions { quantize: Some(GgmlType::Q8_0) }).unwrap();
+    let r = lm.requantized.expect("reported");
+    assert_eq!((r.converted, r.kept), (30, 0));
+    assert!(lm.model.weights.matrices().all(|t| t.ty == GgmlType::Q8_0));
+    let got = all_logits(&lm, &engine(false), &o.input);
+    let d = max_abs_diff(&got, &o.logits);
+    let scale = o.logits.iter().fold(0f64, |a, &x| a.max(x.abs() as f64));
+    println!("tiny-llama Q8_0 at load: max |Δ| {d:.3e} (logits up to {scale:.2})");
+    // weights and activations in 8 bits: near, not equal
+    assert!(d > 1e-6 && d < 0.05 * scale, "max |Δ| {d:e} for logits up to {scale}");
+    assert_eq!(greedy(&lm, &engine(false), &o.input, 8), o.generated);
+}
