@@ -77,18 +77,25 @@ fn tolerance(exact: bool) -> f64 {
     }
 }
 
+/// All 12×512 logits within `tolerance` of the oracle and its 8 greedy
+/// ids; returns the logits.
+fn against_oracle(name: &str, lm: &Loaded, o: &Oracle, exact: bool) -> Vec<f32> {
+    let e = engine(exact);
+    let got = all_logits(lm, &e, &o.input);
+    let d = max_abs_diff(&got, &o.logits);
+    println!("{name} exact={exact}: max |Δ| over 12×512 logits {d:.2e}");
+    assert!(d <= tolerance(exact), "{name} exact={exact}: max |Δ| {d:e}");
+    assert_eq!(greedy(lm, &e, &o.input, 8), o.generated, "{name} exact={exact}: greedy ids");
+    got
+}
+
 #[test]
 fn tiny_models_equal_the_transformers_oracle() {
     for name in TINY {
         let o = oracle(name);
         let lm = load_path(&tiny(name));
         for exact in [true, false] {
-            let e = engine(exact);
-            let got = all_logits(&lm, &e, &o.input);
-            let d = max_abs_diff(&got, &o.logits);
-            println!("{name} exact={exact}: max |Δ| over 12×512 logits {d:.2e}");
-            assert!(d <= tolerance(exact), "{name} exact={exact}: max |Δ| {d:e}");
-            assert_eq!(greedy(&lm, &e, &o.input, 8), o.generated, "{name} exact={exact}: greedy ids");
+            against_oracle(name, &lm, &o, exact);
         }
     }
 }
@@ -111,13 +118,9 @@ fn qwen3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
     let dir = load_path(&tiny("tiny-qwen3"));
     assert_eq!(gguf.model.config.arch, tern_core::model::Arch::Qwen3);
     for exact in [true, false] {
-        let e = engine(exact);
-        let got = all_logits(&gguf, &e, &o.input);
-        let d = max_abs_diff(&got, &o.logits);
-        println!("tiny-qwen3.gguf exact={exact}: max |Δ| {d:.2e}");
-        assert!(d <= tolerance(exact), "exact={exact}: max |Δ| {d:e}");
-        assert!(bits_equal(&got, &all_logits(&dir, &e, &o.input)), "GGUF and HF directory differ (exact={exact})");
-        assert_eq!(greedy(&gguf, &e, &o.input, 8), o.generated);
+        let got = against_oracle("tiny-qwen3.gguf", &gguf, &o, exact);
+        let from_dir = all_logits(&dir, &engine(exact), &o.input);
+        assert!(bits_equal(&got, &from_dir), "GGUF and HF directory differ (exact={exact})");
     }
 }
 
@@ -161,4 +164,24 @@ fn q8_0_at_load_runs_the_integer_path() {
     // weights and activations in 8 bits: near, not equal
     assert!(d > 1e-6 && d < 0.05 * scale, "max |Δ| {d:e} for logits up to {scale}");
     assert_eq!(greedy(&lm, &engine(false), &o.input, 8), o.generated);
+}
+
+#[test]
+fn dequantized_smollm2_llama_directory_matches_the_gguf_exact_path() {
+    // llama: GGUF's Q/K rows are permuted for adjacent-pair rotation, the
+    // directory's are HF's (rotate_half); the same numbers summed in
+    // another order inside each head, so near, not bit-equal
+    let dir = load_path(&test_model("smollm2-hf-f32"));
+    let gguf = load(MODELS[1].1);
+    assert!(dir.model.weights.tied_output);
+    let e = engine(true);
+    for p in PROMPTS {
+        let case = prompt_case(MODELS[1].0, p);
+        let a = all_logits(&dir, &e, &case.input_ids);
+        let b = all_logits(&gguf, &e, &case.input_ids);
+        let d = max_abs_diff(&a, &b);
+        println!("smollm2 {p}: HF f32 directory vs GGUF --exact max |Δ| {d:.2e}");
+        assert!(d <= 1e-4, "{p}: max |Δ| {d:e}");
+        assert_eq!(greedy(&dir, &e, &case.input_ids, 16), greedy(&gguf, &e, &case.input_ids, 16), "{p}");
+    }
 }

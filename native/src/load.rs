@@ -2,11 +2,11 @@
 //! safetensors shards, tokenizer files), each file memory-mapped.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memmap2::Mmap;
-use tern_core::hf::{self, CheckpointInfo, GenerationDefaults, Index};
+use tern_core::hf::{self, CheckpointInfo, GenerationDefaults};
 use tern_core::model::Requantized;
 use tern_core::quant::GgmlType;
 use tern_core::tokenizer::Tokenizer;
@@ -80,16 +80,6 @@ fn map(path: &Path) -> Result<Mmap> {
     unsafe { Mmap::map(&file) }.map_err(io)
 }
 
-/// A small file of the directory, if present.
-fn read_opt(dir: &Path, name: &str) -> Result<Option<Vec<u8>>> {
-    let p = dir.join(name);
-    match std::fs::read(&p) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Io { path: p, source }),
-    }
-}
-
 /// Load a GGUF file or an HF model directory.
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
     let t0 = Instant::now();
@@ -127,60 +117,39 @@ fn load_gguf(path: &Path) -> Result<Loaded> {
 }
 
 fn load_dir(dir: &Path) -> Result<Loaded> {
-    let need = |name: &str| -> Result<Vec<u8>> {
-        read_opt(dir, name)?.ok_or_else(|| Error::Io {
-            path: dir.join(name),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "a model directory needs it"),
-        })
+    let io = |path: &Path, e: std::io::Error| tern_core::Error::ModelFile {
+        file: path.display().to_string(),
+        field: "(file)".into(),
+        detail: e.to_string(),
     };
-    let config = need("config.json")?;
-    let index = match read_opt(dir, hf::INDEX)? {
-        Some(b) => Some(Index::parse(&b)?),
-        None => None,
-    };
-    let mut names = hf::shard_files(index.as_ref());
-    // shards lying beside the index that it does not name are reported
-    if index.is_some() {
-        let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-        for name in entries.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-            if is_shard_name(&name) && !names.contains(&name) {
-                names.push(name);
-            }
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+    let present: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    // weights are mapped, the small JSON and template files read
+    let mut take = |name: &str| -> tern_core::Result<Option<Buffer>> {
+        if !present.iter().any(|p| p == name) {
+            return Ok(None);
         }
-    }
-    let shards = names
-        .into_iter()
-        .map(|name| Ok((name.clone(), Buffer::Mapped(map(&dir.join(&name))?))))
-        .collect::<Result<Vec<_>>>()?;
-    let (mut model, info) = hf::load(&config, index.as_ref(), shards)?;
-    if model.config.name.is_empty() {
-        model.config.name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
-    }
-    let defaults = match read_opt(dir, "generation_config.json")? {
-        Some(b) => GenerationDefaults::parse(&b)?,
-        None => GenerationDefaults::default(),
-    };
-    let tokenizer = match read_opt(dir, "tokenizer.json")? {
-        None => None,
-        Some(json) => {
-            let cfg = read_opt(dir, "tokenizer_config.json")?;
-            let template = read_opt(dir, "chat_template.jinja")?
-                .map(|b| String::from_utf8(b).map_err(|_| not_utf8(dir.join("chat_template.jinja"))))
-                .transpose()?;
-            let eos: Vec<u32> = defaults.eos_token_ids.iter().chain(&info.eos_token_ids).copied().collect();
-            Some(Tokenizer::from_hf(&json, cfg.as_deref(), template.as_deref(), &eos)?)
+        let p = dir.join(name);
+        if name.ends_with(".safetensors") {
+            let m = map(&p).map_err(|e| match e {
+                Error::Io { source, .. } => io(&p, source),
+                other => tern_core::Error::InvalidArgument { what: other.to_string() },
+            })?;
+            Ok(Some(Buffer::Mapped(m)))
+        } else {
+            std::fs::read(&p).map(|b| Some(Buffer::Owned(b))).map_err(|e| io(&p, e))
         }
     };
-    Ok(Loaded { model, tokenizer, format: Format::Hf(info), defaults, requantized: None, load_time: Duration::ZERO })
-}
-
-/// `model-00001-of-00003.safetensors`, as transformers names shards.
-fn is_shard_name(name: &str) -> bool {
-    let Some(mid) = name.strip_prefix("model-").and_then(|n| n.strip_suffix(".safetensors")) else { return false };
-    let Some((a, b)) = mid.split_once("-of-") else { return false };
-    !a.is_empty() && !b.is_empty() && (a.bytes().chain(b.bytes())).all(|c| c.is_ascii_digit())
-}
-
-fn not_utf8(path: PathBuf) -> Error {
-    Error::Io { path, source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8") }
+    let mut h = hf::load_dir(&mut take, &present)?;
+    if h.model.config.name.is_empty() {
+        h.model.config.name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    }
+    Ok(Loaded {
+        model: h.model,
+        tokenizer: h.tokenizer,
+        format: Format::Hf(h.info),
+        defaults: h.defaults,
+        requantized: None,
+        load_time: Duration::ZERO,
+    })
 }

@@ -35,7 +35,7 @@ export class WorkerEngine {
       if (m.type === 'ready') return ready();
       const p = this.#pending.get(m.id);
       if (!p) return;
-      if (m.type === 'progress') p.onProgress?.({ loaded: m.loaded, total: m.total });
+      if (m.type === 'progress') p.onProgress?.({ loaded: m.loaded, total: m.total, file: m.file });
       else if (m.type === 'event') p.onEvent?.(m.event);
       else {
         this.#pending.delete(m.id);

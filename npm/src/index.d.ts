@@ -16,13 +16,29 @@ export class TernError extends Error {
     | 'error';
 }
 
-/** A GGUF model: a URL, a file path (Node), bytes, or a Blob/File. */
-export type ModelSource = string | URL | Uint8Array | ArrayBuffer | ArrayBufferView | Blob;
+/** One file: a URL, a file path (Node), bytes, or a Blob/File. */
+export type FileSource = string | URL | Uint8Array | ArrayBuffer | ArrayBufferView | Blob;
+
+/**
+ * An HF model directory: file names (`config.json`, `model.safetensors` or
+ * the shards and `model.safetensors.index.json`, `tokenizer.json`,
+ * `tokenizer_config.json`, `generation_config.json`, `chat_template.jinja`)
+ * to their sources.
+ */
+export type ModelFiles = Record<string, FileSource> | Map<string, FileSource>;
+
+/**
+ * A GGUF file, or an HF directory as a map of its files (in Node also a
+ * directory path).
+ */
+export type ModelSource = FileSource | ModelFiles;
 
 export interface Progress {
   loaded: number;
-  /** Undefined when the server sends no length. */
+  /** Undefined when the server sends no length (or, for a file map, a size is not known up front). */
   total?: number;
+  /** The file being read, when loading a file map. */
+  file?: string;
 }
 
 export interface LoadOptions {

@@ -12,12 +12,27 @@ import { LocalEngine } from './engine.js';
 import { TernError } from './errors.js';
 import { WorkerEngine } from './client.js';
 import { isNode } from './runtime.js';
+import { isFileMap } from './source.js';
 
 export { TernError };
 
 const canUseWorker = () => isNode || typeof Worker !== 'undefined';
 
-/** Load a model from a URL, a path (Node), bytes, or a Blob/File. */
+/** A source the Worker can receive: URLs as strings, maps' too. */
+function cloneable(source) {
+  if (source instanceof URL) return String(source);
+  if (isFileMap(source)) {
+    const entries = source instanceof Map ? [...source] : Object.entries(source);
+    return new Map(entries.map(([k, v]) => [k, v instanceof URL ? String(v) : v]));
+  }
+  return source;
+}
+
+/**
+ * Load a model: a GGUF file from a URL, a path (Node), bytes or a Blob/File;
+ * or an HF directory as a map of file names to any of those (or, in Node, a
+ * directory path).
+ */
 export async function loadModel(source, options = {}) {
   const {
     worker = canUseWorker(),
@@ -34,7 +49,7 @@ export async function loadModel(source, options = {}) {
     return new TernModel(new LocalBackend(e), e.info());
   }
   const w = await WorkerEngine.start();
-  const [id, done] = w.request({ op: 'load', source, options: { cache, contextSize, exact, threads } }, { onProgress });
+  const [id, done] = w.request({ op: 'load', source: cloneable(source), options: { cache, contextSize, exact, threads } }, { onProgress });
   const onAbort = () => w.cancel(id);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {

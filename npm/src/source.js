@@ -1,14 +1,67 @@
 // A model source — URL, file path (Node), bytes, or Blob/File — fed in
 // chunks into the wasm ModelLoader, with progress and optional Cache API
-// storage for URLs.
+// storage for URLs. An HF model directory is a map of file names to such
+// sources (or, in Node, a directory path), gathered in a DirLoader.
 
 import { TernError } from './errors.js';
 import { isNode } from './runtime.js';
 
 const CACHE_NAME = 'tern-llm-models';
 
-/** Feed `source` into a new `wasm.ModelLoader`; returns the loader, full. */
-export async function readSource(wasm, source, { onProgress, cache = false, signal } = {}) {
+/** Whether `source` is a map of file names to sources (an HF directory). */
+export function isFileMap(source) {
+  if (source instanceof Map) return true;
+  return source !== null && typeof source === 'object' && Object.getPrototypeOf(source) === Object.prototype;
+}
+
+/**
+ * Feed `source` into a new `wasm.ModelLoader` (or, for a file map, a
+ * `wasm.DirLoader`); returns the loader, full.
+ */
+export async function readSource(wasm, source, opts = {}) {
+  if (isFileMap(source)) return readFiles(wasm, source, opts);
+  return readOne(wasm, source, opts);
+}
+
+/** Every file of a map, one after another, into a DirLoader. */
+async function readFiles(wasm, files, { onProgress, cache = false, signal } = {}) {
+  const entries = files instanceof Map ? [...files] : Object.entries(files);
+  if (entries.length === 0) throw new TernError('invalid_argument', 'the model file map is empty');
+  const sized = entries.map(([, src]) => byteSize(src));
+  const total = sized.every((n) => n !== undefined) ? sized.reduce((a, b) => a + b, 0) : undefined;
+  const dir = new wasm.DirLoader();
+  let done = 0;
+  let fromCache = true;
+  const stored = [];
+  for (const [name, src] of entries) {
+    if (isFileMap(src)) throw new TernError('invalid_argument', `${name}: a file map inside a file map`);
+    let last = 0;
+    const onFile = ({ loaded }) => {
+      last = loaded;
+      onProgress?.({ loaded: done + loaded, total, file: name });
+    };
+    const loader = await readOne(wasm, src, { onProgress: onFile, cache, signal });
+    done += last;
+    fromCache &&= !!loader.fromCache;
+    stored.push(loader.stored);
+    try {
+      dir.add(String(name), loader);
+    } catch (e) {
+      throw TernError.from(e);
+    }
+  }
+  dir.fromCache = fromCache;
+  dir.stored = Promise.all(stored);
+  return dir;
+}
+
+function byteSize(src) {
+  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return src.byteLength;
+  if (typeof Blob !== 'undefined' && src instanceof Blob) return src.size;
+  return undefined;
+}
+
+async function readOne(wasm, source, { onProgress, cache = false, signal } = {}) {
   const progress = (loaded, total) => onProgress?.({ loaded, total });
   if (source instanceof ArrayBuffer) source = new Uint8Array(source);
   else if (ArrayBuffer.isView(source) && !(source instanceof Uint8Array)) {
@@ -29,13 +82,32 @@ export async function readSource(wasm, source, { onProgress, cache = false, sign
   }
   if (source instanceof URL || typeof source === 'string') {
     const s = String(source);
-    if (isNode && !/^(https?|blob|data):/i.test(s)) return fromPath(wasm, s, progress, signal);
+    if (isNode && !/^(https?|blob|data):/i.test(s)) {
+      const dir = await directoryFiles(s);
+      if (dir) return readFiles(wasm, dir, { onProgress, cache, signal });
+      return fromPath(wasm, s, progress, signal);
+    }
     return fromUrl(wasm, s, progress, cache, signal);
   }
   throw new TernError(
     'invalid_argument',
     'model source must be a URL, a path (Node), a Uint8Array/ArrayBuffer or a Blob/File',
   );
+}
+
+/** Node: a directory path as a map of its files' paths; else null. */
+async function directoryFiles(path) {
+  const { stat, readdir } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const p = path.startsWith('file:') ? fileURLToPath(path) : path;
+  const st = await stat(p).catch(() => null);
+  if (!st?.isDirectory()) return null;
+  const files = new Map();
+  for (const e of await readdir(p, { withFileTypes: true })) {
+    if (e.isFile() && /\.(json|safetensors|jinja)$/.test(e.name)) files.set(e.name, join(p, e.name));
+  }
+  return files;
 }
 
 function newLoader(wasm, total) {

@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const models = process.env.TERN_MODELS || join(homedir(), '.cache/tern/models');
 export const SMOLLM2 = join(models, 'smollm2-135m-instruct-q4_1.gguf');
 export const QWEN = join(models, 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf');

@@ -1,8 +1,9 @@
-"""Test-only: turn the Qwen2.5 GGUF into an HF directory — every tensor
-dequantized to float32 by gguf-py (independent of tern's dequantizer) and
-saved as safetensors in two shards with an index — beside the oracle's
-config.json and tokenizer files. Only for qwen2 (its Q/K rows are not
-permuted in GGUF, so the tensors carry over as they are).
+"""Test-only: turn a GGUF (qwen2 or llama) into an HF directory — every
+tensor dequantized to float32 by gguf-py (independent of tern's
+dequantizer) and saved as safetensors, sharded at 1 GiB with an index —
+beside the oracle's config.json and tokenizer files. llama's Q/K rows,
+which llama.cpp's converter permuted for its rotation, are put back in HF
+order; qwen2's carry over as they are.
 
     python gguf_to_hf.py MODEL.gguf ORACLE_HF_DIR OUT_DIR
 """
@@ -44,6 +45,11 @@ def hf_name(g: str) -> str:
     return f"model.layers.{i}.{LAYER[rest]}"
 
 
+def unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Undo convert_hf_to_gguf's permute: (n_head, 2, half, cols) <- (n_head, half, 2, cols)."""
+    return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
 def write_shard(path: Path, tensors) -> None:
     header, offset = {}, 0
     for name, arr in tensors:
@@ -61,11 +67,18 @@ def main(model: str, oracle_hf: str, out: str) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     reader = gguf.GGUFReader(model)
-    assert reader.get_field("general.architecture").contents() == "qwen2"
+    arch = reader.get_field("general.architecture").contents()
+    assert arch in ("qwen2", "llama"), arch
+    n_head = reader.get_field(f"{arch}.attention.head_count").contents()
+    n_head_kv = reader.get_field(f"{arch}.attention.head_count_kv").contents()
     shards, cur, size = [], [], 0
     for t in reader.tensors:
         arr = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         arr = arr.reshape([int(d) for d in reversed(t.shape)])  # ggml dims → row-major shape
+        if arch == "llama" and t.name.endswith("attn_q.weight"):
+            arr = unpermute(arr, n_head)
+        elif arch == "llama" and t.name.endswith("attn_k.weight"):
+            arr = unpermute(arr, n_head_kv)
         if cur and size + arr.nbytes > SHARD_BYTES:
             shards.append(cur)
             cur, size = [], 0

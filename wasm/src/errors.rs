@@ -19,7 +19,10 @@ pub fn code(e: &Error) -> &'static str {
         | Error::DuplicateKey { .. }
         | Error::MissingKey { .. }
         | Error::KeyType { .. }
-        | Error::MissingTensor { .. } => "bad_file",
+        | Error::MissingTensor { .. }
+        | Error::UnexpectedTensor { .. }
+        | Error::Tensors { .. }
+        | Error::ModelFile { .. } => "bad_file",
         Error::UnsupportedVersion { .. }
         | Error::UnknownTensorType { .. }
         | Error::UnsupportedArch { .. }

@@ -13,7 +13,7 @@ mod options;
 #[cfg(feature = "threads")]
 pub mod threads;
 
-pub use loader::ModelLoader;
+pub use loader::{DirLoader, ModelLoader};
 pub use model::TernModel;
 
 /// The largest linear memory a wasm32 instance can have: 4 GiB.

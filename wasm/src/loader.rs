@@ -1,6 +1,7 @@
 //! A GGUF file arriving in chunks (a streamed fetch, a Blob read in
 //! slices) written straight into one buffer in wasm memory, so the file is
-//! never held twice; then parsed into a `TernModel`.
+//! never held twice; then parsed into a `TernModel`. An HF directory is
+//! several such files, gathered by name in a `DirLoader`.
 
 use wasm_bindgen::prelude::*;
 
@@ -69,12 +70,61 @@ impl ModelLoader {
 
     /// Parse the file (GGUF header, tensors, tokenizer) into a model.
     pub fn finish(self) -> Result<TernModel, JsValue> {
+        TernModel::from_bytes(self.into_bytes()?)
+    }
+}
+
+impl ModelLoader {
+    fn into_bytes(self) -> Result<Vec<u8>, JsValue> {
         if self.buf.len() != self.total {
             return Err(js_error(
                 "bad_file",
                 &format!("the file ended after {} of {} announced bytes", self.buf.len(), self.total),
             ));
         }
-        TernModel::from_bytes(self.buf)
+        Ok(self.buf)
+    }
+}
+
+/// The files of an HF model directory (config.json, safetensors shards,
+/// tokenizer files…), each read through a `ModelLoader`, by name.
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct DirLoader {
+    files: Vec<(String, Vec<u8>)>,
+    bytes: u64,
+}
+
+#[wasm_bindgen]
+impl DirLoader {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> DirLoader {
+        DirLoader::default()
+    }
+
+    /// Add the file `name`, fully read into `file`.
+    pub fn add(&mut self, name: String, file: ModelLoader) -> Result<(), JsValue> {
+        if self.files.iter().any(|f| f.0 == name) {
+            return Err(js_error("invalid_argument", &format!("{name} given twice")));
+        }
+        let bytes = file.into_bytes()?;
+        self.bytes += bytes.len() as u64;
+        if self.bytes + HEADROOM > WASM32_MEMORY_LIMIT {
+            return Err(js_error(
+                "too_large",
+                &format!(
+                    "the model's files come to {} MiB; a wasm32 instance has at most {} MiB of memory",
+                    self.bytes >> 20,
+                    WASM32_MEMORY_LIMIT >> 20
+                ),
+            ));
+        }
+        self.files.push((name, bytes));
+        Ok(())
+    }
+
+    /// Load the directory into a model.
+    pub fn finish(self) -> Result<TernModel, JsValue> {
+        TernModel::from_files(self.files)
     }
 }

@@ -6,6 +6,7 @@
 use serde_json::json;
 use tern_core::chat::{messages_from_json, ChatTemplate};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts};
+use tern_core::hf;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, KvType, Model, Session};
 use wasm_bindgen::prelude::*;
@@ -33,6 +34,8 @@ const N_BATCH: usize = 512;
 pub struct TernModel {
     model: Model<Vec<u8>>,
     tok: Tokenizer,
+    /// generation_config.json's sampling defaults (none for GGUF).
+    defaults: hf::GenerationDefaults,
     template: Option<ChatTemplate>,
     session: Option<Session>,
     exact: bool,
@@ -42,6 +45,21 @@ pub struct TernModel {
 impl TernModel {
     pub(crate) fn from_bytes(bytes: Vec<u8>) -> Result<TernModel, JsValue> {
         let (model, tok) = Model::load_gguf_with(bytes, Tokenizer::from_gguf).map_err(from_core)?;
+        Self::new(model, tok, hf::GenerationDefaults::default())
+    }
+
+    /// An HF directory given as (file name, bytes).
+    pub(crate) fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<TernModel, JsValue> {
+        let present: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+        let mut take = |name: &str| -> tern_core::Result<Option<Vec<u8>>> {
+            Ok(files.iter().position(|f| f.0 == name).map(|i| files.swap_remove(i).1))
+        };
+        let h = hf::load_dir(&mut take, &present).map_err(from_core)?;
+        let tok = h.tokenizer.ok_or_else(|| js_error("unsupported", "the model directory has no tokenizer.json"))?;
+        Self::new(h.model, tok, h.defaults)
+    }
+
+    fn new(model: Model<Vec<u8>>, tok: Tokenizer, defaults: hf::GenerationDefaults) -> Result<TernModel, JsValue> {
         let template = match &tok.chat_template {
             Some(src) => {
                 let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
@@ -49,7 +67,7 @@ impl TernModel {
             }
             None => None,
         };
-        Ok(TernModel { model, tok, template, session: None, exact: false, gen: None })
+        Ok(TernModel { model, tok, defaults, template, session: None, exact: false, gen: None })
     }
 
     fn engine(&self) -> Engine<'static> {
@@ -148,7 +166,7 @@ impl TernModel {
         if let Some(&id) = prompt.iter().find(|&&i| i as usize >= n_vocab) {
             return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab }));
         }
-        let cfg = options::parse(options_json, &self.tok.eog, n_vocab)?;
+        let cfg = options::parse(options_json, &self.tok.eog, n_vocab, &self.defaults)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
         let needed = prompt.len() + cfg.max_tokens.max(1) - 1;
         if needed > n_ctx {

@@ -1,10 +1,11 @@
 //! Generation options from the JS side (a JSON object, camelCase names as
 //! in the package's types) into core's `GenerateConfig`. Unknown names and
 //! wrong types are errors naming the field; absent fields keep the CLI's
-//! defaults (llama.cpp's).
+//! defaults (llama.cpp's, then the model's generation_config.json).
 
 use serde_json::{Map, Value};
 use tern_core::generate::GenerateConfig;
+use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 
 use crate::errors::js_error;
@@ -30,8 +31,14 @@ fn token_id(v: &Value, field: &str, n_vocab: usize) -> Result<u32, JsValue> {
 }
 
 /// `json`: the options object; `eog`: the model's end-of-generation ids
-/// (banned by `ignoreEos`, as llama.cpp does); `n_vocab` bounds token ids.
-pub fn parse(json: &str, eog: &[u32], n_vocab: usize) -> Result<GenerateConfig, JsValue> {
+/// (banned by `ignoreEos`, as llama.cpp does); `n_vocab` bounds token ids;
+/// `defaults`: the model's own sampling defaults.
+pub fn parse(
+    json: &str,
+    eog: &[u32],
+    n_vocab: usize,
+    defaults: &GenerationDefaults,
+) -> Result<GenerateConfig, JsValue> {
     let v: Value = serde_json::from_str(json).map_err(|e| js_error("invalid_argument", &format!("options: {e}")))?;
     let empty = Map::new();
     let obj = match &v {
@@ -41,6 +48,7 @@ pub fn parse(json: &str, eog: &[u32], n_vocab: usize) -> Result<GenerateConfig, 
     };
     let mut c = GenerateConfig::default();
     let mut s = SamplerConfig::default();
+    defaults.apply(&mut s);
     for (k, v) in obj {
         if v.is_null() {
             continue;

@@ -4,6 +4,7 @@
 //! each file's bytes (memory maps natively, buffers in wasm).
 
 pub mod config;
+mod dir;
 pub mod generation;
 pub mod shards;
 
@@ -12,6 +13,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use config::HfConfig;
+pub use dir::{is_shard_name, load_dir, HfModel};
 pub use generation::GenerationDefaults;
 pub use shards::{Index, Shards, INDEX, SINGLE};
 

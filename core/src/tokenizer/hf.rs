@@ -1,16 +1,183 @@
-//! A tokenizer from an HF directory: `tokenizer.json` through the
-//! `tokenizers` crate, special tokens and the chat template from
-//! `tokenizer_config.json` (or `chat_template.jinja`, as transformers 5
-//! writes it).
+//! A tokenizer from an HF directory: `tokenizer.json`'s components built
+//! with the `tokenizers` crate (its BPE model, normalizers and
+//! pre-tokenizers; the JSON is mapped here rather than by the crate's serde
+//! code, which would add 100+ KB of gzip to each wasm module for component
+//! kinds tern's models do not use — those are refused by name), special
+//! tokens and the chat template from `tokenizer_config.json` (or
+//! `chat_template.jinja`, as transformers 5 writes it).
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::collections::HashMap;
 
 use serde_json::Value;
+use tokenizers::models::bpe::{Vocab, BPE};
+use tokenizers::normalizers::{Prepend, Replace, Sequence as NormSeq, NFC, NFD, NFKC, NFKD};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::{AddedToken, NormalizerWrapper, PreTokenizerWrapper, SplitDelimiterBehavior};
 
 use super::{byte_chars, ends_turns, tok_err, Tokenizer};
 use crate::error::{Error, Result};
+
+const FILE: &str = "tokenizer.json";
+
+fn unsupported(what: &str, v: &Value) -> Error {
+    Error::UnsupportedTokenizer { model: alloc::format!("tokenizer.json {what} {}", v.get("type").unwrap_or(v)) }
+}
+
+fn flag(v: &Value, k: &str, default: bool) -> bool {
+    v.get(k).and_then(Value::as_bool).unwrap_or(default)
+}
+
+fn text<'a>(v: &'a Value, k: &str) -> Result<&'a str> {
+    v.get(k).and_then(Value::as_str).ok_or_else(|| bad(FILE, k, alloc::format!("missing in {v}")))
+}
+
+fn normalizer(v: &Value) -> Result<NormalizerWrapper> {
+    Ok(match v.get("type").and_then(Value::as_str).unwrap_or("") {
+        "NFC" => NFC.into(),
+        "NFD" => NFD.into(),
+        "NFKC" => NFKC.into(),
+        "NFKD" => NFKD.into(),
+        "Prepend" => Prepend::new(text(v, "prepend")?.to_string()).into(),
+        "Replace" => {
+            let pattern =
+                v.pointer("/pattern/String").and_then(Value::as_str).ok_or_else(|| unsupported("normalizer", v))?;
+            Replace::new(pattern, text(v, "content")?).map_err(tok_err)?.into()
+        }
+        "Sequence" => {
+            let list = v.get("normalizers").and_then(Value::as_array).ok_or_else(|| unsupported("normalizer", v))?;
+            NormSeq::new(list.iter().map(normalizer).collect::<Result<_>>()?).into()
+        }
+        _ => return Err(unsupported("normalizer", v)),
+    })
+}
+
+fn pre_tokenizer(v: &Value) -> Result<PreTokenizerWrapper> {
+    Ok(match v.get("type").and_then(Value::as_str).unwrap_or("") {
+        "ByteLevel" => {
+            ByteLevel::new(flag(v, "add_prefix_space", true), flag(v, "trim_offsets", true), flag(v, "use_regex", true))
+                .into()
+        }
+        "Split" => {
+            let pattern = match (v.pointer("/pattern/Regex"), v.pointer("/pattern/String")) {
+                (Some(Value::String(r)), _) => SplitPattern::Regex(r.clone()),
+                (_, Some(Value::String(s))) => SplitPattern::String(s.clone()),
+                _ => return Err(unsupported("pre_tokenizer", v)),
+            };
+            let behavior = match v.get("behavior").and_then(Value::as_str) {
+                Some("Isolated") => SplitDelimiterBehavior::Isolated,
+                Some("Removed") => SplitDelimiterBehavior::Removed,
+                Some("MergedWithPrevious") => SplitDelimiterBehavior::MergedWithPrevious,
+                Some("MergedWithNext") => SplitDelimiterBehavior::MergedWithNext,
+                Some("Contiguous") => SplitDelimiterBehavior::Contiguous,
+                _ => return Err(unsupported("pre_tokenizer", v)),
+            };
+            Split::new(pattern, behavior, flag(v, "invert", false)).map_err(tok_err)?.into()
+        }
+        "Digits" => Digits::new(flag(v, "individual_digits", false)).into(),
+        "Metaspace" => {
+            let replacement = text(v, "replacement")?.chars().next().unwrap_or('▁');
+            let scheme = match v.get("prepend_scheme").and_then(Value::as_str) {
+                Some("first") => PrependScheme::First,
+                Some("never") => PrependScheme::Never,
+                _ => PrependScheme::Always,
+            };
+            Metaspace::new(replacement, scheme, flag(v, "split", true)).into()
+        }
+        "Sequence" => {
+            let list =
+                v.get("pretokenizers").and_then(Value::as_array).ok_or_else(|| unsupported("pre_tokenizer", v))?;
+            Sequence::new(list.iter().map(pre_tokenizer).collect::<Result<_>>()?).into()
+        }
+        _ => return Err(unsupported("pre_tokenizer", v)),
+    })
+}
+
+/// The BPE model with the added tokens in its vocabulary at their ids,
+/// and its normalizer and pre-tokenizer.
+fn build(json: &Value) -> Result<tokenizers::Tokenizer> {
+    let m = json.get("model").ok_or_else(|| bad(FILE, "model", "missing"))?;
+    if m.get("type").and_then(Value::as_str) != Some("BPE") {
+        return Err(unsupported("model", m));
+    }
+    for k in ["continuing_subword_prefix", "end_of_word_suffix"] {
+        if m.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+            return Err(unsupported(&alloc::format!("BPE {k}"), m));
+        }
+    }
+    let mut vocab = Vocab::default();
+    for (t, id) in m.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(FILE, "model.vocab", "missing"))? {
+        let id = id
+            .as_u64()
+            .filter(|&i| i < u32::MAX as u64)
+            .ok_or_else(|| bad(FILE, "model.vocab", alloc::format!("{t}: {id}")))?;
+        vocab.insert(t.clone(), id as u32);
+    }
+    let added = json.get("added_tokens").and_then(Value::as_array).cloned().unwrap_or_default();
+    for a in &added {
+        let id = a.get("id").and_then(Value::as_u64).ok_or_else(|| bad(FILE, "added_tokens", alloc::format!("{a}")))?;
+        vocab.insert(text(a, "content")?.to_string(), id as u32);
+    }
+    let merges = m.get("merges").and_then(Value::as_array).ok_or_else(|| bad(FILE, "model.merges", "missing"))?;
+    let pair = |mg: &Value| match mg {
+        Value::String(s) => s.split_once(' ').map(|(a, b)| (a.to_string(), b.to_string())),
+        Value::Array(p) if p.len() == 2 => Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())),
+        _ => None,
+    };
+    let merges = merges
+        .iter()
+        .map(|mg| pair(mg).ok_or_else(|| bad(FILE, "model.merges", alloc::format!("{mg} is not a pair"))))
+        .collect::<Result<Vec<_>>>()?;
+    let mut b = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(flag(m, "byte_fallback", false))
+        .ignore_merges(flag(m, "ignore_merges", false))
+        .fuse_unk(flag(m, "fuse_unk", false));
+    if let Some(unk) = m.get("unk_token").and_then(Value::as_str) {
+        b = b.unk_token(unk.to_string());
+    }
+    let mut inner = tokenizers::Tokenizer::new(b.build().map_err(tok_err)?);
+    match json.get("normalizer") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            inner.with_normalizer(Some(normalizer(v)?));
+        }
+    }
+    match json.get("pre_tokenizer") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            inner.with_pre_tokenizer(Some(pre_tokenizer(v)?));
+        }
+    }
+    let tokens: Vec<AddedToken> = added
+        .iter()
+        .map(|a| {
+            Ok(AddedToken::from(text(a, "content")?.to_string(), flag(a, "special", false))
+                .single_word(flag(a, "single_word", false))
+                .lstrip(flag(a, "lstrip", false))
+                .rstrip(flag(a, "rstrip", false))
+                .normalized(flag(a, "normalized", false)))
+        })
+        .collect::<Result<_>>()?;
+    let (special, plain): (Vec<_>, Vec<_>) = tokens.into_iter().partition(|t| t.special);
+    inner.add_special_tokens(&special);
+    inner.add_tokens(&plain);
+    Ok(inner)
+}
+
+/// The token tokenizer.json's post-processor puts first, if any (BOS).
+fn prepended(v: &Value) -> Option<&str> {
+    match v.get("type")?.as_str()? {
+        "TemplateProcessing" => v.pointer("/single/0/SpecialToken/id")?.as_str(),
+        "Sequence" => v.get("processors")?.as_array()?.iter().find_map(prepended),
+        _ => None,
+    }
+}
 
 /// How the vocabulary spells bytes.
 #[derive(Clone, Copy, PartialEq)]
@@ -70,10 +237,8 @@ impl Tokenizer {
         template: Option<&str>,
         eos_ids: &[u32],
     ) -> Result<Tokenizer> {
-        const FILE: &str = "tokenizer.json";
-        let inner =
-            tokenizers::Tokenizer::from_bytes(tokenizer_json).map_err(|e| bad(FILE, "(file)", e.to_string()))?;
         let json: Value = serde_json::from_slice(tokenizer_json).map_err(|e| bad(FILE, "(file)", e.to_string()))?;
+        let inner = build(&json)?;
         let cfg: Value = match config {
             Some(b) => serde_json::from_slice(b).map_err(|e| bad("tokenizer_config.json", "(file)", e.to_string()))?,
             None => Value::Null,
@@ -132,9 +297,7 @@ impl Tokenizer {
         let mut bos = id_of("bos_token")?;
         // BOS is added when the config says so, or when tokenizer.json's
         // post-processor prepends a token
-        let with = inner.encode("a", true).map_err(tok_err)?;
-        let without = inner.encode("a", false).map_err(tok_err)?;
-        let prepended = (with.len() > without.len()).then(|| with.get_ids()[0]);
+        let prepended = json.get("post_processor").and_then(prepended).and_then(|t| inner.token_to_id(t));
         let add_bos = match cfg.get("add_bos_token").and_then(Value::as_bool) {
             Some(b) => b,
             None => prepended.is_some(),

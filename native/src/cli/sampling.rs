@@ -56,17 +56,12 @@ impl SamplingArgs {
     pub fn config(&self, seed: u64, eog: &[u32], defaults: &GenerationDefaults) -> GenerateConfig {
         let ban = if self.ignore_eos { eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect() } else { Vec::new() };
         let mut sampler = SamplerConfig {
-            temperature: 0.8,
-            top_k: 40,
-            top_p: 0.95,
-            min_p: 0.05,
-            typical_p: 1.0,
-            repeat_penalty: 1.0,
             presence_penalty: self.presence_penalty,
             frequency_penalty: self.frequency_penalty,
             repeat_last_n: self.repeat_last_n,
             seed: Some(seed),
             logit_bias: ban,
+            ..SamplerConfig::default()
         };
         defaults.apply(&mut sampler);
         let cli = GenerationDefaults {
