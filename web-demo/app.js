@@ -169,8 +169,10 @@ async function send(text) {
 
 ui.loadUrl.addEventListener('click', () => load(ui.url.value.trim(), ui.url.value.trim().split('/').pop()));
 ui.file.addEventListener('change', () => {
-  const f = ui.file.files?.[0];
-  if (f) load(f, f.name);
+  const files = [...(ui.file.files ?? [])];
+  if (files.length === 1 && files[0].name.endsWith('.gguf')) load(files[0], files[0].name);
+  // an HF directory's files (config.json, safetensors, tokenizer files…)
+  else if (files.length > 0) load(Object.fromEntries(files.map((f) => [f.name, f])), `${files.length} files`);
 });
 ui.composer.addEventListener('submit', (e) => {
   e.preventDefault();

@@ -175,6 +175,17 @@ impl HfConfig {
                 return Err(Error::Unsupported { what: alloc::format!("{FILE}: hidden_act {act:?} (tern runs silu)") });
             }
         }
+        // a GGUF-derived config keeps `quant_method: gguf` over float weights
+        if let Some(q) = f.get("quantization_config") {
+            let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("?");
+            if method != "gguf" {
+                return Err(Error::Unsupported {
+                    what: alloc::format!(
+                        "{FILE}: quantization_config quant_method {method:?} (tern reads float checkpoints)"
+                    ),
+                });
+            }
+        }
         if f.opt_bool("mlp_bias")? == Some(true) {
             return Err(Error::Unsupported { what: alloc::format!("{FILE}: mlp_bias true") });
         }

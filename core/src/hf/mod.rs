@@ -7,6 +7,8 @@ pub mod config;
 mod dir;
 pub mod generation;
 pub mod shards;
+#[cfg(test)]
+mod tests;
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
