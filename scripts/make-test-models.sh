@@ -11,10 +11,7 @@ cd "$(dirname "$0")/.."
 out=target/test-models
 py=target/pyenv/bin/python
 mkdir -p "$out"
-if ! "$py" -c "import gguf" 2>/dev/null; then
-  python3 -m venv target/pyenv
-  target/pyenv/bin/pip install --quiet --disable-pip-version-check gguf==0.19.0
-fi
+scripts/install-test-python.sh
 
 oracle=tests/fixtures/oracle
 if [ ! -f "$out/tiny-qwen3.gguf" ]; then

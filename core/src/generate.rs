@@ -18,7 +18,8 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
-use crate::sampler::{Rng, Sampler, SamplerConfig};
+use crate::sampler::{Sampler, SamplerConfig};
+use crate::sequence::Sequence;
 use crate::utf8::Utf8Stream;
 
 /// What generation needs of a tokenizer.
@@ -288,19 +289,16 @@ impl Stopwatch {
 /// host that cannot hold borrows across calls (the wasm bindings) can keep
 /// it. `Generator` is the same with the parts held.
 pub struct Generation {
-    sampler: Sampler,
     cfg: GenerateConfig,
     prompt: Vec<u32>,
     cancel: Option<CancelFlag>,
     clock: Clock,
-    started: bool,
+    /// Sampling, stops and timings, from the start of the prefill.
+    seq: Option<Sequence>,
     /// The last sampled token, still to be fed to the model.
     pending: Option<u32>,
     done: Option<GenerationResult>,
     finished: bool,
-    out: Output,
-    usage: Usage,
-    watch: Stopwatch,
 }
 
 /// What a step borrows.
@@ -317,18 +315,14 @@ impl Generation {
     /// part of it already in the session's cache is not prefilled again.
     pub fn new(prompt: &[u32], cfg: GenerateConfig) -> Self {
         Generation {
-            sampler: Sampler::new(cfg.sampler.clone()),
-            out: Output::new(&cfg),
             prompt: prompt.to_vec(),
             cfg,
             cancel: None,
             clock: no_clock,
-            started: false,
+            seq: None,
             pending: None,
             done: None,
             finished: false,
-            usage: Usage::default(),
-            watch: Stopwatch::default(),
         }
     }
 
@@ -370,47 +364,39 @@ impl Generation {
         if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Ok(self.finish(FinishReason::Cancelled));
         }
-        if !self.started {
+        if self.seq.is_none() {
             if self.prompt.is_empty() {
                 return Err(crate::Error::InvalidArgument { what: "an empty prompt".into() });
             }
-            self.started = true;
-            self.watch = Stopwatch::start((self.clock)(), self.cfg.max_tokens.min(1 << 16));
             let keep = prefill_start(p.session, &self.prompt);
-            self.usage = Usage { prompt_tokens: self.prompt.len(), cached_tokens: keep, completion_tokens: 0 };
+            let mut q = Sequence::new(&self.cfg, self.prompt.len(), keep, self.clock);
             if self.cfg.max_tokens == 0 {
+                self.seq = Some(q);
                 return Ok(self.finish(FinishReason::Length));
             }
             p.session.forward(p.model, p.engine, &self.prompt[keep..], Logits::Last)?;
-            self.watch.prefilled((self.clock)());
-            if let Some(seed) = self.cfg.sampler.seed {
-                p.session.rng = Rng::new(seed);
-            }
+            q.prefilled(p.session);
+            self.seq = Some(q);
         } else if let Some(t) = self.pending.take() {
             p.session.forward(p.model, p.engine, &[t], Logits::Last)?;
         }
-        let id = p.session.sample_last(&mut self.sampler);
-        self.watch.token((self.clock)());
-        let (text, end) = self.out.accept(p.vocab, id);
+        let q = self.seq.as_mut().expect("started above");
+        let (id, text, end) = q.sample(p.session, None, p.vocab);
         match end {
-            Some(reason) => self.queue_finish(reason),
+            Some(r) => {
+                self.finished = true;
+                self.done = Some(r);
+            }
             None => self.pending = Some(id),
         }
         Ok(Event::Token { id, text })
     }
 
-    fn queue_finish(&mut self, reason: FinishReason) {
-        if let Event::Done(r) = self.finish(reason) {
-            self.done = Some(r);
-        }
-    }
-
     fn finish(&mut self, reason: FinishReason) -> Event {
         self.finished = true;
-        let timings = self.watch.timings((self.clock)(), self.usage.prompt_tokens - self.usage.cached_tokens);
-        let (tokens, text) = self.out.take();
-        self.usage.completion_tokens = tokens.len();
-        Event::Done(GenerationResult { tokens, text, finish_reason: reason, usage: self.usage, timings })
+        let (cfg, n, clock) = (&self.cfg, self.prompt.len(), self.clock);
+        let q = self.seq.get_or_insert_with(|| Sequence::new(cfg, n, 0, clock));
+        Event::Done(q.finish(reason))
     }
 }
 
@@ -514,57 +500,34 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         });
     }
     let nv = model.config.n_vocab;
-    let mut samplers: Vec<Sampler> = items.iter().map(|it| Sampler::new(it.cfg.sampler.clone())).collect();
-    let mut outs: Vec<Output> = items.iter().map(|it| Output::new(&it.cfg)).collect();
+    let mut seqs: Vec<Sequence> = Vec::with_capacity(items.len());
     let mut results: Vec<Option<GenerationResult>> = items.iter().map(|_| None).collect();
-    let mut watches = Vec::with_capacity(items.len());
-    let mut usages = Vec::with_capacity(items.len());
     let mut pending = alloc::vec![0u32; items.len()];
+    let mut active: Vec<usize> = Vec::with_capacity(items.len());
 
     // prefill each sequence on its own, then sample its first token
     for (i, (sess, it)) in sessions.iter_mut().zip(items).enumerate() {
         if it.prompt.is_empty() {
             return Err(crate::Error::InvalidArgument { what: alloc::format!("batch item {i} has an empty prompt") });
         }
-        let mut w = Stopwatch::start(clock(), it.cfg.max_tokens.min(1 << 16));
         let keep = prefill_start(sess, &it.prompt);
-        usages.push(Usage { prompt_tokens: it.prompt.len(), cached_tokens: keep, completion_tokens: 0 });
+        let mut q = Sequence::new(&it.cfg, it.prompt.len(), keep, clock);
         if it.cfg.max_tokens > 0 {
             sess.forward(model, engine, &it.prompt[keep..], Logits::Last)?;
         }
-        w.prefilled(clock());
-        if let Some(seed) = it.cfg.sampler.seed {
-            sess.rng = Rng::new(seed);
-        }
-        watches.push(w);
-    }
-    // Take sequence i's sampled token (None: it may not generate any):
-    // the token to feed next, or None once it has finished.
-    let mut take = |i: usize, id: Option<u32>| -> Option<u32> {
-        let reason = match id {
-            None => FinishReason::Length,
-            Some(id) => {
-                watches[i].token(clock());
-                match outs[i].accept(vocab, id).1 {
-                    None => return Some(id),
-                    Some(reason) => reason,
+        q.prefilled(sess);
+        if it.cfg.max_tokens == 0 {
+            results[i] = Some(q.finish(FinishReason::Length));
+        } else {
+            match q.sample(sess, None, vocab) {
+                (_, _, Some(r)) => results[i] = Some(r),
+                (id, _, None) => {
+                    pending[i] = id;
+                    active.push(i);
                 }
             }
-        };
-        let u = &mut usages[i];
-        let timings = watches[i].timings(clock(), u.prompt_tokens - u.cached_tokens);
-        let (tokens, text) = outs[i].take();
-        u.completion_tokens = tokens.len();
-        results[i] = Some(GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings });
-        None
-    };
-    let mut active: Vec<usize> = Vec::with_capacity(items.len());
-    for (i, sess) in sessions.iter_mut().enumerate() {
-        let id = (items[i].cfg.max_tokens > 0).then(|| sess.sample_last(&mut samplers[i]));
-        if let Some(next) = take(i, id) {
-            pending[i] = next;
-            active.push(i);
         }
+        seqs.push(q);
     }
 
     // decode: one forward per step over every unfinished sequence
@@ -586,10 +549,13 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         }
         still.clear();
         for (row, &i) in active.iter().enumerate() {
-            let id = sessions[i].sample_with(&mut samplers[i], &logits[row * nv..(row + 1) * nv]);
-            if let Some(next) = take(i, Some(id)) {
-                pending[i] = next;
-                still.push(i);
+            let row = &logits[row * nv..(row + 1) * nv];
+            match seqs[i].sample(&mut sessions[i], Some(row), vocab) {
+                (_, _, Some(r)) => results[i] = Some(r),
+                (id, _, None) => {
+                    pending[i] = id;
+                    still.push(i);
+                }
             }
         }
         core::mem::swap(&mut active, &mut still);

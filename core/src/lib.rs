@@ -23,6 +23,7 @@ pub mod parallel;
 pub mod perplexity;
 pub mod quant;
 pub mod sampler;
+pub mod sequence;
 #[cfg(feature = "std")]
 pub mod tokenizer;
 pub mod utf8;

@@ -7,8 +7,17 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     Core(tern_core::Error),
-    Io { path: PathBuf, source: std::io::Error },
-    Fetch { detail: String },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Fetch {
+        detail: String,
+    },
+    /// The server could not start or run.
+    Serve {
+        detail: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -17,6 +26,7 @@ impl fmt::Display for Error {
             Error::Core(e) => e.fmt(f),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::Fetch { detail } => write!(f, "fetching the model: {detail}"),
+            Error::Serve { detail } => write!(f, "serve: {detail}"),
         }
     }
 }
@@ -26,7 +36,7 @@ impl std::error::Error for Error {
         match self {
             Error::Core(e) => Some(e),
             Error::Io { source, .. } => Some(source),
-            Error::Fetch { .. } => None,
+            Error::Fetch { .. } | Error::Serve { .. } => None,
         }
     }
 }

@@ -5,11 +5,13 @@ pub mod error;
 pub mod kernels;
 pub mod load;
 pub mod models;
+#[cfg(feature = "serve")]
+pub mod serve;
 
 use std::time::Instant;
 
 pub use error::{Error, Result};
-pub use load::{load, load_with, Buffer, Format, LoadOptions, Loaded};
+pub use load::{load, load_with, Buffer, Format, IdsOnly, LoadOptions, Loaded};
 pub use tern_core;
 use tern_core::kernels::{Kernels, Scalar};
 use tern_core::Engine;

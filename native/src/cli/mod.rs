@@ -6,6 +6,7 @@ mod info;
 mod perplexity;
 mod run;
 mod sampling;
+mod serve;
 
 use std::path::PathBuf;
 
@@ -31,6 +32,8 @@ enum Cmd {
     Info(info::Args),
     /// Perplexity of a text file, computed as llama.cpp's llama-perplexity does.
     Perplexity(perplexity::Args),
+    /// OpenAI-compatible HTTP server with continuous batching.
+    Serve(serve::Args),
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
@@ -41,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Chat(a) => chat::run(a),
         Cmd::Info(a) => info::run(a),
         Cmd::Perplexity(a) => perplexity::run(a),
+        Cmd::Serve(a) => serve::run(a),
     }
 }
 

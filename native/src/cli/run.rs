@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
+use tern::IdsOnly;
 use tern::{Error, Result, Threads};
 use tern_core::chat::Message;
 use tern_core::generate::{Event, Generator, Vocab};
@@ -152,17 +153,4 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// A model without a tokenizer runs on ids: no text, its end ids from
-/// generation_config.json.
-struct IdsOnly<'a>(&'a [u32]);
-
-impl Vocab for IdsOnly<'_> {
-    fn token_bytes(&self, _: u32) -> &[u8] {
-        &[]
-    }
-    fn is_eog(&self, id: u32) -> bool {
-        self.0.contains(&id)
-    }
 }

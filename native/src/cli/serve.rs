@@ -1,0 +1,75 @@
+//! `tern serve`: the OpenAI-compatible server (built with `--features serve`).
+
+use std::path::PathBuf;
+
+use tern::Result;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
+    #[arg(short, long)]
+    model: Option<PathBuf>,
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// Address to listen on (loopback unless --allow-remote)
+    #[arg(long, default_value = "127.0.0.1")]
+    host: std::net::IpAddr,
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Sequences decoded together, each with its own KV cache
+    #[arg(long, default_value_t = 4)]
+    parallel: usize,
+    /// Context positions per sequence
+    #[arg(short, long, default_value_t = 4096)]
+    ctx: usize,
+    /// Requests that may wait for a free sequence; beyond: 429
+    #[arg(long, default_value_t = 64)]
+    queue: usize,
+    /// Require `Authorization: Bearer KEY` (also read from TERN_API_KEY)
+    #[arg(long, env = "TERN_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Largest request body, bytes; beyond: 413
+    #[arg(long, default_value_t = 4 << 20)]
+    max_body: usize,
+    /// Tokens per forward pass (running decodes first, then prefill chunks)
+    #[arg(long, default_value_t = 512)]
+    batch: usize,
+    /// Threads [default: all cores]
+    #[arg(short, long, default_value_t = 0)]
+    threads: usize,
+    /// Allow a non-loopback --host (a warning is logged)
+    #[arg(long)]
+    allow_remote: bool,
+    /// Seconds running requests get to finish on SIGINT/SIGTERM
+    #[arg(long, default_value_t = 30)]
+    drain: u64,
+}
+
+#[cfg(feature = "serve")]
+pub fn run(a: Args) -> Result<()> {
+    let path = super::model_path(a.model)?;
+    let lm = super::load(&path, &a.load)?;
+    let model_id = path.file_name().map_or_else(|| "tern".into(), |n| n.to_string_lossy().into_owned());
+    let o = tern::serve::ServeOptions {
+        model_id,
+        host: a.host,
+        port: a.port,
+        parallel: a.parallel,
+        ctx: a.ctx,
+        queue: a.queue,
+        api_key: a.api_key,
+        max_body: a.max_body,
+        n_batch: a.batch,
+        threads: a.threads,
+        allow_remote: a.allow_remote,
+        drain: std::time::Duration::from_secs(a.drain),
+    };
+    tern::serve::serve(lm, o)
+}
+
+#[cfg(not(feature = "serve"))]
+pub fn run(_: Args) -> Result<()> {
+    Err(tern::Error::Serve {
+        detail: "this tern was built without the server: cargo build --release -p tern --features serve".into(),
+    })
+}

@@ -1,0 +1,83 @@
+//! `tern serve`: an OpenAI-compatible HTTP server (tokio + axum) over one
+//! engine thread that batches every running request into each forward
+//! pass (`scheduler`). Endpoints and error shapes: `http`, `openai`;
+//! Prometheus metrics: `metrics`.
+
+mod http;
+pub mod metrics;
+mod openai;
+mod scheduler;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::{Loaded, Threads};
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The name `/v1/models` gives (the model file's or directory's).
+    pub model_id: String,
+    pub host: IpAddr,
+    pub port: u16,
+    /// Sequences decoded together (slots, each with its own KV cache).
+    pub parallel: usize,
+    /// Context positions per slot.
+    pub ctx: usize,
+    /// Requests that may wait for a slot; past parallel + queue: 429.
+    pub queue: usize,
+    pub api_key: Option<String>,
+    /// Largest request body in bytes; larger: 413.
+    pub max_body: usize,
+    /// Tokens per forward pass (decodes first, then prefill chunks).
+    pub n_batch: usize,
+    pub threads: usize,
+    /// Binding beyond loopback must be asked for.
+    pub allow_remote: bool,
+    /// On SIGINT/SIGTERM: how long running streams may take to finish.
+    pub drain: Duration,
+}
+
+/// Serve `lm` until SIGINT or SIGTERM; then stop admitting, let running
+/// streams finish (cancelling them after `drain`), and return.
+pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
+    if !o.host.is_loopback() && !o.allow_remote {
+        return Err(Error::Serve {
+            detail: format!("{} is not a loopback address: pass --allow-remote to serve beyond this machine", o.host),
+        });
+    }
+    if !o.host.is_loopback() {
+        eprintln!(
+            "tern serve: WARNING: listening on {} — reachable from other machines{}",
+            o.host,
+            if o.api_key.is_none() { ", with no --api-key" } else { "" }
+        );
+    }
+    if o.parallel == 0 || o.ctx == 0 || o.n_batch == 0 {
+        return Err(Error::Serve { detail: "--parallel, --ctx and --batch must be at least 1".into() });
+    }
+    let lm = Arc::new(lm);
+    let metrics = Arc::new(metrics::Metrics::new((o.parallel * o.ctx) as u64));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let limits = scheduler::Limits { slots: o.parallel, n_ctx: o.ctx, n_batch: o.n_batch, chunk: o.n_batch.min(256) };
+    let engine = {
+        let (lm, metrics, threads) = (lm.clone(), metrics.clone(), Threads::new(o.threads));
+        std::thread::Builder::new()
+            .name("tern-engine".into())
+            .spawn(move || scheduler::run(lm, threads, limits, metrics, rx))
+            .map_err(|e| Error::Serve { detail: format!("starting the engine thread: {e}") })?
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Serve { detail: format!("starting tokio: {e}") })?;
+    let addr = SocketAddr::new(o.host, o.port);
+    let app = http::App::new(lm, scheduler::Handle(tx.clone()), metrics, &o);
+    rt.block_on(http::run(app, addr, tx, o.drain))?;
+    drop(rt);
+    let _ = engine.join();
+    eprintln!("tern serve: stopped");
+    Ok(())
+}

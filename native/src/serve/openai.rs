@@ -1,0 +1,276 @@
+//! The OpenAI request fields tern maps (chat and text completions), parsed
+//! with errors naming the field, and the response objects and stream
+//! chunks in OpenAI's shapes.
+
+use serde_json::{json, Map, Value};
+use tern_core::chat::Message;
+use tern_core::generate::{GenerateConfig, GenerationResult};
+use tern_core::hf::GenerationDefaults;
+use tern_core::sampler::SamplerConfig;
+
+/// A 4xx answer: OpenAI's error object, naming the parameter.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub param: Option<String>,
+    pub kind: &'static str,
+}
+
+impl ApiError {
+    pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
+        ApiError { status: 400, message: message.into(), param: Some(param.into()), kind: "invalid_request_error" }
+    }
+    pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into(), param: None, kind }
+    }
+    pub fn body(&self) -> Value {
+        json!({ "error": { "message": self.message, "type": self.kind, "param": self.param, "code": null } })
+    }
+}
+
+pub enum Prompt {
+    Chat(Vec<Message>),
+    Text(String),
+    Ids(Vec<u32>),
+}
+
+pub struct Request {
+    pub prompt: Prompt,
+    pub max_tokens: Option<usize>,
+    pub sampler: SamplerConfig,
+    pub stop: Vec<String>,
+    pub stream: bool,
+    pub include_usage: bool,
+}
+
+fn num(v: &Value, k: &str, lo: f64, hi: f64) -> Result<f32, ApiError> {
+    match v.as_f64() {
+        Some(x) if (lo..=hi).contains(&x) => Ok(x as f32),
+        _ => Err(ApiError::invalid(k, format!("{k} must be a number in [{lo}, {hi}], got {v}"))),
+    }
+}
+
+fn count(v: &Value, k: &str) -> Result<usize, ApiError> {
+    v.as_u64()
+        .map(|n| n as usize)
+        .ok_or_else(|| ApiError::invalid(k, format!("{k} must be a non-negative integer, got {v}")))
+}
+
+fn content(v: &Value, i: usize) -> Result<String, ApiError> {
+    let k = format!("messages[{i}].content");
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok(String::new()),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                (Some("text"), Some(t)) => Ok(t),
+                _ => Err(ApiError::invalid(&k, "only text content parts are supported")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|t| t.concat()),
+        _ => Err(ApiError::invalid(&k, "content must be a string or a list of text parts")),
+    }
+}
+
+fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
+    let list = v
+        .as_array()
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| ApiError::invalid("messages", "messages must be a non-empty list"))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let role = m
+                .get("role")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ApiError::invalid(&format!("messages[{i}].role"), "each message needs a role"))?;
+            if !matches!(role, "system" | "developer" | "user" | "assistant" | "tool") {
+                return Err(ApiError::invalid(&format!("messages[{i}].role"), format!("unknown role {role:?}")));
+            }
+            let role = if role == "developer" { "system" } else { role };
+            Ok(Message::new(role, &content(m.get("content").unwrap_or(&Value::Null), i)?))
+        })
+        .collect()
+}
+
+fn prompt(v: &Value, n_vocab: usize) -> Result<Prompt, ApiError> {
+    let bad = || ApiError::invalid("prompt", "prompt must be a string, one string in a list, or a list of token ids");
+    match v {
+        Value::String(s) => Ok(Prompt::Text(s.clone())),
+        Value::Array(a) if a.len() == 1 && a[0].is_string() => Ok(Prompt::Text(a[0].as_str().unwrap_or("").into())),
+        Value::Array(a) if !a.is_empty() => a
+            .iter()
+            .map(|x| x.as_u64().filter(|&id| (id as usize) < n_vocab).map(|id| id as u32).ok_or_else(bad))
+            .collect::<Result<_, _>>()
+            .map(Prompt::Ids),
+        _ => Err(bad()),
+    }
+}
+
+impl Request {
+    /// `chat`: /v1/chat/completions (else /v1/completions).
+    pub fn parse(body: &[u8], chat: bool, n_vocab: usize, defaults: &GenerationDefaults) -> Result<Request, ApiError> {
+        let v: Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::invalid("body", format!("invalid JSON: {e}")))?;
+        let Value::Object(m) = v else { return Err(ApiError::invalid("body", "the body must be a JSON object")) };
+        let mut sampler = SamplerConfig::default();
+        defaults.apply(&mut sampler);
+        let mut r = Request {
+            prompt: Prompt::Text(String::new()),
+            max_tokens: None,
+            sampler,
+            stop: vec![],
+            stream: false,
+            include_usage: false,
+        };
+        let main = if chat { "messages" } else { "prompt" };
+        let p = m.get(main).ok_or_else(|| ApiError::invalid(main, format!("{main} is required")))?;
+        r.prompt = if chat { Prompt::Chat(messages(p)?) } else { prompt(p, n_vocab)? };
+        for (k, v) in &m {
+            if v.is_null() {
+                continue;
+            }
+            let s = &mut r.sampler;
+            match k.as_str() {
+                "messages"
+                | "prompt"
+                | "model"
+                | "user"
+                | "logprobs"
+                | "top_logprobs"
+                | "metadata"
+                | "store"
+                | "parallel_tool_calls"
+                | "service_tier" => {}
+                "max_tokens" | "max_completion_tokens" | "n_predict" => r.max_tokens = Some(count(v, k)?),
+                "temperature" => s.temperature = num(v, k, 0.0, 2.0)?,
+                "top_p" => s.top_p = num(v, k, 0.0, 1.0)?,
+                "top_k" => s.top_k = count(v, k)?,
+                "min_p" => s.min_p = num(v, k, 0.0, 1.0)?,
+                "presence_penalty" => s.presence_penalty = num(v, k, -2.0, 2.0)?,
+                "frequency_penalty" => s.frequency_penalty = num(v, k, -2.0, 2.0)?,
+                "repeat_penalty" => s.repeat_penalty = num(v, k, 0.0, 10.0)?,
+                "seed" => {
+                    s.seed = Some(v.as_i64().ok_or_else(|| ApiError::invalid(k, "seed must be an integer"))? as u64)
+                }
+                "n" if v.as_u64() == Some(1) => {}
+                "n" => return Err(ApiError::invalid(k, "only n = 1 is supported")),
+                "stream" => {
+                    r.stream = v.as_bool().ok_or_else(|| ApiError::invalid(k, "stream must be true or false"))?
+                }
+                "stream_options" => {
+                    let u = v.get("include_usage").unwrap_or(&Value::Bool(false));
+                    r.include_usage = u
+                        .as_bool()
+                        .ok_or_else(|| ApiError::invalid("stream_options.include_usage", "must be true or false"))?;
+                }
+                "stop" => {
+                    r.stop = match v {
+                        Value::String(s) => vec![s.clone()],
+                        Value::Array(a) if a.len() <= 4 => a
+                            .iter()
+                            .map(|x| {
+                                x.as_str().map(String::from).ok_or_else(|| ApiError::invalid(k, "stop must be strings"))
+                            })
+                            .collect::<Result<_, _>>()?,
+                        _ => return Err(ApiError::invalid(k, "stop must be a string or up to 4 strings")),
+                    }
+                }
+                "logit_bias" => {
+                    let o =
+                        v.as_object().ok_or_else(|| ApiError::invalid(k, "logit_bias must map token ids to biases"))?;
+                    for (id, b) in o {
+                        let id = id.parse::<u32>().ok().filter(|&i| (i as usize) < n_vocab);
+                        let id = id.ok_or_else(|| {
+                            ApiError::invalid(k, format!("token id {id:?} is outside the vocabulary"))
+                        })?;
+                        let b = num(b, k, -100.0, 100.0)?;
+                        s.logit_bias.push((id, if b <= -100.0 { f32::NEG_INFINITY } else { b }));
+                    }
+                }
+                "response_format" if v.get("type").and_then(Value::as_str) == Some("text") => {}
+                "tools" | "tool_choice" | "functions" | "response_format" | "echo" | "best_of" | "suffix" => {
+                    return Err(ApiError::invalid(k, format!("{k} is not supported")))
+                }
+                _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
+            }
+        }
+        Ok(r)
+    }
+
+    pub fn config(&self, max_tokens: usize) -> GenerateConfig {
+        GenerateConfig { max_tokens, sampler: self.sampler.clone(), stop: self.stop.clone(), ..Default::default() }
+    }
+}
+
+fn finish_reason(r: &GenerationResult) -> &'static str {
+    r.finish_reason.as_str()
+}
+
+pub fn usage(r: &GenerationResult) -> Value {
+    let u = r.usage;
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+        "prompt_tokens_details": { "cached_tokens": u.cached_tokens },
+    })
+}
+
+/// The shape both endpoints share: id, object, created, model.
+pub struct Envelope<'a> {
+    pub id: &'a str,
+    pub created: u64,
+    pub model: &'a str,
+    pub chat: bool,
+}
+
+impl Envelope<'_> {
+    fn wrap(&self, object: &str, choices: Value) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("id".into(), self.id.into());
+        m.insert("object".into(), object.into());
+        m.insert("created".into(), self.created.into());
+        m.insert("model".into(), self.model.into());
+        m.insert("choices".into(), choices);
+        m
+    }
+
+    /// The whole answer, not streamed.
+    pub fn response(&self, r: &GenerationResult) -> Value {
+        let choice = if self.chat {
+            json!({ "index": 0, "message": { "role": "assistant", "content": r.text }, "finish_reason": finish_reason(r), "logprobs": null })
+        } else {
+            json!({ "index": 0, "text": r.text, "finish_reason": finish_reason(r), "logprobs": null })
+        };
+        let mut m = self.wrap(if self.chat { "chat.completion" } else { "text_completion" }, json!([choice]));
+        m.insert("usage".into(), usage(r));
+        Value::Object(m)
+    }
+
+    /// One stream chunk: a text delta (or the assistant role first), or the
+    /// end with its finish reason.
+    pub fn chunk(&self, text: Option<&str>, end: Option<&GenerationResult>) -> Value {
+        let reason = end.map(finish_reason);
+        let choice = if self.chat {
+            let delta = match text {
+                Some(t) => json!({ "content": t }),
+                None if end.is_none() => json!({ "role": "assistant", "content": "" }),
+                None => json!({}),
+            };
+            json!({ "index": 0, "delta": delta, "finish_reason": reason, "logprobs": null })
+        } else {
+            json!({ "index": 0, "text": text.unwrap_or(""), "finish_reason": reason, "logprobs": null })
+        };
+        Value::Object(self.wrap(if self.chat { "chat.completion.chunk" } else { "text_completion" }, json!([choice])))
+    }
+
+    /// The last chunk with `stream_options.include_usage`: no choices, usage.
+    pub fn usage_chunk(&self, r: &GenerationResult) -> Value {
+        let mut m = self.wrap(if self.chat { "chat.completion.chunk" } else { "text_completion" }, json!([]));
+        m.insert("usage".into(), usage(r));
+        Value::Object(m)
+    }
+}

@@ -1,0 +1,263 @@
+//! Continuous batching on one engine thread. Requests wait in a FIFO queue
+//! and are admitted into free slots (a session each, the one whose cache
+//! holds the longest prefix of the prompt) between forward passes. Every
+//! pass decodes one token for each running sequence and fills the rest of
+//! its token budget with prefill chunks, oldest first, so a long prompt
+//! never stalls the streams already running. Each sequence's logits are
+//! the same bits as running it alone (core's batch invariance).
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tern_core::generate::{prefill_start, FinishReason, GenerateConfig, GenerationResult, Vocab};
+use tern_core::sequence::Sequence;
+use tern_core::Session;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::metrics::Metrics;
+use crate::{IdsOnly, Loaded, Threads};
+
+/// What a request hears from the engine.
+pub enum Update {
+    Token { text: String },
+    Done(GenerationResult),
+    Error(String),
+}
+
+pub struct Job {
+    pub prompt: Vec<u32>,
+    pub cfg: GenerateConfig,
+    pub events: UnboundedSender<Update>,
+    pub arrived: Instant,
+}
+
+pub enum Msg {
+    Job(Job),
+    /// Take nothing more; finish what was admitted (cancel it after the
+    /// deadline), then stop.
+    Drain(Duration),
+}
+
+pub struct Limits {
+    pub slots: usize,
+    pub n_ctx: usize,
+    /// Tokens per forward pass (decodes first, then prefill chunks).
+    pub n_batch: usize,
+    /// Prefill tokens one sequence may take in one pass.
+    pub chunk: usize,
+}
+
+struct Active {
+    job: Job,
+    seq: Sequence,
+    /// Prompt tokens in the cache so far.
+    next: usize,
+    /// The last sampled token, to be fed next (once prefilled).
+    pending: [u32; 1],
+    prefilled: bool,
+    last_token: Instant,
+}
+
+struct Slot {
+    session: Session,
+    active: Option<Active>,
+}
+
+/// Run the engine until the channel closes or a drain completes.
+pub fn run(lm: Arc<Loaded>, threads: Threads, limits: Limits, metrics: Arc<Metrics>, rx: Receiver<Msg>) {
+    let engine = crate::engine(&threads, false);
+    let model = &lm.model;
+    let eog = lm.eog();
+    let ids_only = IdsOnly(&eog);
+    let vocab: &dyn Vocab = match &lm.tokenizer {
+        Some(t) => t,
+        None => &ids_only,
+    };
+    let mut slots: Vec<Slot> = (0..limits.slots)
+        .map(|_| Slot { session: model.session(limits.n_ctx, limits.n_batch), active: None })
+        .collect();
+    let mut scratch = model.batch_scratch(limits.n_batch, limits.n_ctx);
+    let mut waiting: VecDeque<Job> = VecDeque::new();
+    let mut logits = Vec::new();
+    let mut drain: Option<Instant> = None;
+    let nv = model.config.n_vocab;
+
+    loop {
+        // take requests; block only when there is nothing to run
+        let idle = slots.iter().all(|s| s.active.is_none()) && waiting.is_empty();
+        let first = if idle && drain.is_none() {
+            match rx.recv_timeout(Duration::from_secs(1)) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        } else {
+            None
+        };
+        for m in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            match m {
+                Msg::Job(j) if drain.is_none() => waiting.push_back(j),
+                Msg::Job(j) => finish(j, None, &metrics),
+                Msg::Drain(d) => drain = Some(Instant::now() + d),
+            }
+        }
+        if let Some(deadline) = drain {
+            // what was admitted runs on; past the deadline it is cancelled
+            if Instant::now() >= deadline {
+                for j in waiting.drain(..) {
+                    finish(j, None, &metrics);
+                }
+                for s in slots.iter_mut() {
+                    cancel(s, &metrics);
+                }
+            }
+            if waiting.is_empty() && slots.iter().all(|s| s.active.is_none()) {
+                return;
+            }
+        }
+
+        // clients that went away: their sequences end, their cache is freed
+        for s in slots.iter_mut() {
+            if s.active.as_ref().is_some_and(|a| a.job.events.is_closed()) {
+                cancel(s, &metrics);
+            }
+        }
+        waiting.retain(|j| !j.events.is_closed());
+
+        // admit into free slots, preferring the longest cached prefix
+        while let Some(job) = waiting.front() {
+            let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
+            let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(&job.prompt)) else { break };
+            let job = waiting.pop_front().expect("front exists");
+            let s = &mut slots[i];
+            let keep = prefill_start(&mut s.session, &job.prompt);
+            let seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
+            let now = Instant::now();
+            s.active = Some(Active { job, seq, next: keep, pending: [0], prefilled: false, last_token: now });
+        }
+        publish(&slots, waiting.len(), &metrics);
+
+        // the batch: every decode, then prefill chunks in admission order
+        let mut budget = limits.n_batch;
+        let mut order: Vec<usize> = (0..slots.len()).filter(|&i| slots[i].active.is_some()).collect();
+        order.sort_by_key(|&i| (slots[i].active.as_ref().is_some_and(|a| !a.prefilled), arrival(&slots[i])));
+        let mut work: Vec<(usize, usize)> = Vec::new(); // (slot, tokens)
+        for &i in &order {
+            let a = slots[i].active.as_ref().expect("active");
+            let n = if a.prefilled { 1 } else { (a.job.prompt.len() - a.next).min(limits.chunk) };
+            let n = n.min(budget);
+            if n == 0 {
+                continue;
+            }
+            budget -= n;
+            work.push((i, n));
+        }
+        if work.is_empty() {
+            continue;
+        }
+        work.sort_by_key(|w| w.0); // the order items (and logits rows) take
+        let result = {
+            let mut items: Vec<(&mut Session, &[u32])> = Vec::with_capacity(work.len());
+            let mut want = work.iter().peekable();
+            for (i, s) in slots.iter_mut().enumerate() {
+                let Some(&(_, n)) = want.next_if(|w| w.0 == i) else { continue };
+                let a = s.active.as_ref().expect("active");
+                let toks = if a.prefilled { &a.pending[..] } else { &a.job.prompt[a.next..a.next + n] };
+                items.push((&mut s.session, toks));
+            }
+            model.forward_batch(&engine, &mut scratch, &mut items, &mut logits)
+        };
+        metrics.steps.fetch_add(1, Relaxed);
+        metrics.batch_tokens.fetch_add(work.iter().map(|w| w.1 as u64).sum(), Relaxed);
+        if let Err(e) = result {
+            for &(i, _) in &work {
+                if let Some(a) = slots[i].active.take() {
+                    let _ = a.job.events.send(Update::Error(e.to_string()));
+                    metrics.errors.fetch_add(1, Relaxed);
+                }
+                slots[i].session.truncate(0);
+            }
+            continue;
+        }
+
+        for (row, &(i, n)) in work.iter().enumerate() {
+            let s = &mut slots[i];
+            let a = s.active.as_mut().expect("active");
+            if !a.prefilled {
+                a.next += n;
+                if a.next < a.job.prompt.len() {
+                    continue;
+                }
+                a.prefilled = true;
+                a.seq.prefilled(&mut s.session);
+                if a.job.cfg.max_tokens == 0 {
+                    let r = a.seq.finish(FinishReason::Length);
+                    let a = s.active.take().expect("active");
+                    finish(a.job, Some(r), &metrics);
+                    continue;
+                }
+            }
+            let row = &logits[row * nv..(row + 1) * nv];
+            let (id, text, end) = a.seq.sample(&mut s.session, Some(row), vocab);
+            let now = Instant::now();
+            if a.seq.n_generated() == 1 {
+                metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
+            } else {
+                metrics.itl.observe((now - a.last_token).as_secs_f64());
+            }
+            a.last_token = now;
+            a.pending = [id];
+            if !text.is_empty() {
+                let _ = a.job.events.send(Update::Token { text });
+            }
+            if let Some(r) = end {
+                let a = s.active.take().expect("active");
+                finish(a.job, Some(r), &metrics);
+            }
+        }
+        publish(&slots, waiting.len(), &metrics);
+    }
+}
+
+/// Queue depth, running sequences and the cache positions they hold.
+fn publish(slots: &[Slot], waiting: usize, metrics: &Metrics) {
+    let running = slots.iter().filter(|s| s.active.is_some());
+    metrics.queue_depth.store(waiting as u64, Relaxed);
+    metrics.active.store(running.clone().count() as u64, Relaxed);
+    metrics.kv_used.store(running.map(|s| s.session.n_past() as u64).sum(), Relaxed);
+}
+
+fn arrival(s: &Slot) -> Instant {
+    s.active.as_ref().map_or_else(Instant::now, |a| a.job.arrived)
+}
+
+/// End a job: its result (None: it never ran, cancelled).
+fn finish(job: Job, result: Option<GenerationResult>, metrics: &Metrics) {
+    let r = result.unwrap_or_else(|| {
+        let mut q = Sequence::new(&job.cfg, job.prompt.len(), 0, crate::clock);
+        q.finish(FinishReason::Cancelled)
+    });
+    metrics.prompt_tokens.fetch_add(r.usage.prompt_tokens as u64, Relaxed);
+    metrics.cached_tokens.fetch_add(r.usage.cached_tokens as u64, Relaxed);
+    metrics.completion_tokens.fetch_add(r.usage.completion_tokens as u64, Relaxed);
+    if r.finish_reason == FinishReason::Cancelled {
+        metrics.cancelled.fetch_add(1, Relaxed);
+    }
+    let _ = job.events.send(Update::Done(r));
+}
+
+/// Cancel what a slot runs and free its cache.
+fn cancel(s: &mut Slot, metrics: &Metrics) {
+    if let Some(mut a) = s.active.take() {
+        let r = a.seq.finish(FinishReason::Cancelled);
+        finish(a.job, Some(r), metrics);
+    }
+    s.session.truncate(0);
+}
+
+/// The engine thread's handle.
+#[derive(Clone)]
+pub struct Handle(pub Sender<Msg>);

@@ -1,0 +1,229 @@
+//! `tern serve` end to end on SmolLM2: the official `openai` Python client
+//! (scripts/install-test-python.sh) for chat and completions, streamed and
+//! not, against `tern run`; 32 concurrent streams against their
+//! single-request texts; bounded admission (429), body limit (413), field
+//! errors (400), the API key (401); a client that hangs up frees its KV
+//! cache (seen in /metrics); SIGTERM lets a running stream finish, exit 0.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn smollm2() -> String {
+    let p = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
+    p.display().to_string()
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    /// Start on a free port (the server binds port 0 and says which).
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(["serve", "-m", &smollm2(), "--port", "0", "-t", "2"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let line = lines.next().expect("a startup line").unwrap();
+        let port = line.rsplit_once("http://127.0.0.1:").and_then(|(_, r)| r.split(' ').next()?.parse().ok());
+        let port = port.unwrap_or_else(|| panic!("no port in {line:?}"));
+        // keep draining stderr so the server never blocks on it
+        std::thread::spawn(move || lines.for_each(drop));
+        Server { child, port }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// One raw HTTP/1.1 request; the connection, for reading the answer.
+    fn send(&self, method: &str, path: &str, headers: &[&str], body: &str) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        s
+    }
+
+    /// Status and body of a request.
+    fn call(&self, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+        let mut out = String::new();
+        self.send(method, path, headers, body).read_to_string(&mut out).unwrap();
+        let status = out.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, out.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+    }
+
+    fn metric(&self, name: &str) -> f64 {
+        let (_, body) = self.call("GET", "/metrics", &["Authorization: Bearer k"], "");
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in /metrics:\n{body}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Read a streamed answer up to its first token's chunk.
+fn until_data(s: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let mut b = [0u8; 512];
+    while !String::from_utf8_lossy(&seen).contains("\"text\":\"") {
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "the stream ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&b[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+fn python(args: &[&str]) -> Value {
+    let py = root().join("target/pyenv/bin/python");
+    assert!(py.exists(), "{} is missing: run scripts/install-test-python.sh (scripts/test.sh does)", py.display());
+    let out = Command::new(py).arg(root().join("tests/tools/openai_client.py")).args(args).output().unwrap();
+    assert!(out.status.success(), "openai client failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn tern_run(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["run", "-m", &smollm2(), "--temp", "0", "--json", "-t", "2"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_openai_client_gets_what_tern_run_gives() {
+    let srv = Server::start(&["--parallel", "2"]);
+    let r = python(&["basic", &srv.base()]);
+    let completion = tern_run(&["-p", "The capital of France is", "-n", "8"]);
+    let chat = tern_run(&["--chat", "-p", "What is the capital of France?", "-n", "16"]);
+    assert_eq!(r["completion"], completion["text"]);
+    assert_eq!(r["completion_stream"], completion["text"]);
+    assert_eq!(r["stream_usage"], 8);
+    assert_eq!(r["chat"], chat["text"]);
+    assert_eq!(r["chat_stream"], chat["text"]);
+    assert_eq!(r["chat_finish"], "length");
+    assert_eq!(r["chat_usage"][0], chat["prompt_ids"].as_array().unwrap().len());
+    assert_eq!((r["stopped"].as_str(), r["stopped_finish"].as_str()), (Some(" Paris."), Some("stop")));
+    assert_eq!(r["seeded"][0], r["seeded"][1], "a seed repeats its sample");
+    assert_eq!(r["models"][0], "smollm2-135m-instruct-q4_1.gguf");
+}
+
+#[test]
+fn thirty_two_concurrent_streams_equal_their_single_runs() {
+    let srv = Server::start(&["--parallel", "8", "--queue", "32"]);
+    let r = python(&["load", &srv.base(), "32", "16"]);
+    let (alone, together) = (r["alone"].as_array().unwrap(), r["together"].as_array().unwrap());
+    assert_eq!(alone.len(), 32);
+    for (i, (a, t)) in alone.iter().zip(together).enumerate() {
+        assert_eq!(a, t, "stream {i}: concurrent text differs from its single run");
+    }
+    println!(
+        "32 streams × 16 tokens, --parallel 8, 2 threads: {:.1} tok/s, TTFT p50 {:.3} s, p99 {:.3} s",
+        r["tokens_per_s"].as_f64().unwrap(),
+        r["ttft_p50_s"].as_f64().unwrap(),
+        r["ttft_p99_s"].as_f64().unwrap()
+    );
+    assert_eq!(srv.metric("tern_requests_total"), 64.0);
+    assert_eq!(srv.metric("tern_completion_tokens_total"), 32.0 * 16.0 * 2.0);
+}
+
+#[test]
+fn admission_limits_errors_and_hangups() {
+    let srv = Server::start(&["--parallel", "1", "--queue", "0", "--max-body", "2000", "--api-key", "k"]);
+    let auth = ["Authorization: Bearer k"];
+    let long =
+        r#"{"prompt":"Once upon a time","max_tokens":400,"temperature":0,"ignore":1}"#.replace(r#","ignore":1"#, "");
+    assert_eq!(srv.call("POST", "/v1/completions", &[], &long).0, 401);
+    assert_eq!(srv.call("GET", "/health", &[], "").0, 200);
+
+    // one stream holds the only slot: the next request is refused at once
+    let mut held =
+        srv.send("POST", "/v1/completions", &auth, &long.replace("\"temperature\"", "\"stream\":true,\"temperature\""));
+    assert!(until_data(&mut held).starts_with("HTTP/1.1 200"));
+    let t0 = Instant::now();
+    let (status, body) = srv.call("POST", "/v1/completions", &auth, r#"{"prompt":"Hi","max_tokens":2}"#);
+    assert_eq!(status, 429, "{body}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "429 comes at once");
+    assert!(srv.metric("tern_kv_cache_used_tokens") > 0.0);
+
+    // the client hangs up: its sequence is cancelled and its cache freed
+    drop(held);
+    let t0 = Instant::now();
+    while srv.metric("tern_active_sequences") > 0.0 || srv.metric("tern_kv_cache_used_tokens") > 0.0 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the hung-up stream still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(srv.metric("tern_requests_cancelled_total"), 1.0);
+    assert_eq!(srv.metric("tern_requests_rejected_total"), 1.0);
+
+    // bodies and fields
+    let (status, body) = srv.call("POST", "/v1/completions", &auth, &format!(r#"{{"prompt":"{}"}}"#, "x".repeat(3000)));
+    assert_eq!(status, 413, "{body}");
+    for (req, param) in [
+        (r#"{"prompt":"Hi","temperature":"hot"}"#, "temperature"),
+        (r#"{"prompt":"Hi","n":2}"#, "n"),
+        (r#"{"prompt":"Hi","frobnicate":true}"#, "frobnicate"),
+        (r#"{"prompt":"Hi","max_tokens":5000}"#, "max_tokens"),
+        (r#"{"prompt":"Hi","logit_bias":{"99999999":1}}"#, "logit_bias"),
+        (r#"{"messages":[{"content":"Hi"}]}"#, "messages[0].role"),
+        (r#"{"prompt":"#, "body"),
+    ] {
+        let path = if req.contains("messages") { "/v1/chat/completions" } else { "/v1/completions" };
+        let (status, body) = srv.call("POST", path, &auth, req);
+        assert_eq!(status, 400, "{req}: {body}");
+        let e: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(e["error"]["param"], param, "{req}: {body}");
+        assert_eq!(e["error"]["type"], "invalid_request_error");
+    }
+    // still serving after all that
+    let (status, body) = srv.call(
+        "POST",
+        "/v1/completions",
+        &auth,
+        r#"{"prompt":"The capital of France is","max_tokens":2,"temperature":0}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(" Paris."), "{body}");
+}
+
+#[test]
+fn sigterm_lets_the_running_stream_finish_then_exits_0() {
+    let mut srv = Server::start(&["--parallel", "2"]);
+    let body = r#"{"prompt":"Once upon a time","max_tokens":48,"temperature":0,"stream":true}"#;
+    let mut s = srv.send("POST", "/v1/completions", &[], body);
+    until_data(&mut s);
+    let pid = srv.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let mut rest = String::new();
+    s.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains(r#""finish_reason":"length""#), "the stream was cut: {rest}");
+    assert!(rest.contains("data: [DONE]"), "{rest}");
+    let status = srv.child.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+}

@@ -1,0 +1,86 @@
+"""Test-only: drive `tern serve` with the official `openai` package.
+
+    python openai_client.py basic BASE_URL
+        chat and completions, streamed and not, greedy; prints one JSON object
+    python openai_client.py load BASE_URL N TOKENS
+        N different prompts, each alone (not streamed), then all N at once as
+        concurrent streams; prints each pair of texts, throughput, TTFT p50/p99
+"""
+import asyncio
+import json
+import sys
+import time
+
+from openai import AsyncOpenAI, OpenAI
+
+TOPICS = ["the sea", "a city", "winter", "a robot", "the moon", "coffee", "a library", "rain",
+          "a garden", "the desert", "a violin", "trains", "a lighthouse", "snow", "a market", "the wind"]
+
+
+def basic(base: str) -> None:
+    c = OpenAI(base_url=base, api_key="unused")
+    msgs = [{"role": "user", "content": "What is the capital of France?"}]
+    chat = c.chat.completions.create(model="tern", messages=msgs, max_tokens=16, temperature=0)
+    parts, finish = [], None
+    for ch in c.chat.completions.create(model="tern", messages=msgs, max_tokens=16, temperature=0, stream=True):
+        if ch.choices:
+            parts.append(ch.choices[0].delta.content or "")
+            finish = ch.choices[0].finish_reason or finish
+    comp = c.completions.create(model="tern", prompt="The capital of France is", max_tokens=8, temperature=0)
+    stream_usage, texts = None, []
+    for ch in c.completions.create(model="tern", prompt="The capital of France is", max_tokens=8, temperature=0,
+                                   stream=True, stream_options={"include_usage": True}):
+        if ch.choices:
+            texts.append(ch.choices[0].text)
+        if ch.usage:
+            stream_usage = ch.usage.completion_tokens
+    stopped = c.completions.create(model="tern", prompt="The capital of France is", max_tokens=8, temperature=0,
+                                   stop=["\n"])
+    seeded = [c.completions.create(model="tern", prompt="Once upon a time", max_tokens=12, temperature=0.9,
+                                   seed=42).choices[0].text for _ in range(2)]
+    models = [m.id for m in c.models.list().data]
+    print(json.dumps({
+        "chat": chat.choices[0].message.content, "chat_finish": chat.choices[0].finish_reason,
+        "chat_usage": [chat.usage.prompt_tokens, chat.usage.completion_tokens],
+        "chat_stream": "".join(parts), "chat_stream_finish": finish,
+        "completion": comp.choices[0].text, "completion_stream": "".join(texts), "stream_usage": stream_usage,
+        "stopped": stopped.choices[0].text, "stopped_finish": stopped.choices[0].finish_reason,
+        "seeded": seeded, "models": models,
+    }))
+
+
+async def load(base: str, n: int, tokens: int) -> None:
+    c = AsyncOpenAI(base_url=base, api_key="unused", max_retries=0, timeout=600)
+    prompts = [f"A short poem about {TOPICS[i % len(TOPICS)]}, number {i}:" for i in range(n)]
+    alone = []
+    for p in prompts:
+        r = await c.completions.create(model="tern", prompt=p, max_tokens=tokens, temperature=0)
+        alone.append(r.choices[0].text)
+
+    async def one(p):
+        t0 = time.perf_counter()
+        ttft, parts = None, []
+        async for ch in await c.completions.create(model="tern", prompt=p, max_tokens=tokens, temperature=0,
+                                                   stream=True):
+            if ch.choices and ch.choices[0].text and ttft is None:
+                ttft = time.perf_counter() - t0
+            if ch.choices:
+                parts.append(ch.choices[0].text)
+        return "".join(parts), ttft
+
+    t0 = time.perf_counter()
+    together = await asyncio.gather(*(one(p) for p in prompts))
+    wall = time.perf_counter() - t0
+    ttfts = sorted(t for _, t in together if t is not None)
+    pct = lambda q: ttfts[min(len(ttfts) - 1, int(len(ttfts) * q))]
+    print(json.dumps({
+        "alone": alone, "together": [t for t, _ in together], "wall_s": wall,
+        "tokens_per_s": n * tokens / wall, "ttft_p50_s": pct(0.5), "ttft_p99_s": pct(0.99),
+    }))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "basic":
+        basic(sys.argv[2])
+    else:
+        asyncio.run(load(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
