@@ -50,25 +50,12 @@ impl Server {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
-    /// One raw HTTP/1.1 request; the connection, for reading the answer.
     fn send(&self, method: &str, path: &str, headers: &[&str], body: &str) -> TcpStream {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}",
-            body.len()
-        );
-        s.write_all(req.as_bytes()).unwrap();
-        s
+        send(self.port, method, path, headers, body)
     }
 
-    /// Status and body of a request.
     fn call(&self, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
-        let mut out = String::new();
-        self.send(method, path, headers, body).read_to_string(&mut out).unwrap();
-        let status = out.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        (status, out.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+        call(self.port, method, path, headers, body)
     }
 
     fn metric(&self, name: &str) -> f64 {
@@ -77,6 +64,27 @@ impl Server {
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
             .unwrap_or_else(|| panic!("{name} not in /metrics:\n{body}"))
     }
+}
+
+/// One raw HTTP/1.1 request; the connection, for reading the answer.
+fn send(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    s
+}
+
+/// Status and body of a request.
+fn call(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+    let mut out = String::new();
+    send(port, method, path, headers, body).read_to_string(&mut out).unwrap();
+    let status = out.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, out.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
 }
 
 impl Drop for Server {
@@ -226,4 +234,42 @@ fn sigterm_lets_the_running_stream_finish_then_exits_0() {
     assert!(rest.contains("data: [DONE]"), "{rest}");
     let status = srv.child.wait().unwrap();
     assert!(status.success(), "exit status {status}");
+}
+
+#[test]
+fn a_long_prompt_does_not_stall_running_streams() {
+    // prefill goes in chunks of --batch beside the running decodes: while a
+    // ~1500-token prompt is prefilled, a running stream keeps getting tokens
+    let srv = Server::start(&["--parallel", "2", "--batch", "128"]);
+    let a = r#"{"prompt":"Once upon a time","max_tokens":200,"temperature":0,"stream":true,"ignore_eos":1}"#
+        .replace(r#","ignore_eos":1"#, "");
+    let mut s = srv.send("POST", "/v1/completions", &[], &a);
+    until_data(&mut s);
+    let long = "The quick brown fox jumps over the lazy dog. ".repeat(150);
+    let port = srv.port;
+    let b = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let (status, body) =
+            call(port, "POST", "/v1/completions", &[], &format!(r#"{{"prompt":"{long}","max_tokens":1}}"#));
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 1000);
+        (t0, Instant::now())
+    });
+    let mut arrivals = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut seen = String::new();
+    while !seen.contains("[DONE]") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0);
+        arrivals.push(Instant::now());
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let (b0, b1) = b.join().unwrap();
+    let during: Vec<&Instant> = arrivals.iter().filter(|t| **t >= b0 && **t <= b1).collect();
+    let gap = during.windows(2).map(|w| *w[1] - *w[0]).max().unwrap_or_default();
+    let prefill = b1 - b0;
+    println!("long prompt answered in {prefill:?}; {} stream chunks meanwhile, largest gap {gap:?}", during.len());
+    assert!(during.len() >= 4, "the stream stalled while the long prompt ran ({} chunks in {prefill:?})", during.len());
+    assert!(gap * 3 < prefill, "largest gap {gap:?} against {prefill:?} for the long prompt");
 }
