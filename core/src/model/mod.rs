@@ -103,8 +103,21 @@ impl<B: AsRef<[u8]>> Model<B> {
         QMatrix { ty: t.ty, data: &b[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
     }
 
-    fn slices(&self) -> Vec<&[u8]> {
-        self.bufs.iter().map(AsRef::as_ref).collect()
+    /// Run `f` on a view of the model: its buffers as slices, on the stack
+    /// for up to four (a GGUF file is one), so a decode step allocates none.
+    fn with_view<R>(&self, f: impl FnOnce(View<'_>) -> R) -> R {
+        let mut small: [&[u8]; 4] = [&[]; 4];
+        let many: Vec<&[u8]>;
+        let bufs: &[&[u8]] = if self.bufs.len() <= small.len() {
+            for (s, b) in small.iter_mut().zip(&self.bufs) {
+                *s = b.as_ref();
+            }
+            &small[..self.bufs.len()]
+        } else {
+            many = self.bufs.iter().map(AsRef::as_ref).collect();
+            &many
+        };
+        f(View { config: &self.config, weights: &self.weights, bufs })
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
@@ -176,9 +189,7 @@ impl<B: AsRef<[u8]>> Model<B> {
                 faults: sess.faults,
             })
             .collect();
-        let bufs = self.slices();
-        let view = View { config: &self.config, weights: &self.weights, bufs: &bufs };
-        forward::batch(view, e, scratch, &mut seqs, &out_rows, logits)?;
+        self.with_view(|view| forward::batch(view, e, scratch, &mut seqs, &out_rows, logits))?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
         }
@@ -284,28 +295,26 @@ impl Session {
         let mut row = 0;
         let n_batch = self.scratch.n_batch;
         let mut out_rows = core::mem::take(&mut self.scratch.out_rows);
-        let bufs = m.slices();
-        let view = View { config: &m.config, weights: &m.weights, bufs: &bufs };
-        for (i, batch) in tokens.chunks(n_batch).enumerate() {
-            let last_batch = (i + 1) * n_batch >= tokens.len();
-            out_rows.clear();
-            match want {
-                Logits::All => out_rows.extend(0..batch.len()),
-                Logits::Last if last_batch => out_rows.push(batch.len() - 1),
-                _ => {}
+        let r = m.with_view(|view| {
+            for (i, batch) in tokens.chunks(n_batch).enumerate() {
+                let last_batch = (i + 1) * n_batch >= tokens.len();
+                out_rows.clear();
+                match want {
+                    Logits::All => out_rows.extend(0..batch.len()),
+                    Logits::Last if last_batch => out_rows.push(batch.len() - 1),
+                    _ => {}
+                }
+                let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
+                let mut seq =
+                    [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
+                forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out)?;
+                self.tokens.extend_from_slice(batch);
+                row += out_rows.len();
             }
-            let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
-            let mut seq =
-                [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
-            if let Err(err) = forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out) {
-                self.scratch.out_rows = out_rows;
-                return Err(err);
-            }
-            self.tokens.extend_from_slice(batch);
-            row += out_rows.len();
-        }
+            Ok(())
+        });
         self.scratch.out_rows = out_rows;
-        Ok(&self.logits)
+        r.map(|()| &self.logits[..])
     }
 
     /// The last computed logits row, the RNG and the token history, for
