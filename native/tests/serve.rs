@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -26,11 +27,17 @@ fn smollm2() -> String {
 struct Server {
     child: Child,
     port: u16,
+    /// One server at a time: the tests measure gaps and run 32 clients on
+    /// two cores.
+    _turn: MutexGuard<'static, ()>,
 }
+
+static TURN: Mutex<()> = Mutex::new(());
 
 impl Server {
     /// Start on a free port (the server binds port 0 and says which).
     fn start(args: &[&str]) -> Server {
+        let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
         let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
             .args(["serve", "-m", &smollm2(), "--port", "0", "-t", "2"])
             .args(args)
@@ -43,7 +50,7 @@ impl Server {
         let port = port.unwrap_or_else(|| panic!("no port in {line:?}"));
         // keep draining stderr so the server never blocks on it
         std::thread::spawn(move || lines.for_each(drop));
-        Server { child, port }
+        Server { child, port, _turn: turn }
     }
 
     fn base(&self) -> String {

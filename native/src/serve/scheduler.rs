@@ -182,6 +182,8 @@ pub fn run(lm: Arc<Loaded>, threads: Threads, limits: Limits, metrics: Arc<Metri
             }
             continue;
         }
+        // (the cache now holds the step's tokens: say so before any client hears of them)
+        publish(&slots, waiting.len(), &metrics);
 
         for (row, &(i, n)) in work.iter().enumerate() {
             let s = &mut slots[i];
