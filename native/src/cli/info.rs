@@ -1,6 +1,8 @@
 //! `tern info`: what a GGUF file or an HF directory holds.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use tern::{Format, Result};
@@ -13,34 +15,55 @@ pub struct Args {
     model: Option<PathBuf>,
 }
 
+/// One line of the report (written at the end: a closed pipe, as with
+/// `tern info | head`, is not an error).
+macro_rules! line {
+    ($out:ident, $($t:tt)*) => {{
+        let _ = writeln!($out, $($t)*);
+    }};
+}
+
 pub fn run(a: Args) -> Result<()> {
+    let mut out = String::new();
     let path = super::model_path(a.model)?;
     let lm = super::load(&path, &a.load)?;
     let (c, w) = (&lm.model.config, &lm.model.weights);
     let n_bytes = lm.model.n_bytes() - lm.requantized.map_or(0, |r| r.bytes);
     match &lm.format {
-        Format::Gguf { version } => println!("file        {} ({n_bytes} bytes, GGUF v{version})", path.display()),
+        Format::Gguf { version } => line!(out, "file        {} ({n_bytes} bytes, GGUF v{version})", path.display()),
         Format::Hf(h) => {
-            println!("directory   {} ({n_bytes} bytes of safetensors, {})", path.display(), h.architecture);
+            line!(out, "directory   {} ({n_bytes} bytes of safetensors, {})", path.display(), h.architecture);
             let dtypes: Vec<String> = h.dtypes.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-            println!("shards      {} — {}; saved as {}", h.shards.len(), h.shards.join(", "), dtypes.join(", "));
+            line!(out, "shards      {} — {}; saved as {}", h.shards.len(), h.shards.join(", "), dtypes.join(", "));
         }
     }
-    println!("name        {}", c.name);
-    println!("arch        {}", c.arch.name());
-    println!(
+    line!(out, "name        {}", c.name);
+    line!(out, "arch        {}", c.arch.name());
+    line!(
+        out,
         "dims        n_vocab {} n_embd {} n_layer {} n_head {} n_head_kv {} head_dim {} n_ff {}",
-        c.n_vocab, c.n_embd, c.n_layer, c.n_head, c.n_head_kv, c.head_dim, c.n_ff
+        c.n_vocab,
+        c.n_embd,
+        c.n_layer,
+        c.n_head,
+        c.n_head_kv,
+        c.head_dim,
+        c.n_ff
     );
-    println!("context     trained {}", c.n_ctx_train);
-    println!(
+    line!(out, "context     trained {}", c.n_ctx_train);
+    line!(
+        out,
         "rope        {:?}, base {}, n_rot {}, position scale {}",
-        c.rope_style, c.rope_base, c.n_rot, c.rope_pos_scale
+        c.rope_style,
+        c.rope_base,
+        c.n_rot,
+        c.rope_pos_scale
     );
-    println!("norm eps    {:e}", c.norm_eps);
+    line!(out, "norm eps    {:e}", c.norm_eps);
     let l0 = &w.layers[0];
-    println!("attention   qkv bias {}, q/k norm {}", l0.bq.is_some(), l0.q_norm.is_some());
-    println!(
+    line!(out, "attention   qkv bias {}, q/k norm {}", l0.bq.is_some(), l0.q_norm.is_some());
+    line!(
+        out,
         "output      {}",
         if w.tied_output { "tied to the token embedding (one tensor)" } else { "separate head" }
     );
@@ -52,9 +75,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     let types: Vec<String> =
         counts.iter().map(|(k, (n, b))| format!("{k}: {n} ({:.1} MiB)", *b as f64 / 1048576.0)).collect();
-    println!("matrices    {} — {}", w.matrices().count(), types.join(", "));
+    line!(out, "matrices    {} — {}", w.matrices().count(), types.join(", "));
     if let Some(r) = lm.requantized {
-        println!(
+        line!(
+            out,
             "quantized   at load to {}: {} matrices ({:.1} MiB in memory), {} kept as they were",
             r.to.name(),
             r.converted,
@@ -64,7 +88,8 @@ pub fn run(a: Args) -> Result<()> {
     }
     match &lm.tokenizer {
         Some(tok) => {
-            println!(
+            line!(
+                out,
                 "tokenizer   {} / {}, {} tokens, bos {:?}, eos {:?}, end-of-generation {:?}, add_bos {}",
                 tok.model,
                 tok.pre,
@@ -75,26 +100,29 @@ pub fn run(a: Args) -> Result<()> {
                 tok.add_bos
             );
             match &tok.chat_template {
-                Some(t) => println!(
+                Some(t) => line!(
+                    out,
                     "template    {} chars: {}",
                     t.len(),
                     t.chars().take(120).collect::<String>().replace('\n', "\\n")
                 ),
-                None => println!("template    none"),
+                None => line!(out, "template    none"),
             }
         }
-        None => println!("tokenizer   none (run with --prompt-ids); end ids {:?}", lm.eog()),
+        None => line!(out, "tokenizer   none (run with --prompt-ids); end ids {:?}", lm.eog()),
     }
     let d = &lm.defaults;
     let sampling = [d.temperature, d.top_p, d.min_p, d.repeat_penalty].iter().any(Option::is_some);
     if sampling || d.top_k.is_some() {
-        println!(
+        line!(
+            out,
             "generation  temperature {:?} top_k {:?} top_p {:?} min_p {:?} repetition_penalty {:?} (generation_config.json)",
             d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_penalty
         );
     }
     let loaded_ms = lm.load_time.as_secs_f64() * 1e3;
     let how = if lm.requantized.is_some() { "mmap, float weights quantized" } else { "mmap, no copy of weights" };
-    println!("load        {loaded_ms:.1} ms ({how})");
+    line!(out, "load        {loaded_ms:.1} ms ({how})");
+    let _ = std::io::stdout().write_all(out.as_bytes());
     Ok(())
 }
