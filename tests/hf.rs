@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use tern::{LoadOptions, Loaded};
 use tern_core::quant::GgmlType;
 use tern_core::{Engine, Logits};
+use tern_tests::hfdir;
 use tern_tests::*;
 
 const TINY: [&str; 3] = ["tiny-qwen2", "tiny-qwen3", "tiny-llama"];
@@ -183,5 +184,41 @@ fn dequantized_smollm2_llama_directory_matches_the_gguf_exact_path() {
         println!("smollm2 {p}: HF f32 directory vs GGUF --exact max |Δ| {d:.2e}");
         assert!(d <= 1e-4, "{p}: max |Δ| {d:e}");
         assert_eq!(greedy(&dir, &e, &case.input_ids, 16), greedy(&gguf, &e, &case.input_ids, 16), "{p}");
+    }
+}
+
+#[test]
+fn float16_checkpoint_runs_as_its_float32_widening() {
+    // tiny-llama saved in f16, beside the same numbers saved in f32: the
+    // f16 weights widen exactly, so the exact path gives the same bits
+    let round = |b: &[u8]| -> Vec<half::f16> {
+        b.chunks_exact(4).map(|c| half::f16::from_f32(f32::from_le_bytes(c.try_into().unwrap()))).collect()
+    };
+    let f16 = hfdir::copy("tiny-llama", "f16");
+    hfdir::edit_shard(&f16.join("model.safetensors"), |m| {
+        for t in m.values_mut() {
+            t.2 = round(&t.2).iter().flat_map(|h| h.to_le_bytes()).collect();
+            t.0 = safetensors::Dtype::F16;
+        }
+    });
+    hfdir::edit_json(&f16.join("config.json"), |v| v["dtype"] = "float16".into());
+    let f32_ = hfdir::copy("tiny-llama", "f16-widened");
+    hfdir::edit_shard(&f32_.join("model.safetensors"), |m| {
+        for t in m.values_mut() {
+            t.2 = round(&t.2).iter().flat_map(|h| h.to_f32().to_le_bytes()).collect();
+        }
+    });
+    let (a, b) = (load_path(&f16), load_path(&f32_));
+    assert!(a.model.weights.matrices().all(|t| t.ty == GgmlType::F16));
+    let o = oracle("tiny-llama");
+    for exact in [true, false] {
+        let e = engine(exact);
+        let (la, lb) = (all_logits(&a, &e, &o.input), all_logits(&b, &e, &o.input));
+        assert!(bits_equal(&la, &lb), "exact={exact}: F16 and its f32 widening differ");
+        println!("tiny-llama in f16, exact={exact}: max |Δ| to the f32 oracle {:.2e}", max_abs_diff(&la, &o.logits));
+        assert_eq!(greedy(&a, &e, &o.input, 8), o.generated, "exact={exact}");
+    }
+    for d in [f16, f32_] {
+        std::fs::remove_dir_all(d).ok();
     }
 }

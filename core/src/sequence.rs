@@ -16,7 +16,6 @@ pub struct Sequence {
     watch: Stopwatch,
     clock: Clock,
     seed: Option<u64>,
-    finished: bool,
 }
 
 impl Sequence {
@@ -30,7 +29,6 @@ impl Sequence {
             watch: Stopwatch::start(clock(), cfg.max_tokens.min(1 << 16)),
             clock,
             seed: cfg.sampler.seed,
-            finished: false,
         }
     }
 
@@ -62,16 +60,11 @@ impl Sequence {
 
     /// End now (`cancelled`, or `length` for a sequence allowed no tokens).
     pub fn finish(&mut self, reason: FinishReason) -> GenerationResult {
-        self.finished = true;
         let u = &mut self.usage;
         let timings = self.watch.timings((self.clock)(), u.prompt_tokens - u.cached_tokens);
         let (tokens, text) = self.out.take();
         u.completion_tokens = tokens.len();
         GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings }
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.finished
     }
 
     /// Tokens sampled so far.

@@ -2,6 +2,8 @@
 //! real models (fetched by scripts/fetch-models.sh; a missing model fails
 //! the test, it is never skipped).
 
+pub mod hfdir;
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

@@ -26,7 +26,6 @@ pub struct HfConfig {
     pub dtype: Option<GgmlType>,
     /// The architecture as the file names it (`Qwen2ForCausalLM`…).
     pub architecture: String,
-    pub bos_token_id: Option<u32>,
     pub eos_token_ids: Vec<u32>,
 }
 
@@ -241,7 +240,6 @@ impl HfConfig {
             },
             dtype,
             architecture,
-            bos_token_id: ids(FILE, "bos_token_id", f.get("bos_token_id"))?.first().copied(),
             eos_token_ids: ids(FILE, "eos_token_id", f.get("eos_token_id"))?,
         })
     }

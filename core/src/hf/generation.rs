@@ -19,8 +19,6 @@ pub struct GenerationDefaults {
     pub min_p: Option<f32>,
     pub typical_p: Option<f32>,
     pub repeat_penalty: Option<f32>,
-    pub max_new_tokens: Option<usize>,
-    pub bos_token_id: Option<u32>,
     pub eos_token_ids: Vec<u32>,
 }
 
@@ -63,8 +61,6 @@ impl GenerationDefaults {
             min_p: num("min_p")?,
             typical_p: num("typical_p")?,
             repeat_penalty: num("repetition_penalty")?,
-            max_new_tokens: count("max_new_tokens")?,
-            bos_token_id: super::config::ids(FILE, "bos_token_id", m.get("bos_token_id"))?.first().copied(),
             eos_token_ids: super::config::ids(FILE, "eos_token_id", m.get("eos_token_id"))?,
         })
     }

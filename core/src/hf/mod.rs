@@ -29,7 +29,6 @@ pub struct CheckpointInfo {
     pub shards: Vec<String>,
     /// Tensors per saved dtype.
     pub dtypes: BTreeMap<String, usize>,
-    pub bos_token_id: Option<u32>,
     pub eos_token_ids: Vec<u32>,
 }
 
@@ -73,7 +72,6 @@ pub fn load<B: AsRef<[u8]>>(
             architecture: hc.architecture.clone(),
             shards: shards.iter().map(|s| s.0.clone()).collect(),
             dtypes: dir.dtypes(),
-            bos_token_id: hc.bos_token_id,
             eos_token_ids: hc.eos_token_ids.clone(),
         };
         (Weights::bind(&dir, &hc.config, hc.expect)?, info)

@@ -84,6 +84,9 @@ pub fn run(lm: Arc<Loaded>, threads: Threads, limits: Limits, metrics: Arc<Metri
     let mut logits = Vec::new();
     let mut drain: Option<Instant> = None;
     let nv = model.config.n_vocab;
+    // per-step lists, kept across steps: (slot), (slot, tokens)
+    let mut order: Vec<usize> = Vec::with_capacity(limits.slots);
+    let mut work: Vec<(usize, usize)> = Vec::with_capacity(limits.slots);
 
     loop {
         // take requests; block only when there is nothing to run
@@ -142,9 +145,10 @@ pub fn run(lm: Arc<Loaded>, threads: Threads, limits: Limits, metrics: Arc<Metri
 
         // the batch: every decode, then prefill chunks in admission order
         let mut budget = limits.n_batch;
-        let mut order: Vec<usize> = (0..slots.len()).filter(|&i| slots[i].active.is_some()).collect();
+        order.clear();
+        order.extend((0..slots.len()).filter(|&i| slots[i].active.is_some()));
         order.sort_by_key(|&i| (slots[i].active.as_ref().is_some_and(|a| !a.prefilled), arrival(&slots[i])));
-        let mut work: Vec<(usize, usize)> = Vec::new(); // (slot, tokens)
+        work.clear();
         for &i in &order {
             let a = slots[i].active.as_ref().expect("active");
             let n = if a.prefilled { 1 } else { (a.job.prompt.len() - a.next).min(limits.chunk) };
