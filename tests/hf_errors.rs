@@ -2,7 +2,6 @@
 //! thing spoiled, and loading it must fail with an error naming what (and,
 //! for tensors, every problem at once) — never a panic.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use safetensors::tensor::{Dtype, SafeTensors};
