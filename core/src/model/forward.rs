@@ -161,33 +161,58 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
     let group = c.n_head / c.n_head_kv;
     let scale = 1.0 / libm::sqrtf(hd as f32);
     let (q, tok_seq, first, len) = (&s.q, &s.tok_seq, &s.kv_first, &s.kv_len);
-    let per_head = n * hd + s.n_ctx;
+    // a run of queries of one sequence whose keys start at its first
+    // position shares the keys' reading
+    let joins = |t: usize| first[t] == 0 && t + 1 < n && tok_seq[t + 1] == tok_seq[t] && first[t + 1] == 0;
+    // no runs (decode): the heads of a KV head share them instead
+    let lone = !(0..n).any(joins);
+    let hc = if lone { heads_per_task(group, c.n_head_kv, e.par.n_workers()) } else { 1 };
+    // a task: `hc` query heads of one KV head — outputs [token][head] if
+    // lone, else [head][token] — then the scores' scratch
+    let per_task = hc * n * hd + s.n_ctx;
+    let at = |j: usize, t: usize| if lone { (t * hc + j) * hd } else { (j * n + t) * hd };
     let k = e.kernels;
-    e.par.for_each_chunk(&mut s.heads[..c.n_head * per_head], per_head, &|h, buf| {
-        let (out, scores) = buf.split_at_mut(n * hd);
-        let g = h / group;
+    e.par.for_each_chunk(&mut s.heads[..c.n_head / hc * per_task], per_task, &|i, buf| {
+        let (out, scores) = buf.split_at_mut(hc * n * hd);
+        let h0 = i * hc;
+        let g = h0 / group;
         let mut t = 0;
         while t < n {
-            // a run of queries of one sequence whose keys start at its first
-            // position shares the keys' reading
             let mut t1 = t + 1;
-            while first[t] == 0 && t1 < n && tok_seq[t1] == tok_seq[t] && first[t1] == 0 {
+            while joins(t1 - 1) {
                 t1 += 1;
             }
             let (kl, vl) = seqs[tok_seq[t]].kv.layer(l);
-            let off = first[t] * kvd + g * hd;
-            let qh = &q[t * qd + h * hd..];
-            let o = &mut out[t * hd..t1 * hd];
-            k.attention_queries(qh, qd, kl.from(off), vl.from(off), kvd, &len[t..t1], scale, scores, o);
+            let (kl, vl) = (kl.from(first[t] * kvd + g * hd), vl.from(first[t] * kvd + g * hd));
+            if lone {
+                // the task's heads, one query each, side by side
+                let lens = [len[t]; MAX_GROUP];
+                let o = &mut out[at(0, t)..at(0, t) + hc * hd];
+                k.attention_queries(&q[t * qd + h0 * hd..], hd, kl, vl, kvd, &lens[..hc], scale, scores, o);
+            } else {
+                let o = &mut out[at(0, t)..at(0, t1)];
+                k.attention_queries(&q[t * qd + h0 * hd..], qd, kl, vl, kvd, &len[t..t1], scale, scores, o);
+            }
             t = t1;
         }
     });
     for h in 0..c.n_head {
+        let (task, j) = (h / hc, h % hc);
         for t in 0..n {
-            let src = &s.heads[h * per_head + t * hd..h * per_head + (t + 1) * hd];
+            let src = &s.heads[task * per_task + at(j, t)..][..hd];
             s.att[t * qd + h * hd..t * qd + (h + 1) * hd].copy_from_slice(src);
         }
     }
+}
+
+/// Most query heads a KV head's group shares one task with.
+const MAX_GROUP: usize = 16;
+
+/// Query heads per attention task: the largest divisor of the group (at
+/// most `MAX_GROUP`) that still leaves a task for every worker — heads of
+/// one task read their cached rows once.
+fn heads_per_task(group: usize, n_head_kv: usize, n_workers: usize) -> usize {
+    (1..=group.min(MAX_GROUP)).rev().find(|&d| group.is_multiple_of(d) && n_head_kv * (group / d) >= n_workers).unwrap_or(1)
 }
 
 fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {

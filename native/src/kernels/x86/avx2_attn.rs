@@ -135,6 +135,9 @@ fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut
     }
 }
 
+/// Fewest queries the keys are transposed for.
+const TRANSPOSE_MIN: usize = 8;
+
 /// A run of queries over the same rows (`Kernels::attention_queries`):
 /// the keys are transposed once, 8 positions to a vector, so each query's
 /// scores come 8 positions at a time — the 16 lane-strided partial sums of
@@ -154,7 +157,10 @@ pub fn attention_queries(
     out: &mut [f32],
 ) {
     let hd = out.len() / n_kv.len().max(1);
-    if n_kv.len() < 2 || !hd.is_multiple_of(16) {
+    // the transposition pays for itself over a prompt's run of queries, not
+    // over the few heads of a decode step that share a KV head (F16C widens
+    // a row in one instruction anyway)
+    if n_kv.len() < TRANSPOSE_MIN || !hd.is_multiple_of(16) {
         each_query(q, q_stride, n_kv, out, |qj, n, o| attention_head(qj, k, v, kv_stride, n, scale, scores, o));
         return;
     }
