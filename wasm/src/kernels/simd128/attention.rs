@@ -52,7 +52,10 @@ pub fn head(
             }
         }
         *s = v::reduce16(l) * scale;
-        max = max.max(*s);
+        // as `max.max(*s)` (NaNs skipped), without its libm call
+        if *s > max {
+            max = *s;
+        }
     }
     let inv = scalar::softmax_exp(scores, max);
     out.fill(0.0);

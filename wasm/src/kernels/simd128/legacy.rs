@@ -211,17 +211,17 @@ pub fn row<L: Legacy, const T: usize>(row: &[u8], a: [&Acts; T], nb: usize) -> [
                 y = f32x4_add(y, f32x4_mul(wm, v::load(a[t].s, b)));
             }
             let acc = &mut acc[t];
-            if n == 4 {
-                *acc += f32x4_extract_lane::<0>(y);
+            // lanes past the row's end are not added (not even as 0.0,
+            // which would turn a -0.0 sum into +0.0)
+            *acc += f32x4_extract_lane::<0>(y);
+            if n > 1 {
                 *acc += f32x4_extract_lane::<1>(y);
+            }
+            if n > 2 {
                 *acc += f32x4_extract_lane::<2>(y);
+            }
+            if n > 3 {
                 *acc += f32x4_extract_lane::<3>(y);
-            } else {
-                let mut lanes = [0.0f32; 4];
-                v::store(&mut lanes, 0, y);
-                for &l in &lanes[..n] {
-                    *acc += l;
-                }
             }
         }
         b += 4;
