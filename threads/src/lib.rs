@@ -5,6 +5,9 @@
 //! chunks out one at a time, so a worker slowed by anything else on the
 //! machine takes fewer of them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use tern_core::parallel::Parallel;
 
 /// Output elements from which a region's chunks are handed out one by one
@@ -14,7 +17,15 @@ const DYNAMIC_MIN: usize = 1 << 16;
 pub struct Threads {
     n: usize,
     pool: Option<rayon::ThreadPool>,
+    /// Set: between the regions of a forward pass the other workers spin
+    /// (`spinning`); the count of regions started so far.
+    regions: Option<Arc<AtomicU64>>,
 }
+
+/// Loads of the region count a waiting worker makes before it gives up
+/// and lets rayon put it to sleep (~1-2 ms: longer than the serial work
+/// between two regions, shorter than a pause between requests).
+const SPIN_ROUNDS: u32 = 1 << 20;
 
 impl Threads {
     /// `n` workers on native threads; 0 means one per available core.
@@ -27,13 +38,50 @@ impl Threads {
                 .build()
                 .expect("starting the thread pool")
         });
-        Threads { n, pool }
+        Threads { n, pool, regions: None }
     }
 
     /// Over a pool the caller built (wasm: threads started on workers by
     /// its spawn handler); `None` runs everything on the calling thread.
     pub fn from_pool(pool: Option<rayon::ThreadPool>) -> Threads {
-        Threads { n: pool.as_ref().map_or(1, |p| p.current_num_threads()), pool }
+        Threads { n: pool.as_ref().map_or(1, |p| p.current_num_threads()), pool, regions: None }
+    }
+
+    /// Keep the other workers awake between the regions of a forward pass:
+    /// each waits for the next region in a job that spins on the region
+    /// count. For wasm threads: there, rayon's idle workers fall asleep
+    /// within microseconds (yielding is a no-op) and waking one through
+    /// `memory.atomic.notify` takes longer than a decode region, so the
+    /// calling worker ends up running every part itself.
+    pub fn spinning(mut self) -> Threads {
+        if self.pool.is_some() {
+            self.regions = Some(Arc::new(AtomicU64::new(0)));
+        }
+        self
+    }
+
+    /// One spinning job per other worker, each until the next region starts.
+    fn keep_awake(&self) {
+        if let (Some(pool), Some(regions)) = (&self.pool, &self.regions) {
+            let seen = regions.load(Ordering::Acquire);
+            for _ in 1..self.n {
+                let regions = regions.clone();
+                pool.spawn(move || {
+                    let mut rounds = 0;
+                    while regions.load(Ordering::Acquire) == seen && rounds < SPIN_ROUNDS {
+                        std::hint::spin_loop();
+                        rounds += 1;
+                    }
+                });
+            }
+        }
+    }
+
+    /// A region starts: the spinning jobs end, their workers look for its parts.
+    fn release(&self) {
+        if let Some(regions) = &self.regions {
+            regions.fetch_add(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -47,7 +95,11 @@ impl Parallel for Threads {
     /// stay awake between regions that follow closely.
     fn install(&self, f: &mut (dyn FnMut() + Send)) {
         match &self.pool {
-            Some(p) => p.install(f),
+            Some(p) => p.install(|| {
+                self.keep_awake();
+                f();
+                self.release();
+            }),
             None => f(),
         }
     }
@@ -60,8 +112,10 @@ impl Parallel for Threads {
                 // large regions: one chunk per task, taken as workers free
                 // up; small ones: a fixed, contiguous run per worker
                 let per = if data.len() >= DYNAMIC_MIN { 1 } else { n_chunks.div_ceil(self.n) };
+                self.release();
                 if pool.current_thread_index().is_some() {
-                    rayon::scope(|s| spread(s, data, per, chunk_len, f))
+                    rayon::scope(|s| spread(s, data, per, chunk_len, f));
+                    self.keep_awake();
                 } else {
                     pool.in_place_scope(|s| spread(s, data, per, chunk_len, f))
                 }

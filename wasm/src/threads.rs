@@ -36,7 +36,7 @@ pub fn init_pool(n: usize) -> Result<(), JsValue> {
     } else {
         None
     };
-    let _ = POOL.set(Threads::from_pool(pool));
+    let _ = POOL.set(Threads::from_pool(pool).spinning());
     Ok(())
 }
 
