@@ -29,4 +29,4 @@ pub mod tokenizer;
 pub mod utf8;
 
 pub use error::{Error, Result};
-pub use model::{Engine, KvType, Logits, Model, Session};
+pub use model::{Engine, KvType, Logits, Model, Session, Widened};

@@ -42,14 +42,15 @@ export async function loadModel(source, options = {}) {
     contextSize = 0,
     exact = false,
     threads,
+    widenQ5_0 = true,
   } = options;
   signal?.throwIfAborted();
   if (!worker) {
-    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads });
+    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads, widenQ5_0 });
     return new TernModel(new LocalBackend(e), e.info());
   }
   const w = await WorkerEngine.start();
-  const [id, done] = w.request({ op: 'load', source: cloneable(source), options: { cache, contextSize, exact, threads } }, { onProgress });
+  const [id, done] = w.request({ op: 'load', source: cloneable(source), options: { cache, contextSize, exact, threads, widenQ5_0 } }, { onProgress });
   const onAbort = () => w.cancel(id);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {

@@ -68,9 +68,10 @@ impl ModelLoader {
         Ok(())
     }
 
-    /// Parse the file (GGUF header, tensors, tokenizer) into a model.
-    pub fn finish(self) -> Result<TernModel, JsValue> {
-        TernModel::from_bytes(self.into_bytes()?)
+    /// Parse the file (GGUF header, tensors, tokenizer) into a model;
+    /// `widen`: its Q5_0 matrices as Q8_0 (`TernModel::widen`).
+    pub fn finish(self, widen: bool) -> Result<TernModel, JsValue> {
+        TernModel::from_bytes(self.into_bytes()?, widen)
     }
 }
 
@@ -123,8 +124,8 @@ impl DirLoader {
         Ok(())
     }
 
-    /// Load the directory into a model.
-    pub fn finish(self) -> Result<TernModel, JsValue> {
-        TernModel::from_files(self.files)
+    /// Load the directory into a model (`widen` as for a GGUF file).
+    pub fn finish(self, widen: bool) -> Result<TernModel, JsValue> {
+        TernModel::from_files(self.files, widen)
     }
 }

@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 
 pub use config::{Arch, Config, RopeStyle};
 pub use matmul::Engine;
-pub use requant::Requantized;
+pub use requant::{Requantized, Widened};
 pub use weights::{TensorRef, Weights};
 
 use crate::error::{Error, Result};

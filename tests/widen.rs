@@ -1,0 +1,52 @@
+//! Q5_0 matrices widened to Q8_0 at load (the wasm build does this: its
+//! SIMD128 Q8_0 rows run ~2.5× faster than Q5_0's) carry the same numbers:
+//! Qwen's logits stay bit-identical, on the default and the exact path.
+
+use tern::Buffer;
+use tern_core::quant::GgmlType;
+use tern_core::{Logits, Model};
+use tern_tests::*;
+
+fn logits(m: &Model<Buffer>, exact: bool, seq: &[u32]) -> Vec<f32> {
+    let e = tern::engine(threads(), exact);
+    let mut s = m.session_kv(seq.len(), 512, e.kv_type());
+    let mut rows = s.forward(m, &e, &seq[..seq.len() - 2], Logits::All).unwrap().to_vec();
+    for &t in &seq[seq.len() - 2..] {
+        rows.extend_from_slice(s.forward(m, &e, &[t], Logits::Last).unwrap());
+    }
+    rows
+}
+
+#[test]
+fn widened_qwen_gives_the_same_logits() {
+    let (model, file) = MODELS[0];
+    let plain = load(file).model;
+    let q5 = plain.weights.matrices().filter(|t| t.ty == GgmlType::Q5_0).count();
+    let (wide, w) = load(file).model.widen_q5_0(usize::MAX, Buffer::Owned).unwrap();
+    assert!(q5 > 100, "Qwen2.5 Q4_K_M has its Q5_0 matrices ({q5})");
+    assert_eq!(w.matrices, q5);
+    assert_eq!(wide.weights.matrices().filter(|t| t.ty == GgmlType::Q5_0).count(), 0);
+    assert_eq!(wide.n_bytes(), plain.n_bytes() + w.bytes);
+    for p in ["p1", "p2"] {
+        let case = prompt_case(model, p);
+        let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated[..2]).copied().collect();
+        for exact in [false, true] {
+            let (a, b) = (logits(&plain, exact, &seq), logits(&wide, exact, &seq));
+            assert!(
+                bits_equal(&a, &b),
+                "{p} (exact: {exact}): widened logits differ, max |Δ| {}",
+                max_abs_diff(&a, &b)
+            );
+        }
+    }
+}
+
+#[test]
+fn widening_past_the_limit_converts_nothing() {
+    let plain = load(MODELS[0].1).model;
+    let limit = plain.n_bytes() + 1000;
+    let (m, w) = plain.widen_q5_0(limit, Buffer::Owned).unwrap();
+    assert_eq!((w.matrices, w.bytes), (0, 0));
+    assert!(m.weights.matrices().any(|t| t.ty == GgmlType::Q5_0));
+    assert_eq!(m.buffers().len(), 1);
+}
