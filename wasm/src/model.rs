@@ -67,7 +67,7 @@ impl TernModel {
 
     /// `widen`: Q5_0 matrices rewritten as Q8_0, the same numbers (so the
     /// same logits, bit for bit) at 34 bytes a block instead of 22, which
-    /// SIMD128 reads ~2.5× faster than it unpacks five-bit quants — unless
+    /// SIMD128 gets through ~1.8× faster than it unpacks five-bit quants — unless
     /// the model would pass `WIDEN_LIMIT` or the memory cannot be had.
     fn new(
         model: Model<Vec<u8>>,

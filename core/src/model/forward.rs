@@ -212,7 +212,10 @@ const MAX_GROUP: usize = 16;
 /// most `MAX_GROUP`) that still leaves a task for every worker — heads of
 /// one task read their cached rows once.
 fn heads_per_task(group: usize, n_head_kv: usize, n_workers: usize) -> usize {
-    (1..=group.min(MAX_GROUP)).rev().find(|&d| group.is_multiple_of(d) && n_head_kv * (group / d) >= n_workers).unwrap_or(1)
+    (1..=group.min(MAX_GROUP))
+        .rev()
+        .find(|&d| group.is_multiple_of(d) && n_head_kv * (group / d) >= n_workers)
+        .unwrap_or(1)
 }
 
 fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
