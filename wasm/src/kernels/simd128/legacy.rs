@@ -168,6 +168,16 @@ unsafe fn f16x4(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -> usize, off
     f32x4(t[h(0)], t[h(1)], t[h(2)], t[h(3)])
 }
 
+/// The scales (and mins) of the blocks at `at(0..4)` as f32 lanes.
+///
+/// # Safety
+/// Each `w + at(k)` is a whole block.
+#[inline(always)]
+unsafe fn scales<L: Legacy>(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -> usize + Copy) -> (v128, v128) {
+    // SAFETY: the caller's contract (the min is at byte 2 of formats with one).
+    unsafe { (f16x4(t, w, at, 0), if L::MIN { f16x4(t, w, at, 2) } else { f32x4_splat(0.0) }) }
+}
+
 /// `row · activations[t]` for one row of `nb` blocks and `T` tokens:
 /// each block unpacked once for all of them.
 #[inline(always)]
@@ -196,13 +206,15 @@ pub fn row<L: Legacy, const T: usize>(row: &[u8], a: [&Acts; T], nb: usize) -> [
                 p[t][k] = unsafe { dot(q, x[t].add(32 * (b + k))) };
             }
         }
-        // Lanes past the row's end repeat its last block (for the scale
-        // lookups) and are dropped.
-        let at = |k: usize| (b + k.min(n - 1)) * L::BYTES;
-        // SAFETY: the f16 fields of blocks b..b+n (`at` stays below n).
-        let wd = unsafe { f16x4(table, w, at, 0) };
-        // SAFETY: as above (the min is at byte 2 of formats with one).
-        let wm = if L::MIN { unsafe { f16x4(table, w, at, 2) } } else { f32x4_splat(0.0) };
+        let (wd, wm) = if n == 4 {
+            // (the common case apart: fixed offsets, no clamping)
+            // SAFETY: blocks b..b+4 are in the row.
+            unsafe { scales::<L>(table, w, |k| (b + k) * L::BYTES) }
+        } else {
+            // Lanes past the row's end repeat its last block and are dropped.
+            // SAFETY: the offsets stay on blocks b..b+n.
+            unsafe { scales::<L>(table, w, |k| (b + k.min(n - 1)) * L::BYTES) }
+        };
         for t in 0..T {
             let pt = &p[t];
             let isum = f32x4_convert_i32x4(v::fold4(v::fold2(pt[0], pt[1]), v::fold2(pt[2], pt[3])));
