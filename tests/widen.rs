@@ -1,6 +1,7 @@
 //! Q5_0 matrices widened to Q8_0 at load (the wasm build does this: its
 //! SIMD128 Q8_0 blocks run ~1.8× faster than Q5_0 blocks) carry the same numbers:
-//! Qwen's logits stay bit-identical, on the default and the exact path.
+//! Qwen's logits stay bit-identical, on the default and the exact path;
+//! block scales widened to f32 beside every 32-element block matrix.
 
 use tern::Buffer;
 use tern_core::quant::GgmlType;
@@ -49,4 +50,32 @@ fn widening_past_the_limit_converts_nothing() {
     assert_eq!((w.matrices, w.bytes), (0, 0));
     assert!(m.weights.matrices().any(|t| t.ty == GgmlType::Q5_0));
     assert_eq!(m.buffers().len(), 1);
+}
+
+#[test]
+fn widened_scales_cover_every_block_format_matrix() {
+    let (plain, smol) = (load(MODELS[1].1).model, load(MODELS[1].1).model);
+    let (m, bytes) = smol.widen_scales(usize::MAX);
+    assert_eq!(m.n_bytes(), plain.n_bytes() + bytes);
+    let mut covered = 0;
+    for t in m.weights.matrices() {
+        let nb4 = (t.n_cols / 32).next_multiple_of(4);
+        let want = match t.ty {
+            GgmlType::Q4_1 | GgmlType::Q5_1 => 2 * nb4 * t.n_rows,
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => nb4 * t.n_rows,
+            _ => 0,
+        };
+        assert_eq!(t.scales.len(), want, "{}", t.name);
+        covered += (want > 0) as usize;
+        // the matrix a kernel sees carries them
+        assert_eq!(m.matrix(t).scales.len(), want);
+    }
+    assert!(covered > 200, "SmolLM2's Q4_1 and Q8_0 matrices ({covered})");
+    assert_eq!(bytes, 4 * m.weights.matrices().map(|t| t.scales.len()).sum::<usize>());
+    // the tied head is the embedding's scales, not a copy
+    assert!(m.weights.tied_output && m.weights.output.scales == m.weights.token_embd.scales);
+    // past the limit: none
+    let (m, bytes) = load(MODELS[1].1).model.widen_scales(plain.n_bytes());
+    assert_eq!(bytes, 0);
+    assert!(m.weights.matrices().all(|t| t.scales.is_empty()));
 }

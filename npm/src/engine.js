@@ -25,12 +25,12 @@ export class LocalEngine {
   }
 
   /** Load a model: see `loadModel` in index.js for the options. */
-  static async load(source, { onProgress, cache, signal, contextSize = 0, exact = false, threads, widenQ5_0 = true } = {}) {
+  static async load(source, { onProgress, cache, signal, contextSize = 0, exact = false, threads, widen = true } = {}) {
     const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
     const t0 = performance.now();
     const loader = await readSource(wasm, source, { onProgress, cache, signal });
     const fromCache = !!loader.fromCache;
-    const model = call(() => loader.finish(widenQ5_0));
+    const model = call(() => loader.finish(widen));
     call(() => model.configure(contextSize, exact));
     // a URL being stored in the Cache API: done before the model is handed out
     await loader.stored;

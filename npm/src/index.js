@@ -42,15 +42,15 @@ export async function loadModel(source, options = {}) {
     contextSize = 0,
     exact = false,
     threads,
-    widenQ5_0 = true,
+    widen = true,
   } = options;
   signal?.throwIfAborted();
   if (!worker) {
-    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads, widenQ5_0 });
+    const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads, widen });
     return new TernModel(new LocalBackend(e), e.info());
   }
   const w = await WorkerEngine.start();
-  const [id, done] = w.request({ op: 'load', source: cloneable(source), options: { cache, contextSize, exact, threads, widenQ5_0 } }, { onProgress });
+  const [id, done] = w.request({ op: 'load', source: cloneable(source), options: { cache, contextSize, exact, threads, widen } }, { onProgress });
   const onAbort = () => w.cancel(id);
   signal?.addEventListener('abort', onAbort, { once: true });
   try {

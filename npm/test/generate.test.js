@@ -100,16 +100,17 @@ describe('SmolLM2 in a worker', () => {
   });
 });
 
-test('Qwen: Q5_0 widened to Q8_0 at load or not, the same greedy ids (the native build\'s)', async () => {
+test('Qwen: weights widened at load or not (Q5_0 as Q8_0, f32 scales), the same greedy ids (the native build\'s)', async () => {
   const prompt = fixture('llamacpp_greedy.json')['qwen2.5-coder-0.5b'].p1.prompt_ids;
   const n = 8;
   const runs = [];
-  for (const widenQ5_0 of [true, false]) {
-    const m = await loadModel(QWEN, { threads: 2, widenQ5_0 });
-    if (widenQ5_0) {
-      assert.ok(m.info.widenedQ5_0.matrices > 100, 'Qwen2.5 Q4_K_M has its Q5_0 matrices widened');
-      assert.equal(m.info.widenedQ5_0.bytes % 34, 0);
-    } else assert.equal(m.info.widenedQ5_0, null);
+  for (const widen of [true, false]) {
+    const m = await loadModel(QWEN, { threads: 2, widen });
+    if (widen) {
+      assert.ok(m.info.widened.q5_0Matrices > 100, 'Qwen2.5 Q4_K_M has its Q5_0 matrices widened');
+      assert.equal(m.info.widened.q5_0Bytes % 34, 0);
+      assert.ok(m.info.widened.scaleBytes > 0);
+    } else assert.equal(m.info.widened, null);
     runs.push((await m.generate(prompt, { maxTokens: n, temperature: 0, ignoreEos: true }).result).tokens);
     await m.dispose();
   }

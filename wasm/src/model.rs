@@ -43,9 +43,10 @@ pub struct TernModel {
     session: Option<Session>,
     exact: bool,
     gen: Option<Generation>,
-    /// Bytes of the file(s), and what widening added.
+    /// Bytes of the file(s), and what widening added: Q5_0 matrices
+    /// rewritten, and bytes of widened scales.
     file_bytes: usize,
-    widened: Option<Widened>,
+    widened: Option<(Widened, usize)>,
 }
 
 impl TernModel {
@@ -65,10 +66,13 @@ impl TernModel {
         Self::new(h.model, tok, h.defaults, widen)
     }
 
-    /// `widen`: Q5_0 matrices rewritten as Q8_0, the same numbers (so the
-    /// same logits, bit for bit) at 34 bytes a block instead of 22, which
-    /// SIMD128 gets through ~1.8× faster than it unpacks five-bit quants — unless
-    /// the model would pass `WIDEN_LIMIT` or the memory cannot be had.
+    /// `widen`: weights rewritten at load for SIMD128, at a cost in memory,
+    /// with the same numbers (so the same logits, bit for bit) — Q5_0
+    /// matrices as Q8_0 (34 bytes a block instead of 22, gone through ~1.8×
+    /// faster than five-bit quants are unpacked), then the f16 scales of
+    /// every 32-element block format widened to f32 beside the blocks (no
+    /// per-block conversion) — unless the model would pass `WIDEN_LIMIT`
+    /// or the memory cannot be had.
     fn new(
         model: Model<Vec<u8>>,
         tok: Tokenizer,
@@ -77,8 +81,9 @@ impl TernModel {
     ) -> Result<TernModel, JsValue> {
         let file_bytes = model.n_bytes();
         let (model, widened) = if widen {
-            let (m, w) = model.widen_q5_0(WIDEN_LIMIT, |v| v).map_err(from_core)?;
-            (m, Some(w))
+            let (m, q5) = model.widen_q5_0(WIDEN_LIMIT, |v| v).map_err(from_core)?;
+            let (m, scale_bytes) = m.widen_scales(WIDEN_LIMIT);
+            (m, Some((q5, scale_bytes)))
         } else {
             (model, None)
         };
@@ -145,7 +150,11 @@ impl TernModel {
             "nCtx": self.session.as_ref().map(Session::n_ctx),
             "tiedOutput": w.tied_output,
             "fileBytes": self.file_bytes,
-            "widenedQ5_0": self.widened.map(|w| json!({ "matrices": w.matrices, "bytes": w.bytes })),
+            "widened": self.widened.map(|(q5, scales)| json!({
+                "q5_0Matrices": q5.matrices,
+                "q5_0Bytes": q5.bytes,
+                "scaleBytes": scales,
+            })),
             "bos": self.tok.bos,
             "eos": self.tok.eos,
             "eog": self.tok.eog,

@@ -25,7 +25,7 @@ fn kernel_speed() {
     console_log!("| type | backend | decode GB/s | prefill 16 tok: row·tok/µs |");
     for ty in TYPES {
         let (data, n_rows) = random_matrix(ty, n_cols, 16 << 20);
-        let w = QMatrix { ty, data: &data, n_cols, n_rows };
+        let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[] };
         for k in backends {
             let dec = data.len() as f64 / time_matmul(k, &w, &x, 1, now) / 1e9;
             let pre = (n_rows * 16) as f64 / time_matmul(k, &w, &x, 16, now) / 1e6;

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use half::f16;
 
 use super::{scalar, Acts, Kernels, KvRows, QMatrix, Scalar};
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
 impl Rand {
@@ -73,51 +73,64 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     let s = Scalar;
     for &(ty, scales) in TYPES {
         // float rows may have any length: ragged ones too
-        let widths: &[usize] = if ty.block().0 == 1 { &[7, 200, 256, 1536] } else { &[256, 512, 1536] };
+        // (576: a row of 18 blocks of 32, its last group of four partial)
+        let widths: &[usize] = match ty.block().0 {
+            1 => &[7, 200, 256, 1536],
+            32 => &[256, 512, 576, 1536],
+            _ => &[256, 512, 1536],
+        };
         for &n_cols in widths {
             let n_rows = 9;
             let w = weights(&mut r, ty, scales, n_cols, n_rows);
-            let m = QMatrix { ty, data: &w, n_cols, n_rows };
-            for &n_tok in &[1usize, 3, 11] {
-                let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
-                let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
-                let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];
-                let mut qk = vec![BlockQ8K::ZERO; n_tok * n_cols / QK_K];
-                let (mut e0, mut e1, mut ek) = (q0.clone(), q1.clone(), qk.clone());
-                if n_cols % QK_K != 0 {
+            // the blocks' scales read from the blocks, and widened beside them
+            let wide = quant::wide_scales(ty, &w, n_cols, n_rows).unwrap_or_default();
+            for scales in [&[][..], &wide[..]].into_iter().take(if wide.is_empty() { 1 } else { 2 }) {
+                let m = QMatrix { ty, data: &w, n_cols, n_rows, scales };
+                for &n_tok in &[1usize, 3, 11] {
+                    let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
+                    let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
+                    let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];
+                    let mut qk = vec![BlockQ8K::ZERO; n_tok * n_cols / QK_K];
+                    let (mut e0, mut e1, mut ek) = (q0.clone(), q1.clone(), qk.clone());
                     // no 8-bit activations for ragged rows
-                    (q0, q1, qk, e0, e1, ek) = (vec![], vec![], vec![], vec![], vec![], vec![]);
-                }
-                k.quantize_q8_0(&x, &mut q0);
-                s.quantize_q8_0(&x, &mut e0);
-                k.quantize_q8_1(&x, &mut q1);
-                s.quantize_q8_1(&x, &mut e1);
-                k.quantize_q8_k(&x, &mut qk);
-                s.quantize_q8_k(&x, &mut ek);
-                if q0 != e0 || q1 != e1 || qk != ek {
-                    return Err(format!("{}: 8-bit quantization of {n_tok}×{n_cols} differs", k.name()));
-                }
-                let mut acts = vec![Acts::F32(&x)];
-                match ty.vec_dot_type() {
-                    Some(GgmlType::Q8_0) => acts.push(Acts::Q8_0(&q0)),
-                    Some(GgmlType::Q8_1) => acts.push(Acts::Q8_1(&q1)),
-                    Some(GgmlType::Q8_K) => acts.push(Acts::Q8K(&qk)),
-                    _ => {}
-                }
-                for a in acts {
-                    // all rows, and a range not starting at 0
-                    for rows in [0..n_rows, 2..7] {
-                        let mut got = vec![0.0f32; rows.len() * n_tok];
-                        let mut want = got.clone();
-                        k.matmul_rows(&m, a, n_tok, rows.clone(), &mut got);
-                        scalar::matmul_rows(&m, a, n_tok, rows.clone(), &mut want);
-                        if !same(&got, &want) {
-                            let kind = if matches!(a, Acts::F32(_)) { "f32" } else { "q8" };
-                            return Err(format!(
-                                "{}: matmul {} × {kind}, {n_cols} cols, {n_tok} tokens, rows {rows:?}: {got:?} != {want:?}",
+                    if n_cols % QK8 != 0 {
+                        (q0, q1, e0, e1) = (vec![], vec![], vec![], vec![]);
+                    }
+                    if n_cols % QK_K != 0 {
+                        (qk, ek) = (vec![], vec![]);
+                    }
+                    k.quantize_q8_0(&x, &mut q0);
+                    s.quantize_q8_0(&x, &mut e0);
+                    k.quantize_q8_1(&x, &mut q1);
+                    s.quantize_q8_1(&x, &mut e1);
+                    k.quantize_q8_k(&x, &mut qk);
+                    s.quantize_q8_k(&x, &mut ek);
+                    if q0 != e0 || q1 != e1 || qk != ek {
+                        return Err(format!("{}: 8-bit quantization of {n_tok}×{n_cols} differs", k.name()));
+                    }
+                    let mut acts = vec![Acts::F32(&x)];
+                    match ty.vec_dot_type() {
+                        Some(GgmlType::Q8_0) => acts.push(Acts::Q8_0(&q0)),
+                        Some(GgmlType::Q8_1) => acts.push(Acts::Q8_1(&q1)),
+                        Some(GgmlType::Q8_K) => acts.push(Acts::Q8K(&qk)),
+                        _ => {}
+                    }
+                    for a in acts {
+                        // all rows, and a range not starting at 0
+                        for rows in [0..n_rows, 2..7] {
+                            let mut got = vec![0.0f32; rows.len() * n_tok];
+                            let mut want = got.clone();
+                            k.matmul_rows(&m, a, n_tok, rows.clone(), &mut got);
+                            scalar::matmul_rows(&m, a, n_tok, rows.clone(), &mut want);
+                            if !same(&got, &want) {
+                                let kind = if matches!(a, Acts::F32(_)) { "f32" } else { "q8" };
+                                return Err(format!(
+                                "{}: matmul {} × {kind}{}, {n_cols} cols, {n_tok} tokens, rows {rows:?}: {got:?} != {want:?}",
                                 k.name(),
-                                ty.name()
+                                ty.name(),
+                                if scales.is_empty() { "" } else { " (widened scales)" }
                             ));
+                            }
                         }
                     }
                 }

@@ -17,6 +17,10 @@ pub struct QMatrix<'a> {
     pub data: &'a [u8],
     pub n_cols: usize,
     pub n_rows: usize,
+    /// The blocks' f16 scales (and mins) widened to f32 in the layout of
+    /// `quant::wide_scales`, or empty. The same numbers as the blocks'
+    /// own fields, so a kernel may read either.
+    pub scales: &'a [f32],
 }
 
 impl<'a> QMatrix<'a> {

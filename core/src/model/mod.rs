@@ -46,6 +46,8 @@ pub struct Model<B> {
     /// The model's bytes: a GGUF file, or an HF directory's shards (plus
     /// any weights quantized at load).
     bufs: Vec<B>,
+    /// Block scales widened to f32 for the kernels (`widen_scales`).
+    scales: Vec<f32>,
     pub config: Config,
     pub weights: Weights,
 }
@@ -62,7 +64,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             let weights = Weights::bind(&g, &config, weights::Expect::GGUF)?;
             (config, weights, with(&g)?)
         };
-        Ok((Model { bufs: alloc::vec![bytes], config, weights }, extra))
+        Ok((Model { bufs: alloc::vec![bytes], scales: Vec::new(), config, weights }, extra))
     }
 
     /// A model over buffers whose tensors `weights` already locates (see
@@ -80,7 +82,7 @@ impl<B: AsRef<[u8]>> Model<B> {
                 });
             }
         }
-        Ok(Model { bufs, config, weights })
+        Ok(Model { bufs, scales: Vec::new(), config, weights })
     }
 
     pub fn load_gguf(bytes: B) -> Result<Model<B>> {
@@ -93,14 +95,15 @@ impl<B: AsRef<[u8]>> Model<B> {
         &self.bufs
     }
 
-    /// Bytes of all buffers.
+    /// Bytes of all buffers and widened scales.
     pub fn n_bytes(&self) -> usize {
-        self.bufs.iter().map(|b| b.as_ref().len()).sum()
+        self.bufs.iter().map(|b| b.as_ref().len()).sum::<usize>() + self.scales.len() * 4
     }
 
     pub fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
         let b = self.bufs[t.buf].as_ref();
-        QMatrix { ty: t.ty, data: &b[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
+        let data = &b[t.start..t.start + t.len];
+        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &self.scales[t.scales.clone()] }
     }
 
     /// Run `f` on a view of the model: its buffers as slices, on the stack
@@ -117,7 +120,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             many = self.bufs.iter().map(AsRef::as_ref).collect();
             &many
         };
-        f(View { config: &self.config, weights: &self.weights, bufs })
+        f(View { config: &self.config, weights: &self.weights, bufs, scales: &self.scales })
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of
@@ -204,12 +207,14 @@ struct View<'a> {
     config: &'a Config,
     weights: &'a Weights,
     bufs: &'a [&'a [u8]],
+    scales: &'a [f32],
 }
 
 impl<'a> View<'a> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'a> {
         let b = self.bufs[t.buf];
-        QMatrix { ty: t.ty, data: &b[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows }
+        let data = &b[t.start..t.start + t.len];
+        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &self.scales[t.scales.clone()] }
     }
 }
 

@@ -81,6 +81,45 @@ impl<B: AsRef<[u8]>> Model<B> {
         Ok((model, Widened { matrices: r.matrices, bytes: r.bytes }))
     }
 
+    /// Widen the f16 scales (and mins) of every 32-element block matrix to
+    /// f32 beside the blocks (`quant::wide_scales`): for a backend that
+    /// would otherwise convert them per block as it reads (SIMD128: a table
+    /// lookup each). The same numbers, so the same logits; 4 or 8 bytes
+    /// more per block of 4. Only if the model stays within `max_bytes` and
+    /// the memory can be had; returns the bytes added.
+    pub fn widen_scales(mut self, max_bytes: usize) -> (Model<B>, usize) {
+        let per_block = |t: &super::TensorRef| match t.ty {
+            GgmlType::Q4_1 | GgmlType::Q5_1 => 2,
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => 1,
+            _ => 0,
+        };
+        let n: usize =
+            self.weights.matrices().map(|t| per_block(t) * t.n_rows * (t.n_cols / 32).next_multiple_of(4)).sum();
+        if self.n_bytes() + 4 * n > max_bytes || self.scales.try_reserve_exact(n).is_err() {
+            return (self, 0);
+        }
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
+        let mut done: Vec<(usize, usize, core::ops::Range<usize>)> = Vec::new();
+        for t in self.weights.matrices_mut() {
+            if let Some((_, _, r)) = done.iter().find(|(b, s, _)| *b == t.buf && *s == t.start) {
+                t.scales = r.clone();
+                continue;
+            }
+            let data = &bufs[t.buf][t.start..t.start + t.len];
+            if let Some(s) = quant::wide_scales(t.ty, data, t.n_cols, t.n_rows) {
+                let at = self.scales.len();
+                self.scales.extend_from_slice(&s);
+                t.scales = at..self.scales.len();
+                done.push((t.buf, t.start, t.scales.clone()));
+            }
+        }
+        if self.weights.tied_output {
+            self.weights.output = self.weights.token_embd.clone();
+        }
+        let added = self.scales.len() * 4;
+        (self, added)
+    }
+
     /// The matrices `pick` selects rewritten row by row by `row` (source
     /// row bytes to the end of the new buffer) as type `to`, in one new
     /// buffer; none if `ready` (given the empty buffer) says no. A tensor
@@ -118,7 +157,8 @@ impl<B: AsRef<[u8]>> Model<B> {
                 row(t, r, &mut out)?;
             }
             let (old_buf, old_start) = (t.buf, t.start);
-            *t = super::TensorRef { ty: to, buf: buf_index, start, len: out.len() - start, ..t.clone() };
+            let len = out.len() - start;
+            *t = super::TensorRef { ty: to, buf: buf_index, start, len, scales: 0..0, ..t.clone() };
             done.push((old_buf, old_start, t.clone()));
             matrices += 1;
         }

@@ -25,6 +25,9 @@ pub struct TensorRef {
     pub len: usize,
     pub n_cols: usize,
     pub n_rows: usize,
+    /// Where its widened scales are in the model's (`Model::widen_scales`);
+    /// empty: none.
+    pub scales: core::ops::Range<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -137,7 +140,7 @@ struct Binder<'d, D: ?Sized> {
 }
 
 fn placeholder(name: String) -> TensorRef {
-    TensorRef { name, ty: GgmlType::F32, buf: 0, start: 0, len: 0, n_cols: 0, n_rows: 0 }
+    TensorRef { name, ty: GgmlType::F32, buf: 0, start: 0, len: 0, n_cols: 0, n_rows: 0, scales: 0..0 }
 }
 
 impl<D: TensorDir + ?Sized> Binder<'_, D> {
@@ -177,7 +180,7 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
                 type_name: t.ty.name(),
             });
         }
-        TensorRef { name, ty: t.ty, buf: t.buf, start: t.start, len: t.data.len(), n_cols, n_rows }
+        TensorRef { name, ty: t.ty, buf: t.buf, start: t.start, len: t.data.len(), n_cols, n_rows, scales: 0..0 }
     }
 
     /// A vector of `n` values, converted to f32 (when reading).

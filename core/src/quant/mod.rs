@@ -19,6 +19,8 @@ mod types;
 pub use blocks::*;
 pub use types::{GgmlType, QK_K};
 
+use alloc::vec::Vec;
+
 use crate::error::{Error, Result};
 
 #[inline]
@@ -42,6 +44,31 @@ pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
         GgmlType::Q8_0 => q8_0::unpack(b),
         _ => return None,
     })
+}
+
+/// A 32-element block format's scales (and mins) widened to f32 for the
+/// kernels (`QMatrix::scales`): per row, per group of four blocks, their
+/// four `d`, then — formats with a min — their four `m`; a row's last
+/// group padded with zeros. None for other types.
+pub fn wide_scales(ty: GgmlType, data: &[u8], n_cols: usize, n_rows: usize) -> Option<Vec<f32>> {
+    let min = match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => false,
+        GgmlType::Q4_1 | GgmlType::Q5_1 => true,
+        _ => return None,
+    };
+    let (ts, nb) = (ty.type_size(), n_cols / 32);
+    let per = if min { 8 } else { 4 };
+    let mut out = Vec::with_capacity(n_rows * nb.div_ceil(4) * per);
+    for row in data.chunks_exact(nb * ts).take(n_rows) {
+        for g in (0..nb).step_by(4) {
+            let at = |k: usize, off: usize| if g + k < nb { f16_at(&row[(g + k) * ts..], off) } else { 0.0 };
+            out.extend((0..4).map(|k| at(k, 0)));
+            if min {
+                out.extend((0..4).map(|k| at(k, 2)));
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Unpack one K-quant super-block; None for other types.

@@ -178,11 +178,21 @@ unsafe fn scales<L: Legacy>(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -
     unsafe { (f16x4(t, w, at, 0), if L::MIN { f16x4(t, w, at, 2) } else { f32x4_splat(0.0) }) }
 }
 
+/// The f32 scales (and mins) of one row's blocks, as `quant::wide_scales`
+/// lays them out, or none (then the blocks' own f16 fields are read).
+pub type Scales<'a> = Option<&'a [f32]>;
+
+/// Elements of `Scales` per row of `nb` blocks.
+pub fn scales_per_row<L: Legacy>(nb: usize) -> usize {
+    nb.next_multiple_of(4) * if L::MIN { 2 } else { 1 }
+}
+
 /// `row · activations[t]` for one row of `nb` blocks and `T` tokens:
 /// each block unpacked once for all of them.
 #[inline(always)]
-pub fn row<L: Legacy, const T: usize>(row: &[u8], a: [&Acts; T], nb: usize) -> [f32; T] {
+pub fn row<L: Legacy, const T: usize>(row: &[u8], sc: Scales, a: [&Acts; T], nb: usize) -> [f32; T] {
     assert!(row.len() >= nb * L::BYTES);
+    assert!(sc.is_none_or(|s| s.len() >= scales_per_row::<L>(nb)));
     for a in &a {
         assert!(a.q.len() >= nb * 32 && a.d.len() >= nb.next_multiple_of(4) && a.s.len() >= nb.next_multiple_of(4));
     }
@@ -206,7 +216,10 @@ pub fn row<L: Legacy, const T: usize>(row: &[u8], a: [&Acts; T], nb: usize) -> [
                 p[t][k] = unsafe { dot(q, x[t].add(32 * (b + k))) };
             }
         }
-        let (wd, wm) = if n == 4 {
+        let (wd, wm) = if let Some(s) = sc {
+            let g = if L::MIN { 2 * b } else { b };
+            (v::load(s, g), if L::MIN { v::load(s, g + 4) } else { f32x4_splat(0.0) })
+        } else if n == 4 {
             // (the common case apart: fixed offsets, no clamping)
             // SAFETY: blocks b..b+4 are in the row.
             unsafe { scales::<L>(table, w, |k| (b + k) * L::BYTES) }

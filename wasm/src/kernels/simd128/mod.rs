@@ -115,12 +115,14 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
     wide.fill(blocks, n_tok, nb);
     let full = n_tok / TILE * TILE;
     let (r0, n_rows) = (rows.start, rows.len());
+    let per = legacy::scales_per_row::<L>(nb);
+    let sc = |r: usize| (!w.scales.is_empty()).then(|| &w.scales[r * per..(r + 1) * per]);
     for i in 0..n_rows {
         let row = w.row(r0 + i);
         let o = &mut out[i * n_tok..(i + 1) * n_tok];
         for t0 in (0..full).step_by(TILE) {
             let acts: [legacy::Acts; TILE] = core::array::from_fn(|k| wide.token(t0 + k, nb, QK8));
-            let r = legacy::row::<L, TILE>(row, core::array::from_fn(|k| &acts[k]), nb);
+            let r = legacy::row::<L, TILE>(row, sc(r0 + i), core::array::from_fn(|k| &acts[k]), nb);
             o[t0..t0 + TILE].copy_from_slice(&r);
         }
     }
@@ -129,7 +131,7 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
     for t in full..n_tok {
         let a = wide.token(t, nb, QK8);
         for i in 0..n_rows {
-            out[i * n_tok + t] = legacy::row::<L, 1>(w.row(r0 + i), [&a], nb)[0];
+            out[i * n_tok + t] = legacy::row::<L, 1>(w.row(r0 + i), sc(r0 + i), [&a], nb)[0];
         }
     }
 }
