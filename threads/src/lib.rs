@@ -60,13 +60,19 @@ impl Threads {
         self
     }
 
-    /// One spinning job per other worker, each until the next region starts.
+    /// One spinning job per other worker, each until the next region
+    /// starts (ending at once on the worker that posted it: it is the one
+    /// that starts regions).
     fn keep_awake(&self) {
         if let (Some(pool), Some(regions)) = (&self.pool, &self.regions) {
             let seen = regions.load(Ordering::Acquire);
+            let poster = rayon::current_thread_index();
             for _ in 1..self.n {
                 let regions = regions.clone();
                 pool.spawn(move || {
+                    if poster.is_some() && rayon::current_thread_index() == poster {
+                        return;
+                    }
                     let mut rounds = 0;
                     while regions.load(Ordering::Acquire) == seen && rounds < SPIN_ROUNDS {
                         std::hint::spin_loop();
@@ -114,10 +120,14 @@ impl Parallel for Threads {
                 let per = if data.len() >= DYNAMIC_MIN { 1 } else { n_chunks.div_ceil(self.n) };
                 self.release();
                 if pool.current_thread_index().is_some() {
-                    rayon::scope(|s| spread(s, data, per, chunk_len, f));
+                    // spinning jobs queued behind the parts: a worker done
+                    // with its part waits in one for the next region rather
+                    // than falling asleep; and after the region, for one
+                    // that finished last
+                    rayon::scope(|s| spread(s, data, per, chunk_len, f, || self.keep_awake()));
                     self.keep_awake();
                 } else {
-                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f))
+                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f, || ()))
                 }
             }
             _ => run(data, 0, chunk_len, f),
@@ -132,13 +142,15 @@ fn run(part: &mut [f32], first: usize, chunk_len: usize, f: &(dyn Fn(usize, &mut
     }
 }
 
-/// Runs of `per` chunks to the other workers; the caller takes the first.
+/// Runs of `per` chunks to the other workers, then `queued()`; the caller
+/// takes the first run.
 fn spread<'s>(
     s: &rayon::Scope<'s>,
     data: &'s mut [f32],
     per: usize,
     chunk_len: usize,
     f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
+    queued: impl FnOnce(),
 ) {
     let mut parts = data.chunks_mut(per * chunk_len).enumerate();
     let Some((_, mine)) = parts.next() else {
@@ -147,5 +159,6 @@ fn spread<'s>(
     for (g, part) in parts {
         s.spawn(move |_| run(part, g * per, chunk_len, f));
     }
+    queued();
     run(mine, 0, chunk_len, f);
 }
