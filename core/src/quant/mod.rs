@@ -57,6 +57,9 @@ pub fn wide_scales(ty: GgmlType, data: &[u8], n_cols: usize, n_rows: usize) -> O
         _ => return None,
     };
     let (ts, nb) = (ty.type_size(), n_cols / 32);
+    if nb == 0 {
+        return Some(Vec::new());
+    }
     let per = if min { 8 } else { 4 };
     let mut out = Vec::with_capacity(n_rows * nb.div_ceil(4) * per);
     for row in data.chunks_exact(nb * ts).take(n_rows) {
