@@ -61,7 +61,8 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// nothing is converted.
     pub fn widen_q5_0(self, max_bytes: usize, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<(Model<B>, Widened)> {
         let q5 = |t: &super::TensorRef| t.ty == GgmlType::Q5_0;
-        let extra: usize = self.weights.matrices().filter(|t| q5(t)).map(|t| t.len / 22 * 34).sum();
+        let (from, to) = (GgmlType::Q5_0.type_size(), GgmlType::Q8_0.type_size());
+        let extra: usize = self.weights.matrices().filter(|t| q5(t)).map(|t| t.len / from * to).sum();
         let have = self.n_bytes();
         let fits = |out: &mut Vec<u8>| have + extra <= max_bytes && out.try_reserve_exact(extra).is_ok();
         let (model, r) = self.rewrite(
@@ -69,7 +70,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             q5,
             fits,
             |_, src, out| {
-                for b in src.chunks_exact(22) {
+                for b in src.chunks_exact(from) {
                     let u = quant::q5_0::unpack(b);
                     out.extend_from_slice(&b[..2]);
                     out.extend(u.q.iter().map(|&q| q as u8));
@@ -99,23 +100,17 @@ impl<B: AsRef<[u8]>> Model<B> {
             return (self, 0);
         }
         let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
-        let mut done: Vec<(usize, usize, core::ops::Range<usize>)> = Vec::new();
-        for t in self.weights.matrices_mut() {
-            if let Some((_, _, r)) = done.iter().find(|(b, s, _)| *b == t.buf && *s == t.start) {
-                t.scales = r.clone();
-                continue;
-            }
+        let scales = &mut self.scales;
+        // (nothing here fails)
+        let _ = self.weights.each_matrix_once(|t| {
             let data = &bufs[t.buf][t.start..t.start + t.len];
             if let Some(s) = quant::wide_scales(t.ty, data, t.n_cols, t.n_rows) {
-                let at = self.scales.len();
-                self.scales.extend_from_slice(&s);
-                t.scales = at..self.scales.len();
-                done.push((t.buf, t.start, t.scales.clone()));
+                let at = scales.len();
+                scales.extend_from_slice(&s);
+                t.scales = at..scales.len();
             }
-        }
-        if self.weights.tied_output {
-            self.weights.output = self.weights.token_embd.clone();
-        }
+            Ok(())
+        });
         let added = self.scales.len() * 4;
         (self, added)
     }
@@ -139,32 +134,22 @@ impl<B: AsRef<[u8]>> Model<B> {
         }
         let buf_index = self.bufs.len();
         let (mut matrices, mut kept) = (0, 0);
-        let mut done: Vec<(usize, usize, super::TensorRef)> = Vec::new();
-        let tied = self.weights.tied_output;
         let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
-        for t in self.weights.matrices_mut() {
+        self.weights.each_matrix_once(|t| {
             if !pick(t) {
                 kept += 1;
-                continue;
-            }
-            if let Some((_, _, q)) = done.iter().find(|(b, s, _)| *b == t.buf && *s == t.start) {
-                *t = q.clone();
-                continue;
+                return Ok(());
             }
             let src = &bufs[t.buf][t.start..t.start + t.len];
             let start = out.len();
             for r in src.chunks_exact(t.len / t.n_rows) {
                 row(t, r, &mut out)?;
             }
-            let (old_buf, old_start) = (t.buf, t.start);
             let len = out.len() - start;
             *t = super::TensorRef { ty: to, buf: buf_index, start, len, scales: 0..0, ..t.clone() };
-            done.push((old_buf, old_start, t.clone()));
             matrices += 1;
-        }
-        if tied {
-            self.weights.output = self.weights.token_embd.clone();
-        }
+            Ok(())
+        })?;
         let bytes = out.len();
         if matrices > 0 {
             self.bufs.push(wrap(out));

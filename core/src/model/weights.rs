@@ -336,13 +336,28 @@ impl Weights {
         head.chain(self.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]))
     }
 
-    /// Every matrix, mutably (re-pointing them at quantized copies).
-    pub fn matrices_mut(&mut self) -> impl Iterator<Item = &mut TensorRef> {
+    /// `f` on every matrix once (re-pointing them at rewritten copies): a
+    /// tensor bound twice — a tied head — gets what `f` made of its first
+    /// binding.
+    pub fn each_matrix_once(&mut self, mut f: impl FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
+        let mut done: Vec<((usize, usize), TensorRef)> = Vec::new();
         let head = [&mut self.token_embd].into_iter().chain((!self.tied_output).then_some(&mut self.output));
-        head.chain(
-            self.layers
-                .iter_mut()
-                .flat_map(|l| [&mut l.wq, &mut l.wk, &mut l.wv, &mut l.wo, &mut l.w_gate, &mut l.w_up, &mut l.w_down]),
-        )
+        let layers = self
+            .layers
+            .iter_mut()
+            .flat_map(|l| [&mut l.wq, &mut l.wk, &mut l.wv, &mut l.wo, &mut l.w_gate, &mut l.w_up, &mut l.w_down]);
+        for t in head.chain(layers) {
+            let key = (t.buf, t.start);
+            if let Some((_, first)) = done.iter().find(|(k, _)| *k == key) {
+                *t = first.clone();
+                continue;
+            }
+            f(t)?;
+            done.push((key, t.clone()));
+        }
+        if self.tied_output {
+            self.output = self.token_embd.clone();
+        }
+        Ok(())
     }
 }
