@@ -28,7 +28,10 @@ test('load, chat with streamed tokens, stop; then page load to first token from 
   });
   assert.match(await page.textContent('#threads'), /2 \(wasm threads\)/);
 
-  await page.fill('#prompt', 'Write a Python function that reverses a string, and explain it.');
+  // greedy, so the reply is known to be long (372 tokens natively with the page's defaults) and is
+  // still streaming when Stop is pressed; a sampled reply may end at once
+  await page.fill('#temperature', '0');
+  await page.fill('#prompt', 'Write a quicksort in Python with comments.');
   await page.click('#send');
   const reply = page.locator('.msg.assistant').last();
   // text streams in: it grows while the stop button is live
