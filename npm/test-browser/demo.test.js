@@ -63,7 +63,9 @@ test('load, chat with streamed tokens, stop; then page load to first token from 
   console.log(
     `page load to model ready ${t.pageToModelMs.toFixed(0)} ms, to first token ${t.pageToFirstTokenMs.toFixed(0)} ms (Qwen, cached, typing included)`,
   );
-  await again.click('#stop');
+  // the short reply may already be over: a disabled Stop ignores the click
+  await again.evaluate(() => document.getElementById('stop').click());
+  await again.waitForSelector('.msg.assistant .meta');
   await again.screenshot({ path: join(shots, 'cached.png') });
   await again.close();
   assert.deepEqual(errors, []);
