@@ -5,7 +5,7 @@
 //! chunks out one at a time, so a worker slowed by anything else on the
 //! machine takes fewer of them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tern_core::parallel::Parallel;
@@ -110,7 +110,7 @@ impl Parallel for Threads {
         }
     }
 
-    fn for_each_chunk(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    fn for_each_run(&self, data: &mut [f32], chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
         let chunk_len = chunk_len.max(1);
         let n_chunks = data.len().div_ceil(chunk_len);
         match &self.pool {
@@ -118,47 +118,77 @@ impl Parallel for Threads {
                 // large regions: one chunk per task, taken as workers free
                 // up; small ones: a fixed, contiguous run per worker
                 let per = if data.len() >= DYNAMIC_MIN { 1 } else { n_chunks.div_ceil(self.n) };
-                self.release();
-                if pool.current_thread_index().is_some() {
-                    // spinning jobs queued behind the parts: a worker done
-                    // with its part waits in one for the next region rather
-                    // than falling asleep; and after the region, for one
-                    // that finished last
-                    rayon::scope(|s| spread(s, data, per, chunk_len, f, || self.keep_awake()));
+                if self.regions.is_some() && pool.current_thread_index().is_some() {
+                    let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
+                    rayon::scope(|s| self.spread_spinning(s, &counts, data, per, chunk_len, f));
                     self.keep_awake();
                 } else {
-                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f, || ()))
+                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f))
                 }
             }
-            _ => run(data, 0, chunk_len, f),
+            _ => f(0, data),
         }
     }
 }
 
-/// `f` over chunks `first..` of `part`.
-fn run(part: &mut [f32], first: usize, chunk_len: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
-    for (j, c) in part.chunks_mut(chunk_len).enumerate() {
-        f(first + j, c);
-    }
-}
-
-/// Runs of `per` chunks to the other workers, then `queued()`; the caller
-/// takes the first run.
+/// Runs of `per` chunks to the other workers; the caller takes the first.
 fn spread<'s>(
     s: &rayon::Scope<'s>,
     data: &'s mut [f32],
     per: usize,
     chunk_len: usize,
     f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
-    queued: impl FnOnce(),
 ) {
     let mut parts = data.chunks_mut(per * chunk_len).enumerate();
     let Some((_, mine)) = parts.next() else {
         return;
     };
     for (g, part) in parts {
-        s.spawn(move |_| run(part, g * per, chunk_len, f));
+        s.spawn(move |_| f(g * per, part));
     }
-    queued();
-    run(mine, 0, chunk_len, f);
+    f(0, mine);
+}
+
+impl Threads {
+    /// `spread` with the other workers spinning (`counts`: parts started,
+    /// parts done): the region is announced
+    /// once its parts are posted (a worker that looked before would find
+    /// nothing and sleep), spinning jobs are queued behind the parts (a
+    /// worker done with its part waits in one for the next region), and
+    /// the caller, done with its own part, spins while every other part is
+    /// taken and running: waiting in rayon's scope would put it to sleep
+    /// and its wake-up would outlast the part.
+    fn spread_spinning<'s>(
+        &self,
+        s: &rayon::Scope<'s>,
+        [started, done]: &'s [AtomicUsize; 2],
+        data: &'s mut [f32],
+        per: usize,
+        chunk_len: usize,
+        f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
+    ) {
+        let mut parts = data.chunks_mut(per * chunk_len).enumerate();
+        let Some((_, mine)) = parts.next() else {
+            return;
+        };
+        let mut posted = 0;
+        for (g, part) in parts {
+            s.spawn(move |_| {
+                started.fetch_add(1, Ordering::AcqRel);
+                f(g * per, part);
+                done.fetch_add(1, Ordering::AcqRel);
+            });
+            posted += 1;
+        }
+        self.release();
+        self.keep_awake();
+        f(0, mine);
+        // a part nobody has taken yet is left to the scope, which runs it here
+        let mut rounds = 0;
+        while started.load(Ordering::Acquire) == posted && done.load(Ordering::Acquire) < posted && rounds < SPIN_ROUNDS
+        {
+            std::hint::spin_loop();
+            rounds += 1;
+        }
+    }
 }

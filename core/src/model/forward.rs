@@ -147,9 +147,10 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
     let gate_up = [(m.matrix(&lw.w_gate), None), (m.matrix(&lw.w_up), None)];
     matmul(e, &gate_up, xn, n, acts, mm, &mut [&mut s.gate, &mut s.up]);
+    // element-wise: an equal share per worker, even of one token's row
     let (nf, up) = (c.n_ff, &s.up);
-    let per = nf * n.div_ceil(e.par.n_workers());
-    e.par.for_each_chunk(&mut s.gate[..n * nf], per, &|i, g| k.swiglu(g, &up[i * per..]));
+    let per = (n * nf).div_ceil(e.par.n_workers()).next_multiple_of(16);
+    e.par.for_each_run(&mut s.gate[..n * nf], per, &|i, g| k.swiglu(g, &up[i * per..]));
     matmul(e, &[(m.matrix(&lw.w_down), None)], &s.gate, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     add(&mut s.x[..n * ne], &s.y[..n * ne]);
 }

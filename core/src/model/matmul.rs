@@ -68,15 +68,22 @@ pub fn matmul(
     let total: usize = ws.iter().map(|(w, _)| w.n_rows).sum();
     let rows = if ws.len() > 1 { FUSED_ROWS } else { rows_per_task(total, e.par.n_workers()) };
     let mm = &mut mm[..n_tok * total];
-    e.par.for_each_chunk(mm, rows * n_tok, &|i, chunk| {
-        // find the matrix holding global row i * rows
+    // a run of chunks is one kernel call per matrix it touches (each call
+    // prepares the activations for its rows again)
+    e.par.for_each_run(mm, rows * n_tok, &|i, mut run| {
+        // the matrix holding global row i * rows
         let mut r0 = i * rows;
         let mut m = 0;
         while r0 >= ws[m].0.n_rows {
             r0 -= ws[m].0.n_rows;
             m += 1;
         }
-        k.matmul_rows(&ws[m].0, a, n_tok, r0..r0 + chunk.len() / n_tok, chunk);
+        while !run.is_empty() {
+            let nr = (run.len() / n_tok).min(ws[m].0.n_rows - r0);
+            let (now, rest) = run.split_at_mut(nr * n_tok);
+            k.matmul_rows(&ws[m].0, a, n_tok, r0..r0 + nr, now);
+            (run, r0, m) = (rest, 0, m + 1);
+        }
     });
     // (rows, tokens) → each output's (tokens, rows), plus bias; in blocks
     // of tokens so each row's read is contiguous
