@@ -69,6 +69,7 @@ fn same(a: &[f32], b: &[f32]) -> bool {
 
 /// Check `k` against the scalar reference; Err names the first mismatch.
 pub fn check(k: &dyn Kernels) -> Result<(), String> {
+    quantizers(k)?;
     let mut r = Rand(0x9E37_79B9_7F4A_7C15);
     let s = Scalar;
     for &(ty, scales) in TYPES {
@@ -250,6 +251,55 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
                     k.name()
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// The 8-bit quantizers on blocks the random ones never make: all zeros,
+/// -0.0, rounding ties (amax 127, so each `x · 1/d` is `x`), a NaN, an
+/// infinity, a tiny block; compared bit for bit (NaN scales included).
+fn quantizers(k: &dyn Kernels) -> Result<(), String> {
+    // ties: amax 127, so d = 1 and each quant is `x` rounded, half to even
+    let tie = |i: usize| if i % QK8 == 0 { 127.0 } else { (i % QK8) as f32 - 16.5 + (i / QK8) as f32 * 4.0 };
+    let special: [fn(usize) -> f32; 6] = [
+        |_| 0.0,
+        |i| if i % 3 == 0 { -0.0 } else { 0.0 },
+        |i| if i == 7 { 127.0 } else { (i % 64) as f32 * 0.5 - 16.0 },
+        |i| if i == 5 { f32::NAN } else { i as f32 },
+        |i| if i == 9 { f32::NEG_INFINITY } else { i as f32 * 0.25 },
+        |i| i as f32 * 1e-40,
+    ];
+    let mut x: Vec<f32> = (0..QK_K).map(tie).collect();
+    for f in special {
+        x.extend((0..QK8).map(f));
+    }
+    x.resize(x.len().next_multiple_of(QK_K), 1.0);
+    let x = &x[..];
+    let s = Scalar;
+    let bits = |d: f32, qs: &[i8]| (d.to_bits(), qs.to_vec());
+    let (mut a0, mut e0) = (vec![BlockQ8_0::ZERO; x.len() / QK8], vec![BlockQ8_0::ZERO; x.len() / QK8]);
+    let (mut a1, mut e1) = (vec![BlockQ8_1::ZERO; x.len() / QK8], vec![BlockQ8_1::ZERO; x.len() / QK8]);
+    let (mut ak, mut ek) = (vec![BlockQ8K::ZERO; x.len() / QK_K], vec![BlockQ8K::ZERO; x.len() / QK_K]);
+    k.quantize_q8_0(x, &mut a0);
+    s.quantize_q8_0(x, &mut e0);
+    k.quantize_q8_1(x, &mut a1);
+    s.quantize_q8_1(x, &mut e1);
+    k.quantize_q8_k(x, &mut ak);
+    s.quantize_q8_k(x, &mut ek);
+    for (i, (a, e)) in a0.iter().zip(&e0).enumerate() {
+        if bits(a.d, &a.qs) != bits(e.d, &e.qs) {
+            return Err(format!("{}: Q8_0 quantization of special block {i}: {a:?} != {e:?}", k.name()));
+        }
+    }
+    for (i, (a, e)) in a1.iter().zip(&e1).enumerate() {
+        if bits(a.d, &a.qs) != bits(e.d, &e.qs) || a.s.to_bits() != e.s.to_bits() {
+            return Err(format!("{}: Q8_1 quantization of special block {i}: {a:?} != {e:?}", k.name()));
+        }
+    }
+    for (i, (a, e)) in ak.iter().zip(&ek).enumerate() {
+        if bits(a.d, &a.qs) != bits(e.d, &e.qs) || a.bsums != e.bsums {
+            return Err(format!("{}: Q8_K quantization of special block {i}: {a:?} != {e:?}", k.name()));
         }
     }
     Ok(())

@@ -69,7 +69,7 @@ impl BlockQ8K {
 fn scale_of(x: &[f32]) -> (f32, f32) {
     // a comparison, not `f32::max` (a libm call in wasm); the same result,
     // NaNs skipped
-    let amax = x.iter().fold(0.0f32, |a, &v| if libm::fabsf(v) > a { libm::fabsf(v) } else { a });
+    let amax = x.iter().fold(0.0f32, |a, &v| if v.abs() > a { v.abs() } else { a });
     let d = amax / 127.0;
     (d, if d != 0.0 { 1.0 / d } else { 0.0 })
 }

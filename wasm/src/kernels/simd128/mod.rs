@@ -8,6 +8,7 @@ mod exact;
 mod float;
 mod kquant;
 mod legacy;
+mod quantize;
 mod v;
 mod widen;
 
@@ -196,6 +197,16 @@ impl Kernels for Simd128 {
 
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
         float::rms_norm(x, w, eps, o)
+    }
+
+    fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
+        quantize::rows_q8_0(x, out)
+    }
+    fn quantize_q8_1(&self, x: &[f32], out: &mut [BlockQ8_1]) {
+        quantize::rows_q8_1(x, out)
+    }
+    fn quantize_q8_k(&self, x: &[f32], out: &mut [BlockQ8K]) {
+        quantize::rows_q8_k(x, out)
     }
 
     fn attention_head(
