@@ -1,11 +1,13 @@
 //! Speed of the SIMD128 matmul kernels alone (not a check; ignored by
 //! default): 16 MiB of random blocks per type, decode GB/s and prefill
-//! row·tok/µs (16 tokens), best of 5, beside the scalar reference.
+//! row·tok/µs (16 tokens), best of 5, beside the scalar reference; then
+//! SmolLM2's shapes (rows of 576, scales widened as `widen` loads them).
 //!   cargo test --release -p tern-wasm --target wasm32-unknown-unknown \
 //!     --test kernel_speed -- --include-ignored --nocapture
 
 use tern_core::kernels::speed::{random_matrix, time_matmul, TYPES};
 use tern_core::kernels::{Kernels, QMatrix, Scalar};
+use tern_core::quant::{wide_scales, GgmlType};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::{console_log, wasm_bindgen_test};
 
@@ -30,6 +32,17 @@ fn kernel_speed() {
             let dec = data.len() as f64 / time_matmul(k, &w, &x, 1, now) / 1e9;
             let pre = (n_rows * 16) as f64 / time_matmul(k, &w, &x, 16, now) / 1e6;
             console_log!("| {} | {} | {dec:.2} | {pre:.1} |", ty.name(), k.name());
+        }
+    }
+    console_log!("| type, 576 columns | scales | decode GB/s |");
+    let x576 = &x[..576];
+    for ty in [GgmlType::Q4_1, GgmlType::Q8_0] {
+        let (data, n_rows) = random_matrix(ty, 576, 16 << 20);
+        let wide = wide_scales(ty, &data, 576, n_rows).unwrap_or_default();
+        for (how, scales) in [("in blocks", &[][..]), ("widened", &wide[..])] {
+            let w = QMatrix { ty, data: &data, n_cols: 576, n_rows, scales };
+            let dec = data.len() as f64 / time_matmul(tern_wasm::kernels::backend(), &w, x576, 1, now) / 1e9;
+            console_log!("| {} | {how} | {dec:.2} |", ty.name());
         }
     }
 }
