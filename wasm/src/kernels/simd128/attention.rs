@@ -1,6 +1,6 @@
 //! Attention of one head in SIMD128, cached rows widened as they are used
 //! (no row buffer): scores by the contract's 16-lane dot and tree, the
-//! reference's softmax (libm exp), then the weighted sum element by
+//! reference's softmax (libm's exp, four lanes at a time: `exp.rs`), then the weighted sum element by
 //! element — bit for bit `scalar::attention_head`.
 
 use core::arch::wasm32::*;
@@ -57,7 +57,7 @@ pub fn head(
             max = *s;
         }
     }
-    let inv = scalar::softmax_exp(scores, max);
+    let inv = super::exp::softmax_exp(scores, max);
     out.fill(0.0);
     for (t, &e) in scores.iter().enumerate() {
         let p = f32x4_splat(e * inv);

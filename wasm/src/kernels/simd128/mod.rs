@@ -5,6 +5,7 @@
 
 mod attention;
 mod exact;
+mod exp;
 mod float;
 mod kquant;
 mod legacy;
@@ -197,6 +198,10 @@ impl Kernels for Simd128 {
 
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
         float::rms_norm(x, w, eps, o)
+    }
+
+    fn swiglu(&self, g: &mut [f32], u: &[f32]) {
+        exp::swiglu(g, u)
     }
 
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {

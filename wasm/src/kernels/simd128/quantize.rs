@@ -18,7 +18,12 @@ fn amax(x: &[f32]) -> f32 {
         let a = f32x4_abs(v::load(x, i));
         m = v128_bitselect(a, m, f32x4_gt(a, m));
     }
-    let l = [f32x4_extract_lane::<0>(m), f32x4_extract_lane::<1>(m), f32x4_extract_lane::<2>(m), f32x4_extract_lane::<3>(m)];
+    let l = [
+        f32x4_extract_lane::<0>(m),
+        f32x4_extract_lane::<1>(m),
+        f32x4_extract_lane::<2>(m),
+        f32x4_extract_lane::<3>(m),
+    ];
     l.iter().fold(0.0f32, |a, &v| if v > a { v } else { a })
 }
 
