@@ -1,7 +1,8 @@
 //! Attention of one head in SIMD128, cached rows widened as they are used
 //! (no row buffer): scores by the contract's 16-lane dot and tree, the
-//! reference's softmax (libm's exp, four lanes at a time: `exp.rs`), then the weighted sum element by
-//! element — bit for bit `scalar::attention_head`.
+//! reference's softmax (libm's exp, four lanes at a time: `exp.rs`), then
+//! the weighted sum element by element — bit for bit
+//! `scalar::attention_head`.
 
 use core::arch::wasm32::*;
 
