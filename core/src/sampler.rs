@@ -123,15 +123,27 @@ fn by_logit(a: &Candidate, b: &Candidate) -> core::cmp::Ordering {
     b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id))
 }
 
-/// Index of the largest logit, the lowest id among equals.
+/// Index of the largest logit in `f32::total_cmp`'s order (greedy's),
+/// the lowest id among equals: the largest order key, then the first
+/// chunk holding it — passes without a branch per element, which
+/// vectorize (a scan of 49152 logits comparing each with `total_cmp` took
+/// ~0.2 ms in wasm, 2 % of a small model's token).
 pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &l) in logits.iter().enumerate() {
-        if l > logits[best] {
-            best = i;
+    // total_cmp's key: the bits as i32, magnitude bits flipped if negative
+    let key = |l: &f32| {
+        let b = l.to_bits() as i32;
+        b ^ (((b >> 31) as u32) >> 1) as i32
+    };
+    let Some(max) = logits.iter().map(key).max() else {
+        return 0;
+    };
+    const CHUNK: usize = 64;
+    for (c, chunk) in logits.chunks(CHUNK).enumerate() {
+        if chunk.iter().fold(false, |hit, l| hit | (key(l) == max)) {
+            return (c * CHUNK + chunk.iter().position(|l| key(l) == max).unwrap_or(0)) as u32;
         }
     }
-    best as u32
+    0
 }
 
 impl Sampler {
@@ -145,13 +157,7 @@ impl Sampler {
         let penalize = cfg.repeat_penalty != 1.0 || cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0;
         if cfg.temperature <= 0.0 && cfg.logit_bias.is_empty() && !penalize {
             // plain greedy: the candidate list's order without building it
-            let mut best = 0;
-            for (i, l) in logits.iter().enumerate() {
-                if l.total_cmp(&logits[best]).is_gt() {
-                    best = i;
-                }
-            }
-            return best as u32;
+            return argmax(logits);
         }
         self.cands.clear();
         self.cands.extend(logits.iter().enumerate().map(|(i, &l)| Candidate { id: i as u32, logit: l, p: 0.0 }));
@@ -311,11 +317,13 @@ mod tests {
         let mut slow = Sampler::new(SamplerConfig { logit_bias: vec![(0, 0.0)], ..SamplerConfig::greedy() });
         let mut rng = Rng::new(3);
         for case in 0..200 {
-            let logits: Vec<f32> = (0..64)
+            // lengths across argmax's 64-logit chunks, ties between them
+            let logits: Vec<f32> = (0..64 + case)
                 .map(|i| match (rng.next_u64() % 7, case % 3) {
                     (0, _) => 0.0,
                     (1, _) => -0.0,
                     (2, 0) => f32::NEG_INFINITY,
+                    (3, 1) if rng.next_u64() % 50 == 0 => f32::NAN,
                     (_, _) => (rng.next_u64() % 5) as f32 - 2.0 + (i % 2) as f32 * 0.5,
                 })
                 .collect();
