@@ -120,10 +120,10 @@ impl Parallel for Threads {
                 let per = if data.len() >= DYNAMIC_MIN { 1 } else { n_chunks.div_ceil(self.n) };
                 if self.regions.is_some() && pool.current_thread_index().is_some() {
                     let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
-                    rayon::scope(|s| self.spread_spinning(s, &counts, data, per, chunk_len, f));
+                    rayon::scope(|s| spread(s, data, per, chunk_len, f, Some((self, &counts))));
                     self.keep_awake();
                 } else {
-                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f))
+                    pool.in_place_scope(|s| spread(s, data, per, chunk_len, f, None))
                 }
             }
             _ => f(0, data),
@@ -132,57 +132,45 @@ impl Parallel for Threads {
 }
 
 /// Runs of `per` chunks to the other workers; the caller takes the first.
+/// `spinning`: the pool and its two counts (parts started, parts done) —
+/// the region is announced once its parts are posted (a worker that looked
+/// before would find nothing and sleep), spinning jobs are queued behind
+/// the parts (a worker done with its part waits in one for the next
+/// region), and the caller, done with its own part, spins while every
+/// other part is taken and running: waiting in rayon's scope would put it
+/// to sleep, and its wake-up would outlast the part.
 fn spread<'s>(
     s: &rayon::Scope<'s>,
     data: &'s mut [f32],
     per: usize,
     chunk_len: usize,
     f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
+    spinning: Option<(&Threads, &'s [AtomicUsize; 2])>,
 ) {
     let mut parts = data.chunks_mut(per * chunk_len).enumerate();
     let Some((_, mine)) = parts.next() else {
         return;
     };
+    let mut posted = 0;
     for (g, part) in parts {
-        s.spawn(move |_| f(g * per, part));
+        let counts = spinning.map(|(_, c)| c);
+        s.spawn(move |_| {
+            if let Some([started, _]) = counts {
+                started.fetch_add(1, Ordering::AcqRel);
+            }
+            f(g * per, part);
+            if let Some([_, done]) = counts {
+                done.fetch_add(1, Ordering::AcqRel);
+            }
+        });
+        posted += 1;
+    }
+    if let Some((pool, _)) = spinning {
+        pool.release();
+        pool.keep_awake();
     }
     f(0, mine);
-}
-
-impl Threads {
-    /// `spread` with the other workers spinning (`counts`: parts started,
-    /// parts done): the region is announced
-    /// once its parts are posted (a worker that looked before would find
-    /// nothing and sleep), spinning jobs are queued behind the parts (a
-    /// worker done with its part waits in one for the next region), and
-    /// the caller, done with its own part, spins while every other part is
-    /// taken and running: waiting in rayon's scope would put it to sleep
-    /// and its wake-up would outlast the part.
-    fn spread_spinning<'s>(
-        &self,
-        s: &rayon::Scope<'s>,
-        [started, done]: &'s [AtomicUsize; 2],
-        data: &'s mut [f32],
-        per: usize,
-        chunk_len: usize,
-        f: &'s (dyn Fn(usize, &mut [f32]) + Sync),
-    ) {
-        let mut parts = data.chunks_mut(per * chunk_len).enumerate();
-        let Some((_, mine)) = parts.next() else {
-            return;
-        };
-        let mut posted = 0;
-        for (g, part) in parts {
-            s.spawn(move |_| {
-                started.fetch_add(1, Ordering::AcqRel);
-                f(g * per, part);
-                done.fetch_add(1, Ordering::AcqRel);
-            });
-            posted += 1;
-        }
-        self.release();
-        self.keep_awake();
-        f(0, mine);
+    if let Some((_, [started, done])) = spinning {
         // a part nobody has taken yet is left to the scope, which runs it here
         let mut rounds = 0;
         while started.load(Ordering::Acquire) == posted && done.load(Ordering::Acquire) < posted && rounds < SPIN_ROUNDS

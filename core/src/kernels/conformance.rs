@@ -261,7 +261,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
 /// infinity, a tiny block; compared bit for bit (NaN scales included).
 fn quantizers(k: &dyn Kernels) -> Result<(), String> {
     // ties: amax 127, so d = 1 and each quant is `x` rounded, half to even
-    let tie = |i: usize| if i % QK8 == 0 { 127.0 } else { (i % QK8) as f32 - 16.5 + (i / QK8) as f32 * 4.0 };
+    let tie = |i: usize| if i.is_multiple_of(QK8) { 127.0 } else { (i % QK8) as f32 - 16.5 + (i / QK8) as f32 * 4.0 };
     let special: [fn(usize) -> f32; 6] = [
         |_| 0.0,
         |i| if i % 3 == 0 { -0.0 } else { 0.0 },
