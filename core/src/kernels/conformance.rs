@@ -305,6 +305,36 @@ fn quantizers(k: &dyn Kernels) -> Result<(), String> {
     Ok(())
 }
 
+/// A vector `expf` against libm's (the reference's `exp_shifted`), bit for
+/// bit: `f` turns each run of `lanes` values into their exp in place. On
+/// every f32 in the ranges where e_expf.c branches (around 0.5 and 1.5
+/// ln2, 80-105, the tiny edge; both signs), every 61st bit pattern
+/// elsewhere, the infinities, NaNs and zeros.
+pub fn check_expf(lanes: usize, f: impl Fn(&mut [f32])) -> Result<(), String> {
+    let dense = [(0x3eb0_0000u32, 0x3f86_0000u32), (0x42a0_0000, 0x42d2_0000), (0x38f0_0000, 0x3910_0000)];
+    let mut xs: Vec<u32> = (0..=u32::MAX / 61).map(|i| i * 61).collect();
+    for (a, b) in dense {
+        xs.extend(a..b);
+        xs.extend((a..b).map(|x| x | 0x8000_0000));
+    }
+    xs.extend([0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0xffc0_0001, 0, 0x8000_0000]);
+    for c in xs.chunks(lanes * 1024) {
+        let x: Vec<f32> = c.iter().map(|&b| f32::from_bits(b)).collect();
+        let mut want = x.clone();
+        scalar::exp_shifted(&mut want, 0.0);
+        let mut got = x.clone();
+        for g in got.chunks_exact_mut(lanes) {
+            f(g);
+        }
+        for i in 0..x.len() / lanes * lanes {
+            if got[i].to_bits() != want[i].to_bits() {
+                return Err(format!("expf({:e} = {:#x}) = {:e}, libm {:e}", x[i], c[i], got[i], want[i]));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[test]
 fn scalar_conforms_to_itself() {
