@@ -69,7 +69,13 @@ impl BlockQ8K {
 fn scale_of(x: &[f32]) -> (f32, f32) {
     // a comparison, not `f32::max` (a libm call in wasm); the same result,
     // NaNs skipped
-    let amax = x.iter().fold(0.0f32, |a, &v| if v.abs() > a { v.abs() } else { a });
+    scale_of_amax(x.iter().fold(0.0f32, |a, &v| if v.abs() > a { v.abs() } else { a }))
+}
+
+/// `(d, 1/d)` of a block whose largest |x| is `amax` (SIMD quantizers
+/// find `amax` their own way and share the rest).
+#[inline]
+pub fn scale_of_amax(amax: f32) -> (f32, f32) {
     let d = amax / 127.0;
     (d, if d != 0.0 { 1.0 / d } else { 0.0 })
 }
@@ -86,7 +92,7 @@ fn q8(v: f32) -> i8 {
 
 /// The scale as ggml stores it in Q8_0/Q8_1 blocks: rounded to f16.
 #[inline]
-fn f16_round(v: f32) -> f32 {
+pub fn f16_round(v: f32) -> f32 {
     half::f16::from_f32(v).to_f32()
 }
 

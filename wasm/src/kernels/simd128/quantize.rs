@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
+use tern_core::quant::{f16_round, scale_of_amax, BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
 
 use super::v;
 
@@ -30,8 +30,7 @@ fn amax(x: &[f32]) -> f32 {
 /// `(d, 1/d)` of a block, as `quant`'s `scale_of`.
 #[inline(always)]
 fn scale_of(x: &[f32]) -> (f32, f32) {
-    let d = amax(x) / 127.0;
-    (d, if d != 0.0 { 1.0 / d } else { 0.0 })
+    scale_of_amax(amax(x))
 }
 
 /// 16 quants of `x[at..at + 16]` into `qs[at..]`; their sums as i32 lanes.
@@ -58,11 +57,6 @@ fn quants(x: &[f32], id: f32, qs: &mut [i8]) -> i32 {
         s = i32x4_add(s, q16(x, at, id, qs));
     }
     v::hsum(s)
-}
-
-/// The scale as Q8_0/Q8_1 blocks store it: rounded to f16.
-fn f16_round(v: f32) -> f32 {
-    half::f16::from_f32(v).to_f32()
 }
 
 pub fn rows_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
