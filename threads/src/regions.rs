@@ -1,0 +1,173 @@
+//! Spinning regions, for pools whose idle threads are slow to wake (wasm
+//! threads: rayon's idle workers sleep within microseconds, yielding being
+//! a no-op, and a wake-up through `memory.atomic.notify` outlasts a decode
+//! region). The poster publishes a region — its closure and its output —
+//! and bumps an epoch; helpers, rayon jobs spinning on the epoch between
+//! regions, claim parts of it as the poster does. A region costs a few
+//! atomics and no allocation; a helper that sees no region for
+//! `SPIN_ROUNDS` loads returns to rayon (and sleeps), and the next region
+//! spawns it again.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A region's work: `f(first chunk, run of chunks)`.
+type Part<'a> = &'a (dyn Fn(usize, &mut [f32]) + Sync + 'a);
+
+/// Loads of the epoch a helper makes before it gives up and returns to
+/// rayon (~1-2 ms: longer than the serial work between two regions,
+/// shorter than a pause between requests).
+const SPIN_ROUNDS: u32 = 1 << 20;
+
+/// The region being run: what is left to claim.
+struct Current {
+    f: Option<Part<'static>>,
+    /// The output not yet claimed.
+    rest: &'static mut [f32],
+    /// Elements and chunks per part; parts claimed so far.
+    part_len: usize,
+    per: usize,
+    claimed: usize,
+}
+
+pub(crate) struct Regions {
+    /// Workers, the poster included (helpers: at most `n - 1`).
+    n: usize,
+    epoch: AtomicU64,
+    current: Mutex<Current>,
+    /// Parts of the current region finished.
+    done: AtomicUsize,
+    /// A region is posted (one poster at a time; others take rayon's path).
+    busy: AtomicBool,
+    /// Helpers spinning or spawned.
+    helpers: AtomicUsize,
+}
+
+impl Regions {
+    pub fn new(n: usize) -> Regions {
+        let current = Current { f: None, rest: &mut [], part_len: 1, per: 1, claimed: 0 };
+        Regions {
+            n,
+            epoch: AtomicU64::new(0),
+            current: Mutex::new(current),
+            done: AtomicUsize::new(0),
+            busy: AtomicBool::new(false),
+            helpers: AtomicUsize::new(0),
+        }
+    }
+
+    /// Run `f` over runs of `per` chunks of `data` with the helpers; false
+    /// (nothing run) if another region is being posted.
+    pub fn run(
+        self: &Arc<Self>,
+        pool: &rayon::ThreadPool,
+        data: &mut [f32],
+        per: usize,
+        chunk_len: usize,
+        f: Part,
+    ) -> bool {
+        if self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        // the previous region's parts are all done and none is left to claim
+        self.done.store(0, Ordering::Relaxed);
+        let posted = Posted(self);
+        {
+            let mut c = self.lock();
+            // SAFETY: `posted`'s drop, before this function returns or
+            // unwinds, takes both out of `current` and waits until every
+            // part claimed from it is done: no reference outlives `'a`.
+            let (f, data) = unsafe { erase(f, data) };
+            (c.f, c.rest, c.part_len, c.per, c.claimed) = (Some(f), data, per * chunk_len, per, 0);
+        }
+        self.epoch.fetch_add(1, Ordering::Release);
+        self.spawn_helpers(pool);
+        self.work();
+        drop(posted);
+        self.busy.store(false, Ordering::Release);
+        true
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Current> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run parts of the current region until none is left to claim.
+    fn work(&self) {
+        loop {
+            let (f, first, part) = {
+                let mut c = self.lock();
+                let Some(f) = c.f else { return };
+                if c.rest.is_empty() {
+                    return;
+                }
+                let rest = core::mem::take(&mut c.rest);
+                let (part, tail) = rest.split_at_mut(c.part_len.min(rest.len()));
+                c.rest = tail;
+                c.claimed += 1;
+                (f, (c.claimed - 1) * c.per, part)
+            };
+            f(first, part);
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Bring the helpers up to `n - 1` (after they went back to rayon).
+    fn spawn_helpers(self: &Arc<Self>, pool: &rayon::ThreadPool) {
+        // only the poster adds helpers; helpers only leave
+        while self.helpers.load(Ordering::Acquire) < self.n - 1 {
+            self.helpers.fetch_add(1, Ordering::AcqRel);
+            let me = self.clone();
+            pool.spawn(move || me.help());
+        }
+    }
+
+    /// A helper: work on each region as it is posted, until none comes.
+    fn help(&self) {
+        let mut seen = self.epoch.load(Ordering::Acquire);
+        loop {
+            self.work();
+            let mut rounds = 0;
+            loop {
+                let e = self.epoch.load(Ordering::Acquire);
+                if e != seen {
+                    seen = e;
+                    break;
+                }
+                rounds += 1;
+                if rounds == SPIN_ROUNDS {
+                    self.helpers.fetch_sub(1, Ordering::AcqRel);
+                    return;
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// A posted region: on drop (return or unwind) nothing more can be
+/// claimed, and the parts claimed have finished.
+struct Posted<'r>(&'r Regions);
+
+impl Drop for Posted<'_> {
+    fn drop(&mut self) {
+        let claimed = {
+            let mut c = self.0.lock();
+            c.f = None;
+            c.rest = &mut [];
+            c.claimed
+        };
+        while self.0.done.load(Ordering::Acquire) < claimed {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The region's borrows as `'static`, to hand them to the helpers.
+///
+/// # Safety
+/// Neither may be used after `'a` ends.
+unsafe fn erase<'a>(f: Part<'a>, data: &'a mut [f32]) -> (Part<'static>, &'static mut [f32]) {
+    // SAFETY: same types but for the lifetimes; the caller's contract.
+    unsafe { (core::mem::transmute::<Part<'a>, Part<'static>>(f), core::mem::transmute::<&'a mut [f32], &'static mut [f32]>(data)) }
+}
