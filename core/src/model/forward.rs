@@ -167,56 +167,72 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
     let joins = |t: usize| first[t] == 0 && t + 1 < n && tok_seq[t + 1] == tok_seq[t] && first[t + 1] == 0;
     // no runs (decode): the heads of a KV head share them instead
     let lone = !(0..n).any(joins);
-    let hc = if lone { heads_per_task(group, c.n_head_kv, e.par.n_workers()) } else { 1 };
-    // a task: `hc` query heads of one KV head — outputs [token][head] if
-    // lone, else [head][token] — then the scores' scratch
-    let per_task = hc * n * hd + s.n_ctx;
-    let at = |j: usize, t: usize| if lone { (t * hc + j) * hd } else { (j * n + t) * hd };
+    let rows = |t: usize, g: usize| {
+        let (kl, vl) = seqs[tok_seq[t]].kv.layer(l);
+        (kl.from(first[t] * kvd + g * hd), vl.from(first[t] * kvd + g * hd))
+    };
+    // a task: one query head — its outputs [token][hd], then room for the
+    // outputs of a KV head's queries and for the scores (a run of tasks
+    // works in its last task's room)
+    let room = per_head_room(c, s.n_ctx);
+    let per_task = n * hd + room;
     let k = e.kernels;
-    e.par.for_each_chunk(&mut s.heads[..c.n_head / hc * per_task], per_task, &|i, buf| {
-        let (out, scores) = buf.split_at_mut(hc * n * hd);
-        let h0 = i * hc;
-        let g = h0 / group;
-        let mut t = 0;
-        while t < n {
-            let mut t1 = t + 1;
-            while joins(t1 - 1) {
-                t1 += 1;
+    e.par.for_each_run(&mut s.heads[..c.n_head * per_task], per_task, &|h_first, run| {
+        let m = run.len() / per_task;
+        let (outs, work) = run.split_at_mut((m - 1) * per_task + n * hd);
+        let (tmp, scores) = work.split_at_mut(MAX_GROUP.min(group) * hd);
+        let out = |j: usize, t: usize| j * per_task + t * hd;
+        if lone {
+            // the run's query heads of one KV head together, one query
+            // each: its cached rows are read once for them
+            let mut h0 = h_first;
+            while h0 < h_first + m {
+                let h1 = ((h0 / group + 1) * group).min(h_first + m).min(h0 + MAX_GROUP);
+                let o = &mut tmp[..(h1 - h0) * hd];
+                for t in 0..n {
+                    let (kl, vl) = rows(t, h0 / group);
+                    let lens = [len[t]; MAX_GROUP];
+                    k.attention_queries(&q[t * qd + h0 * hd..], hd, kl, vl, kvd, &lens[..h1 - h0], scale, scores, o);
+                    for (j, oj) in o.chunks_exact(hd).enumerate() {
+                        outs[out(h0 - h_first + j, t)..][..hd].copy_from_slice(oj);
+                    }
+                }
+                h0 = h1;
             }
-            let (kl, vl) = seqs[tok_seq[t]].kv.layer(l);
-            let (kl, vl) = (kl.from(first[t] * kvd + g * hd), vl.from(first[t] * kvd + g * hd));
-            if lone {
-                // the task's heads, one query each, side by side
-                let lens = [len[t]; MAX_GROUP];
-                let o = &mut out[at(0, t)..at(0, t) + hc * hd];
-                k.attention_queries(&q[t * qd + h0 * hd..], hd, kl, vl, kvd, &lens[..hc], scale, scores, o);
-            } else {
-                let o = &mut out[at(0, t)..at(0, t1)];
-                k.attention_queries(&q[t * qd + h0 * hd..], qd, kl, vl, kvd, &len[t..t1], scale, scores, o);
+            return;
+        }
+        // each head over the batch's runs of queries
+        for j in 0..m {
+            let h = h_first + j;
+            let mut t = 0;
+            while t < n {
+                let mut t1 = t + 1;
+                while joins(t1 - 1) {
+                    t1 += 1;
+                }
+                let (kl, vl) = rows(t, h / group);
+                let o = &mut outs[out(j, t)..out(j, t1)];
+                k.attention_queries(&q[t * qd + h * hd..], qd, kl, vl, kvd, &len[t..t1], scale, scores, o);
+                t = t1;
             }
-            t = t1;
         }
     });
     for h in 0..c.n_head {
-        let (task, j) = (h / hc, h % hc);
         for t in 0..n {
-            let src = &s.heads[task * per_task + at(j, t)..][..hd];
+            let src = &s.heads[h * per_task + t * hd..][..hd];
             s.att[t * qd + h * hd..t * qd + (h + 1) * hd].copy_from_slice(src);
         }
     }
 }
 
-/// Most query heads a KV head's group shares one task with.
+/// Most query heads of one KV head attended together (their outputs side
+/// by side in a task's room).
 const MAX_GROUP: usize = 16;
 
-/// Query heads per attention task: the largest divisor of the group (at
-/// most `MAX_GROUP`) that still leaves a task for every worker — heads of
-/// one task read their cached rows once.
-fn heads_per_task(group: usize, n_head_kv: usize, n_workers: usize) -> usize {
-    (1..=group.min(MAX_GROUP))
-        .rev()
-        .find(|&d| group.is_multiple_of(d) && n_head_kv * (group / d) >= n_workers)
-        .unwrap_or(1)
+/// Scratch a head's attention task holds beyond its outputs: the outputs
+/// of a KV head's queries and the scores of `n_ctx` positions.
+pub(super) fn per_head_room(c: &Config, n_ctx: usize) -> usize {
+    MAX_GROUP.min(c.n_head / c.n_head_kv) * c.head_dim + n_ctx
 }
 
 fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {

@@ -75,7 +75,7 @@ impl Scratch {
             k: vec![0.0; b * c.kv_dim()],
             v: vec![0.0; b * c.kv_dim()],
             att: vec![0.0; b * c.q_dim()],
-            heads: vec![0.0; c.n_head * (b * c.head_dim + n_ctx)],
+            heads: vec![0.0; c.n_head * (b * c.head_dim + super::forward::per_head_room(c, n_ctx))],
             gate: vec![0.0; b * c.n_ff],
             up: vec![0.0; b * c.n_ff],
             y: vec![0.0; b * c.n_embd],
