@@ -1,16 +1,22 @@
 //! Q5_0 matrices widened to Q8_0 at load (the wasm build does this: its
 //! SIMD128 Q8_0 blocks run ~1.8× faster than Q5_0 blocks) carry the same numbers:
 //! Qwen's logits stay bit-identical, on the default and the exact path;
-//! block scales widened to f32 beside every 32-element block matrix.
+//! block scales widened to f32 beside every 32-element block matrix; and
+//! a KV cache of f16 values kept widened to f32 (the wasm build's) gives
+//! the f16 cache's logits.
 
 use tern::Buffer;
 use tern_core::quant::GgmlType;
-use tern_core::{Logits, Model};
+use tern_core::{KvType, Logits, Model};
 use tern_tests::*;
 
 fn logits(m: &Model<Buffer>, exact: bool, seq: &[u32]) -> Vec<f32> {
+    logits_kv(m, exact, tern::engine(threads(), exact).kv_type(), seq)
+}
+
+fn logits_kv(m: &Model<Buffer>, exact: bool, kv: KvType, seq: &[u32]) -> Vec<f32> {
     let e = tern::engine(threads(), exact);
-    let mut s = m.session_kv(seq.len(), 512, e.kv_type());
+    let mut s = m.session_kv(seq.len(), 512, kv);
     let mut rows = s.forward(m, &e, &seq[..seq.len() - 2], Logits::All).unwrap().to_vec();
     for &t in &seq[seq.len() - 2..] {
         rows.extend_from_slice(s.forward(m, &e, &[t], Logits::Last).unwrap());
@@ -78,4 +84,18 @@ fn widened_scales_cover_every_block_format_matrix() {
     let (m, bytes) = load(MODELS[1].1).model.widen_scales(plain.n_bytes());
     assert_eq!(bytes, 0);
     assert!(m.weights.matrices().all(|t| t.scales.is_empty()));
+}
+
+#[test]
+fn f16_values_kept_wide_give_the_f16_caches_logits() {
+    for (model, file) in MODELS {
+        let m = load(file).model;
+        let case = prompt_case(model, "p1");
+        let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated[..6]).copied().collect();
+        let (a, b) = (logits_kv(&m, false, KvType::F16, &seq), logits_kv(&m, false, KvType::F16Wide, &seq));
+        assert!(bits_equal(&a, &b), "{model}: f16-wide logits differ, max |Δ| {}", max_abs_diff(&a, &b));
+        // and the exact f32 cache is a different one (the test can tell)
+        let c = logits_kv(&m, false, KvType::F32, &seq);
+        assert!(!bits_equal(&a, &c), "{model}: f32 and f16 caches gave the same logits");
+    }
 }

@@ -169,5 +169,10 @@ impl Drop for Posted<'_> {
 /// Neither may be used after `'a` ends.
 unsafe fn erase<'a>(f: Part<'a>, data: &'a mut [f32]) -> (Part<'static>, &'static mut [f32]) {
     // SAFETY: same types but for the lifetimes; the caller's contract.
-    unsafe { (core::mem::transmute::<Part<'a>, Part<'static>>(f), core::mem::transmute::<&'a mut [f32], &'static mut [f32]>(data)) }
+    unsafe {
+        (
+            core::mem::transmute::<Part<'a>, Part<'static>>(f),
+            core::mem::transmute::<&'a mut [f32], &'static mut [f32]>(data),
+        )
+    }
 }

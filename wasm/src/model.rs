@@ -110,9 +110,11 @@ impl TernModel {
     pub fn configure(&mut self, n_ctx: usize, exact: bool) -> Result<(), JsValue> {
         let c = &self.model.config;
         let n_ctx = if n_ctx == 0 { c.n_ctx_train.clamp(1, DEFAULT_CTX) } else { n_ctx };
-        let kv = if exact { KvType::F32 } else { KvType::F16 };
-        let elem = if exact { 4 } else { 2 };
-        let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * (c.kv_dim() as u64) * elem;
+        // f16 values kept widened: SIMD128 has no f16 conversion, and
+        // widening every cached row at every step cost more than half of
+        // attention (bench/NOTES.md, W24); the same logits as f16
+        let kv = if exact { KvType::F32 } else { KvType::F16Wide };
+        let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * (c.kv_dim() as u64) * kv.size() as u64;
         let have = self.model.n_bytes() as u64;
         if have + kv_bytes > WASM32_MEMORY_LIMIT {
             return Err(js_error(

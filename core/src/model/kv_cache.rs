@@ -1,5 +1,7 @@
 //! The KV cache of one sequence: dense, capacity fixed at creation, rows
-//! stored as f16 (the default, as llama.cpp) or f32 (the exact path).
+//! stored as f16 (the default, as llama.cpp), as f16 values kept widened
+//! to f32 (the same numbers, for backends that widen f16 slowly), or f32
+//! (the exact path).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -16,6 +18,10 @@ pub enum KvType {
     /// when written.
     #[default]
     F16,
+    /// The same f16-rounded values, kept widened to f32: attention reads
+    /// them without widening at every step (wasm: no f16 conversion
+    /// instruction), for twice F16's memory. Identical logits to F16.
+    F16Wide,
     /// Keeps K/V exactly as computed (the oracle-parity path).
     F32,
 }
@@ -24,12 +30,14 @@ impl KvType {
     pub fn name(self) -> &'static str {
         match self {
             KvType::F16 => "f16",
+            KvType::F16Wide => "f16-wide",
             KvType::F32 => "f32",
         }
     }
     pub fn parse(s: &str) -> Option<KvType> {
         match s {
             "f16" => Some(KvType::F16),
+            "f16-wide" => Some(KvType::F16Wide),
             "f32" => Some(KvType::F32),
             _ => None,
         }
@@ -37,14 +45,22 @@ impl KvType {
     pub fn size(self) -> usize {
         match self {
             KvType::F16 => 2,
-            KvType::F32 => 4,
+            KvType::F16Wide | KvType::F32 => 4,
         }
     }
 }
 
 enum Store {
-    F16 { k: Vec<f16>, v: Vec<f16> },
-    F32 { k: Vec<f32>, v: Vec<f32> },
+    F16 {
+        k: Vec<f16>,
+        v: Vec<f16>,
+    },
+    /// f32 rows: exact (`wide` false) or f16-rounded (`wide`).
+    F32 {
+        k: Vec<f32>,
+        v: Vec<f32>,
+        wide: bool,
+    },
 }
 
 pub struct KvCache {
@@ -60,7 +76,9 @@ impl KvCache {
         let n = c.n_layer * n_ctx * c.kv_dim();
         let store = match ty {
             KvType::F16 => Store::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
-            KvType::F32 => Store::F32 { k: vec![0.0; n], v: vec![0.0; n] },
+            KvType::F16Wide | KvType::F32 => {
+                Store::F32 { k: vec![0.0; n], v: vec![0.0; n], wide: ty == KvType::F16Wide }
+            }
         };
         KvCache { n_ctx, kv_dim: c.kv_dim(), store }
     }
@@ -68,7 +86,8 @@ impl KvCache {
     pub fn ty(&self) -> KvType {
         match self.store {
             Store::F16 { .. } => KvType::F16,
-            Store::F32 { .. } => KvType::F32,
+            Store::F32 { wide: true, .. } => KvType::F16Wide,
+            Store::F32 { wide: false, .. } => KvType::F32,
         }
     }
 
@@ -87,7 +106,12 @@ impl KvCache {
                     *d = f16::from_f32(s);
                 }
             }
-            Store::F32 { k: kc, v: vc } => {
+            Store::F32 { k: kc, v: vc, wide: true } => {
+                for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
+                    *d = f16::from_f32(s).to_f32();
+                }
+            }
+            Store::F32 { k: kc, v: vc, wide: false } => {
                 kc[r.clone()].copy_from_slice(k);
                 vc[r].copy_from_slice(v);
             }
@@ -99,7 +123,7 @@ impl KvCache {
         let r = self.range(layer, 0, self.n_ctx);
         match &self.store {
             Store::F16 { k, v } => (KvRows::F16(&k[r.clone()]), KvRows::F16(&v[r])),
-            Store::F32 { k, v } => (KvRows::F32(&k[r.clone()]), KvRows::F32(&v[r])),
+            Store::F32 { k, v, .. } => (KvRows::F32(&k[r.clone()]), KvRows::F32(&v[r])),
         }
     }
 

@@ -37,7 +37,7 @@ pub struct Args {
     /// Output: md or json
     #[arg(short, long, default_value = "md")]
     output: String,
-    /// KV cache element type: f16 or f32
+    /// KV cache element type: f16, f16-wide (f16 values stored as f32) or f32
     #[arg(long, value_parser = super::parse_kv_type, default_value = "f16")]
     kv_type: tern_core::KvType,
     /// Tokens per forward step during prefill

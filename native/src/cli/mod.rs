@@ -50,7 +50,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 
 /// `--kv-type` values.
 fn parse_kv_type(s: &str) -> std::result::Result<tern_core::KvType, String> {
-    tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16 or f32)"))
+    tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16, f16-wide or f32)"))
 }
 
 /// How to load the model (shared by every subcommand).
