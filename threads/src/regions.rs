@@ -9,7 +9,7 @@
 //! spawns it again.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 /// A region's work: `f(first chunk, run of chunks)`.
 type Part<'a> = &'a (dyn Fn(usize, &mut [f32]) + Sync + 'a);
@@ -88,8 +88,17 @@ impl Regions {
         true
     }
 
+    /// The region's state, spinning while another thread holds it: a
+    /// contended `lock` parks the thread (in wasm `memory.atomic.wait`),
+    /// and its wake-up outlasts the part it came to claim.
     fn lock(&self) -> MutexGuard<'_, Current> {
-        self.current.lock().unwrap_or_else(|e| e.into_inner())
+        loop {
+            match self.current.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => std::hint::spin_loop(),
+            }
+        }
     }
 
     /// Run parts of the current region until none is left to claim.
