@@ -43,8 +43,9 @@ async function instantiate(threads) {
   const module = isNode ? await WebAssembly.compile(src) : await WebAssembly.compileStreaming(src);
   const exports = await glue.default({ module_or_path: module });
   if (threaded) {
-    glue.init_pool(threads);
-    await startThreads(threads, module, exports.memory);
+    // the calling thread is one of the `threads` workers; the pool's are the rest
+    const helpers = glue.init_pool(threads);
+    await startThreads(helpers, module, exports.memory);
   }
   return glue;
 }

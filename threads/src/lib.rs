@@ -43,16 +43,16 @@ impl Threads {
         Threads { n: pool.as_ref().map_or(1, |p| p.current_num_threads()), pool, regions: None }
     }
 
-    /// Spread regions through workers that spin between them (`regions`
-    /// module) instead of rayon's jobs. For wasm threads: there, rayon's
-    /// idle workers fall asleep within microseconds (yielding is a no-op)
-    /// and waking one through `memory.atomic.notify` takes longer than a
-    /// decode region, so the calling worker would run every part itself.
-    pub fn spinning(mut self) -> Threads {
-        if self.pool.is_some() {
-            self.regions = Some(Arc::new(Regions::new(self.n)));
-        }
-        self
+    /// The calling thread posts each region and works on it; the pool's
+    /// threads help, spinning between regions (`regions` module) instead
+    /// of waiting as rayon's jobs. For wasm threads: there, rayon's idle
+    /// workers fall asleep within microseconds (yielding is a no-op) and a
+    /// wake-up through `memory.atomic.notify` outlasts a decode region —
+    /// and handing each forward pass to a pool thread and back cost two.
+    /// Workers: the pool's threads and the caller.
+    pub fn spinning_beside(pool: rayon::ThreadPool) -> Threads {
+        let n = pool.current_num_threads() + 1;
+        Threads { n, pool: Some(pool), regions: Some(Arc::new(Regions::new(n))) }
     }
 }
 
@@ -62,11 +62,12 @@ impl Parallel for Threads {
     }
 
     /// On a worker of the pool, regions hand work to the other workers
-    /// directly (no handoff to and from the calling thread).
+    /// directly (no handoff to and from the calling thread); spinning
+    /// beside the caller, the caller is that worker.
     fn install(&self, f: &mut (dyn FnMut() + Send)) {
         match &self.pool {
-            Some(p) => p.install(f),
-            None => f(),
+            Some(p) if self.regions.is_none() => p.install(f),
+            _ => f(),
         }
     }
 
@@ -78,12 +79,15 @@ impl Parallel for Threads {
                 // large regions: one chunk per task, taken as workers free
                 // up; small ones: a fixed, contiguous run per worker
                 let per = if data.len() >= DYNAMIC_MIN { 1 } else { n_chunks.div_ceil(self.n) };
-                if let Some(r) = &self.regions {
-                    if r.run(pool, data, per, chunk_len, f) {
-                        return;
+                match &self.regions {
+                    // (if another thread is posting a region: this one here)
+                    Some(r) => {
+                        if !r.run(pool, data, per, chunk_len, f) {
+                            f(0, data)
+                        }
                     }
+                    None => pool.in_place_scope(|s| spread(s, data, per, chunk_len, f)),
                 }
-                pool.in_place_scope(|s| spread(s, data, per, chunk_len, f))
             }
             _ => f(0, data),
         }

@@ -31,7 +31,7 @@ struct Current {
 }
 
 pub(crate) struct Regions {
-    /// Workers, the poster included (helpers: at most `n - 1`).
+    /// Workers: the poster and at most `n - 1` helpers.
     n: usize,
     epoch: AtomicU64,
     current: Mutex<Current>,
@@ -56,8 +56,9 @@ impl Regions {
         }
     }
 
-    /// Run `f` over runs of `per` chunks of `data` with the helpers; false
-    /// (nothing run) if another region is being posted.
+    /// Run `f` over runs of `per` chunks of `data` with the helpers (the
+    /// pool's threads); false (nothing run) if another region is being
+    /// posted.
     pub fn run(
         self: &Arc<Self>,
         pool: &rayon::ThreadPool,

@@ -1,7 +1,7 @@
 //! Every region covers its output once, with the right chunk indices,
-//! whether spread by rayon's jobs or by spinning helpers — also when
-//! several threads post regions at once (one posts, the others take
-//! rayon's path) and when the helpers have gone back to sleep.
+//! whether spread by rayon's jobs or by spinning helpers beside the caller
+//! — also when several threads post regions at once and when the helpers
+//! have gone back to sleep.
 
 use tern_core::parallel::Parallel;
 use tern_threads::Threads;
@@ -27,15 +27,15 @@ const SHAPES: [(usize, usize); 7] = [(1, 1), (7, 3), (576, 72), (960 * 3, 16), (
 
 #[test]
 fn regions_cover_their_output_once() {
-    for par in [Threads::new(1), Threads::new(2), Threads::new(3), Threads::from_pool(None).spinning()] {
+    for par in [Threads::new(1), Threads::new(2), Threads::new(3), Threads::from_pool(None)] {
         for (len, chunk) in SHAPES {
             check(&par, len, chunk);
         }
     }
-    for n in [2, 3] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
-        let par = Threads::from_pool(Some(pool)).spinning();
-        // from outside the pool, then inside it (as forward passes run)
+    for helpers in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(helpers).build().unwrap();
+        let par = Threads::spinning_beside(pool);
+        assert_eq!(par.n_workers(), helpers + 1);
         for (len, chunk) in SHAPES {
             check(&par, len, chunk);
         }
@@ -49,7 +49,7 @@ fn regions_cover_their_output_once() {
         // after the helpers have given up spinning
         std::thread::sleep(std::time::Duration::from_millis(50));
         par.install(&mut || check(&par, 576, 72));
-        // several posters at once
+        // several posters at once (one posts, the others run theirs alone)
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| {

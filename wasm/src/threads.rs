@@ -2,8 +2,9 @@
 //! starts. `init_pool(n)` builds the pool, its spawn handler keeping each
 //! thread's start in a queue; each worker, once it has instantiated this
 //! module on the shared memory, calls `run_thread()`, which takes one and
-//! runs it (for the life of the worker). The forward pass then spreads over
-//! the pool exactly as natively (tern-threads).
+//! runs it (for the life of the worker). The forward pass runs on the
+//! calling thread, which posts its parallel regions to the pool's threads
+//! spinning beside it (tern-threads' `spinning_beside`).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -16,28 +17,29 @@ use crate::errors::js_error;
 static STARTS: Mutex<Vec<rayon::ThreadBuilder>> = Mutex::new(Vec::new());
 static POOL: OnceLock<Threads> = OnceLock::new();
 
-/// Build a pool of `n` threads (once per instance); the JS side must then
-/// start `n` workers that each call `run_thread`. 0 or 1: no pool.
+/// Make `n` workers: the calling thread, which runs the forward passes,
+/// and a pool of `n - 1` helper threads (once per instance). Returns how
+/// many pool threads the JS side must start, each on a worker that calls
+/// `run_thread`. 0 or 1: no pool.
 #[wasm_bindgen]
-pub fn init_pool(n: usize) -> Result<(), JsValue> {
+pub fn init_pool(n: usize) -> Result<usize, JsValue> {
     if POOL.get().is_some() {
         return Err(js_error("invalid_argument", "the thread pool is already started"));
     }
-    let pool = if n > 1 {
-        let p = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .spawn_handler(|t| {
-                STARTS.lock().unwrap_or_else(|e| e.into_inner()).push(t);
-                Ok(())
-            })
-            .build()
-            .map_err(|e| js_error("error", &format!("thread pool: {e}")))?;
-        Some(p)
-    } else {
-        None
-    };
-    let _ = POOL.set(Threads::from_pool(pool).spinning());
-    Ok(())
+    if n < 2 {
+        let _ = POOL.set(Threads::from_pool(None));
+        return Ok(0);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n - 1)
+        .spawn_handler(|t| {
+            STARTS.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+            Ok(())
+        })
+        .build()
+        .map_err(|e| js_error("error", &format!("thread pool: {e}")))?;
+    let _ = POOL.set(Threads::spinning_beside(pool));
+    Ok(n - 1)
 }
 
 /// Run one pool thread on the calling worker (returns when the pool ends).
