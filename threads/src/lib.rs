@@ -37,12 +37,6 @@ impl Threads {
         Threads { n, pool, regions: None }
     }
 
-    /// Over a pool the caller built (wasm: threads started on workers by
-    /// its spawn handler); `None` runs everything on the calling thread.
-    pub fn from_pool(pool: Option<rayon::ThreadPool>) -> Threads {
-        Threads { n: pool.as_ref().map_or(1, |p| p.current_num_threads()), pool, regions: None }
-    }
-
     /// The calling thread posts each region and works on it; the pool's
     /// threads help, spinning between regions (`regions` module) instead
     /// of waiting as rayon's jobs. For wasm threads: there, rayon's idle

@@ -27,7 +27,7 @@ const SHAPES: [(usize, usize); 7] = [(1, 1), (7, 3), (576, 72), (960 * 3, 16), (
 
 #[test]
 fn regions_cover_their_output_once() {
-    for par in [Threads::new(1), Threads::new(2), Threads::new(3), Threads::from_pool(None)] {
+    for par in [Threads::new(1), Threads::new(2), Threads::new(3)] {
         for (len, chunk) in SHAPES {
             check(&par, len, chunk);
         }

@@ -27,7 +27,7 @@ pub fn init_pool(n: usize) -> Result<usize, JsValue> {
         return Err(js_error("invalid_argument", "the thread pool is already started"));
     }
     if n < 2 {
-        let _ = POOL.set(Threads::from_pool(None));
+        let _ = POOL.set(Threads::new(1));
         return Ok(0);
     }
     let pool = rayon::ThreadPoolBuilder::new()

@@ -168,8 +168,8 @@ fn attention(c: &Config, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n:
     // no runs (decode): the heads of a KV head share them instead
     let lone = !(0..n).any(joins);
     let rows = |t: usize, g: usize| {
-        let (kl, vl) = seqs[tok_seq[t]].kv.layer(l);
-        (kl.from(first[t] * kvd + g * hd), vl.from(first[t] * kvd + g * hd))
+        let ((kl, vl), at) = (seqs[tok_seq[t]].kv.layer(l), first[t] * kvd + g * hd);
+        (kl.from(at), vl.from(at))
     };
     // a task: one query head — its outputs [token][hd], then room for the
     // outputs of a KV head's queries and for the scores (a run of tasks

@@ -101,20 +101,9 @@ impl KvCache {
         let n = k.len() / self.kv_dim;
         let r = self.range(layer, pos, n);
         match &mut self.store {
-            Store::F16 { k: kc, v: vc } => {
-                for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
-                    *d = f16::from_f32(s);
-                }
-            }
-            Store::F32 { k: kc, v: vc, wide: true } => {
-                for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
-                    *d = f16::from_f32(s).to_f32();
-                }
-            }
-            Store::F32 { k: kc, v: vc, wide: false } => {
-                kc[r.clone()].copy_from_slice(k);
-                vc[r].copy_from_slice(v);
-            }
+            Store::F16 { k: kc, v: vc } => fill(kc, vc, r, k, v, f16::from_f32),
+            Store::F32 { k: kc, v: vc, wide: true } => fill(kc, vc, r, k, v, |s| f16::from_f32(s).to_f32()),
+            Store::F32 { k: kc, v: vc, wide: false } => fill(kc, vc, r, k, v, |s| s),
         }
     }
 
@@ -133,5 +122,12 @@ impl KvCache {
             Store::F32 { k, .. } => k.len(),
         };
         2 * n * self.ty().size()
+    }
+}
+
+/// `kc[r] = f(k)` and `vc[r] = f(v)`, element by element.
+fn fill<T>(kc: &mut [T], vc: &mut [T], r: core::ops::Range<usize>, k: &[f32], v: &[f32], f: impl Fn(f32) -> T) {
+    for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
+        *d = f(s);
     }
 }
