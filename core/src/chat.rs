@@ -10,6 +10,7 @@ use minijinja::{context, Environment, ErrorKind};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::tokenizer::Tokenizer;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -21,6 +22,32 @@ pub struct Message {
 impl Message {
     pub fn new(role: &str, content: &str) -> Message {
         Message { role: role.to_string(), content: content.to_string() }
+    }
+}
+
+/// Instructions a rendering may run: a long conversation takes ~100 a
+/// message; a template looping 10^10 times stops here (~1 s).
+const MAX_FUEL: u64 = 20_000_000;
+/// Bytes a rendering may write beyond twice its messages' own.
+const MAX_OUTPUT: usize = 1 << 20;
+
+/// The rendering, refusing to grow past `max` bytes.
+struct Capped {
+    out: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.out.len() + b.len() > self.max {
+            self.out.resize(self.max, 0);
+            return Err(std::io::Error::other("over budget"));
+        }
+        self.out.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -51,6 +78,7 @@ impl ChatTemplate {
             Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
         });
         env.add_function("strftime_now", |fmt: String| strftime(&fmt, unix_now()));
+        env.set_fuel(Some(MAX_FUEL));
         env.add_template_owned("chat", source.to_string()).map_err(template_err)?;
         Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
     }
@@ -65,14 +93,63 @@ impl ChatTemplate {
     ) -> Result<String> {
         let t = self.env.get_template("chat").map_err(template_err)?;
         let tools = tools.map(minijinja::Value::from_serialize);
-        t.render(context! {
+        let ctx = context! {
             messages => messages,
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos_token,
             eos_token => self.eos_token,
             tools => tools,
-        })
-        .map_err(template_err)
+        };
+        let content: usize = messages.iter().map(|m| m.content.len() + m.role.len()).sum();
+        let mut out = Capped { out: Vec::new(), max: MAX_OUTPUT.max(content.saturating_mul(2)) };
+        match t.render_captured_to(ctx, &mut out) {
+            Ok(_) => {}
+            Err(_) if out.out.len() >= out.max => {
+                return Err(Error::Template {
+                    detail: alloc::format!("the rendering passed {} bytes (its budget)", out.max),
+                })
+            }
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => {
+                return Err(Error::Template {
+                    detail: alloc::format!("the template ran past its budget of {MAX_FUEL} instructions"),
+                })
+            }
+            Err(e) => return Err(template_err(e)),
+        }
+        String::from_utf8(out.out).map_err(|_| Error::Template { detail: "the rendering is not UTF-8".into() })
+    }
+}
+
+impl ChatTemplate {
+    /// The tokenizer's template, printing its BOS/EOS strings.
+    pub fn of(tok: &Tokenizer) -> Result<ChatTemplate> {
+        let src = tok
+            .chat_template
+            .as_deref()
+            .ok_or_else(|| Error::Template { detail: "the model has no chat template".into() })?;
+        let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
+        ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))
+    }
+
+    /// Token ids of the rendered conversation (BOS as the model asks).
+    /// Message content is text: a control token's string typed into it
+    /// is tokenized as the characters it is, so only the template makes
+    /// control tokens — unless `content_specials`, which parses them in
+    /// content too (the old, forgeable behaviour, for trusted callers).
+    pub fn encode(
+        &self,
+        tok: &Tokenizer,
+        messages: &[Message],
+        add_generation_prompt: bool,
+        content_specials: bool,
+    ) -> Result<Vec<u32>> {
+        if content_specials {
+            return tok.encode(&self.render(messages, add_generation_prompt, None)?, true);
+        }
+        let mut esc = tok.escaper();
+        let escaped: Vec<Message> =
+            messages.iter().map(|m| Message { role: m.role.clone(), content: esc.escape(&m.content) }).collect();
+        esc.encode(&self.render(&escaped, add_generation_prompt, None)?, true)
     }
 }
 
@@ -173,5 +250,28 @@ mod tests {
         let err = t.render(&[Message::new("bad", "")], false, None).unwrap_err();
         assert!(err.to_string().contains("no bad"), "{err}");
         assert!(matches!(ChatTemplate::new("{% if %}", "", ""), Err(Error::Template { .. })));
+    }
+
+    /// A template that loops 10^10 times, or prints gigabytes, stops with
+    /// an error naming its budget, in well under a second.
+    #[test]
+    fn renders_under_a_budget() {
+        let msgs = [Message::new("user", "hi")];
+        for (src, what) in [
+            ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "instructions"),
+            ("{% for i in range(100000) %}{{ 'x' * 10000000 }}{% endfor %}", "bytes"),
+            ("{% for i in range(100000) %}{% for m in messages %}{{ m.content * 1000 }}{% endfor %}{% endfor %}", "bytes"),
+        ] {
+            let t = ChatTemplate::new(src, "", "").unwrap();
+            let start = std::time::Instant::now();
+            let e = t.render(&msgs, true, None).unwrap_err();
+            assert!(e.to_string().contains(what), "{src}: {e}");
+            assert!(start.elapsed().as_secs_f64() < 2.0, "{src}: {:?}", start.elapsed());
+        }
+        // a long but honest conversation renders
+        let long: Vec<Message> = (0..2000).map(|i| Message::new("user", &alloc::format!("message {i}"))).collect();
+        let t = ChatTemplate::new("{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}\n{% endfor %}", "", "")
+            .unwrap();
+        assert_eq!(t.render(&long, false, None).unwrap().lines().count(), 2000);
     }
 }

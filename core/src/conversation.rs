@@ -28,18 +28,16 @@ pub struct Conversation {
     pub messages: Vec<Message>,
     pub session: Session,
     pub overflow: Overflow,
+    /// Parse control-token strings typed into messages as control tokens
+    /// (off: they are text; see `ChatTemplate::encode`).
+    pub content_specials: bool,
 }
 
 impl Conversation {
     pub fn new<B: AsRef<[u8]>>(model: &Model<B>, tok: &Tokenizer, n_ctx: usize, system: Option<&str>) -> Result<Self> {
-        let src = tok
-            .chat_template
-            .as_deref()
-            .ok_or_else(|| Error::Template { detail: "the model has no chat template".into() })?;
-        let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
-        let template = ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))?;
+        let template = ChatTemplate::of(tok)?;
         let messages = system.map(|s| alloc::vec![Message::new("system", s)]).unwrap_or_default();
-        Ok(Conversation { template, messages, session: model.session(n_ctx, 512), overflow: Overflow::Error })
+        Ok(Conversation { template, messages, session: model.session(n_ctx, 512), overflow: Overflow::Error, content_specials: false })
     }
 
     /// The rendered conversation, opening the assistant's turn.
@@ -51,7 +49,7 @@ impl Conversation {
     /// after applying the overflow policy for a reply of `reserve` tokens.
     pub fn prompt(&mut self, tok: &Tokenizer, reserve: usize) -> Result<Vec<u32>> {
         loop {
-            let ids = tok.encode(&self.render()?, true)?;
+            let ids = self.template.encode(tok, &self.messages, true, self.content_specials)?;
             let needed = ids.len() + reserve;
             if needed <= self.session.n_ctx() {
                 return Ok(ids);

@@ -91,6 +91,12 @@ pub enum Error {
         field: String,
         detail: String,
     },
+    /// A hyper-parameter no model can have (`key` as the file names it).
+    Hyperparameter {
+        key: String,
+        value: String,
+        why: String,
+    },
     UnsupportedArch {
         arch: String,
     },
@@ -128,6 +134,9 @@ pub enum Error {
     },
 }
 
+/// Problems a report lists one by one; the rest are counted.
+const MAX_LISTED: usize = 20;
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use Error::*;
@@ -162,12 +171,16 @@ impl fmt::Display for Error {
             UnexpectedTensor { name } => write!(f, "unexpected tensor {name}"),
             Tensors { problems } => {
                 write!(f, "{} tensor problems:", problems.len())?;
-                for p in problems {
+                for p in problems.iter().take(MAX_LISTED) {
                     write!(f, "\n  {p}")?;
+                }
+                if problems.len() > MAX_LISTED {
+                    write!(f, "\n  … and {} more", problems.len() - MAX_LISTED)?;
                 }
                 Ok(())
             }
             ModelFile { file, field, detail } => write!(f, "{file}: {field}: {detail}"),
+            Hyperparameter { key, value, why } => write!(f, "{key} = {value}: {why}"),
             UnsupportedArch { arch } => write!(
                 f,
                 "unsupported architecture {arch:?} (supported: llama, qwen2, qwen3; \

@@ -22,6 +22,7 @@ pub fn code(e: &Error) -> &'static str {
         | Error::MissingTensor { .. }
         | Error::UnexpectedTensor { .. }
         | Error::Tensors { .. }
+        | Error::Hyperparameter { .. }
         | Error::ModelFile { .. } => "bad_file",
         Error::UnsupportedVersion { .. }
         | Error::UnknownTensorType { .. }

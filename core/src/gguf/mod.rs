@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::model::weights::{Located, Naming};
 use crate::quant::GgmlType;
 use reader::Reader;
-pub use value::Value;
+pub use value::{Array, Value};
 
 /// ggml's limit on tensor dimensions.
 const MAX_DIMS: u32 = 4;
@@ -163,7 +163,7 @@ impl<'a> Gguf<'a> {
     pub fn get_bool(&self, key: &str) -> Result<Option<bool>> {
         self.typed(key, "a bool", Value::as_bool)
     }
-    pub fn get_array(&self, key: &str) -> Result<Option<&[Value<'a>]>> {
+    pub fn get_array(&self, key: &str) -> Result<Option<&Array<'a>>> {
         match self.get(key) {
             None => Ok(None),
             Some(v) => v.as_array().map(Some).ok_or(Error::KeyType { key: key.to_string(), expected: "an array" }),
@@ -212,9 +212,10 @@ fn tensor_bytes(name: &str, dims: &[u64], ty: GgmlType) -> Result<u64> {
     if !ne0.is_multiple_of(bs as u64) {
         return Err(shape_err(alloc::format!("row of {ne0} is not a multiple of the {} block of {bs}", ty.name())));
     }
-    let mut n = ne0 / bs as u64 * ts as u64;
+    let overflow = || shape_err(alloc::format!("dimensions {dims:?} overflow"));
+    let mut n = (ne0 / bs as u64).checked_mul(ts as u64).ok_or_else(overflow)?;
     for &d in &dims[1..] {
-        n = n.checked_mul(d).ok_or_else(|| shape_err(alloc::format!("dimensions {dims:?} overflow")))?;
+        n = n.checked_mul(d).ok_or_else(overflow)?;
     }
     Ok(n)
 }

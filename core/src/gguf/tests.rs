@@ -10,6 +10,10 @@ use super::{Gguf, Value};
 use crate::error::Error;
 use crate::quant::GgmlType;
 
+fn arr(v: Vec<Value>) -> Value {
+    Value::Array(v.into())
+}
+
 fn sample() -> Vec<u8> {
     let md = [
         ("general.architecture", Value::Str("llama")),
@@ -17,8 +21,8 @@ fn sample() -> Vec<u8> {
         ("a.i16", Value::I16(-3)),
         ("a.f64", Value::F64(0.5)),
         ("a.bool", Value::Bool(true)),
-        ("a.nested", Value::Array(vec![Value::Array(vec![Value::U32(1), Value::U32(2)]), Value::Array(vec![])])),
-        ("a.strings", Value::Array(vec![Value::Str("x"), Value::Str("yz")])),
+        ("a.nested", arr(vec![arr(vec![Value::U32(1), Value::U32(2)]), arr(vec![])])),
+        ("a.strings", arr(vec![Value::Str("x"), Value::Str("yz")])),
     ];
     let t = [
         TensorData { name: "w", dims: vec![32, 2], ty: GgmlType::Q8_0, data: vec![0; 68] },
@@ -48,7 +52,10 @@ fn parses_every_value_type() {
     assert_eq!(g.get_f32("a.f64").unwrap(), Some(0.5));
     assert_eq!(g.get_bool("a.bool").unwrap(), Some(true));
     let nested = g.get_array("a.nested").unwrap().unwrap();
-    assert_eq!(nested[0].as_array().unwrap()[1], Value::U32(2));
+    assert_eq!(nested.get(0).unwrap().as_array().unwrap().get(1), Some(Value::U32(2)));
+    assert_eq!(nested.get(1).unwrap().as_array().unwrap().len(), 0);
+    let strings: Vec<Value> = g.get_array("a.strings").unwrap().unwrap().iter().collect();
+    assert_eq!(strings, [Value::Str("x"), Value::Str("yz")]);
     assert_eq!(g.tensors.len(), 2);
     let w = g.tensor("w").unwrap();
     assert_eq!((w.ty, w.data.len(), w.rows()), (GgmlType::Q8_0, 68, (32, 2)));
@@ -136,7 +143,7 @@ fn metadata_errors() {
     // arrays nested too deep
     let mut v = Value::U8(0);
     for _ in 0..12 {
-        v = Value::Array(vec![v]);
+        v = arr(vec![v]);
     }
     let deep = gguf(&[("deep", v)], &[]);
     assert!(matches!(Gguf::parse(&deep).unwrap_err(), Error::InvalidValue { field: "array", .. }));
@@ -183,6 +190,10 @@ fn tensor_directory_errors() {
         Gguf::parse(&patch(&b, n_dims_at + 4 + 8, &u64::MAX.to_le_bytes())).unwrap_err(),
         Error::TensorShape { .. }
     ));
+    // a row whose byte size wraps: [2^62] F32 is 2^64 bytes, not 0
+    let wrap = patch(&b, n_dims_at + 4 + 16 + 4 + 8 + 8 + 1 + 4, &(1u64 << 62).to_le_bytes());
+    let v = Gguf::parse(&wrap);
+    assert!(matches!(&v, Err(Error::TensorShape { tensor, .. }) if tensor == "v"), "{v:?}");
     let t = |name| TensorData { name, dims: vec![4], ty: GgmlType::F32, data: vec![0; 16] };
     let dup = gguf(&[], &[t("x"), t("x")]);
     assert_eq!(Gguf::parse(&dup).unwrap_err(), Error::DuplicateTensor { name: "x".to_string() });

@@ -1,4 +1,7 @@
 //! GGUF metadata values: every scalar type, strings and (nested) arrays.
+//! An array read from a file stays a view into its bytes (validated once,
+//! decoded element by element on demand), so a metadata array costs no
+//! memory beyond the file's: a 100 MB token list is not 3 GB of values.
 
 use alloc::vec::Vec;
 
@@ -19,7 +22,72 @@ pub enum Value<'a> {
     F64(f64),
     Bool(bool),
     Str(&'a str),
-    Array(Vec<Value<'a>>),
+    Array(Array<'a>),
+}
+
+/// A GGUF array: a view into the file's bytes, or values built in memory
+/// (for writing files).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Array<'a>(Repr<'a>);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Repr<'a> {
+    /// `len` elements of type `elem` at `bytes`, already validated.
+    View { elem: u32, len: u64, bytes: &'a [u8], depth: u32 },
+    Owned(Vec<Value<'a>>),
+}
+
+impl<'a> From<Vec<Value<'a>>> for Array<'a> {
+    fn from(v: Vec<Value<'a>>) -> Self {
+        Array(Repr::Owned(v))
+    }
+}
+
+impl<'a> Array<'a> {
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::View { len, .. } => *len as usize,
+            Repr::Owned(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements' type id (0 for an empty array built in memory).
+    pub fn elem_type(&self) -> u32 {
+        match &self.0 {
+            Repr::View { elem, .. } => *elem,
+            Repr::Owned(v) => v.first().map_or(0, Value::type_id),
+        }
+    }
+
+    /// The elements in order, decoded as they are reached.
+    pub fn iter(&self) -> impl Iterator<Item = Value<'a>> + '_ {
+        let (view, owned) = match &self.0 {
+            Repr::View { elem, len, bytes, depth } => (Some((*elem, *len, Reader::new(bytes), *depth)), None),
+            Repr::Owned(v) => (None, Some(v.iter().cloned())),
+        };
+        let decoded = view.into_iter().flat_map(|(elem, len, mut r, depth)| {
+            // validated when the file was parsed: decoding cannot fail
+            (0..len).map_while(move |_| Value::read(&mut r, elem, depth + 1).ok())
+        });
+        decoded.chain(owned.into_iter().flatten())
+    }
+
+    /// Element `i`: direct for fixed-size elements, a walk for strings and
+    /// arrays.
+    pub fn get(&self, i: usize) -> Option<Value<'a>> {
+        match &self.0 {
+            Repr::View { elem, len, bytes, depth } if (i as u64) < *len => match fixed_size(*elem) {
+                Some(size) => Value::read(&mut Reader::new(&bytes[i * size as usize..]), *elem, depth + 1).ok(),
+                None => self.iter().nth(i),
+            },
+            Repr::View { .. } => None,
+            Repr::Owned(v) => v.get(i).cloned(),
+        }
+    }
 }
 
 /// Nesting deeper than this is rejected (it only serves to exhaust the stack).
@@ -27,13 +95,20 @@ const MAX_DEPTH: u32 = 8;
 
 /// The smallest number of bytes one value of a type occupies in the file.
 fn min_size(type_id: u32) -> u64 {
+    fixed_size(type_id).unwrap_or(match type_id {
+        8 => 8,
+        _ => 12,
+    })
+}
+
+/// The size of a fixed-size type (not strings and arrays).
+fn fixed_size(type_id: u32) -> Option<u64> {
     match type_id {
-        0 | 1 | 7 => 1,
-        2 | 3 => 2,
-        4..=6 => 4,
-        8 | 10 | 11 | 12 => 8,
-        9 => 12,
-        _ => 1,
+        0 | 1 | 7 => Some(1),
+        2 | 3 => Some(2),
+        4..=6 => Some(4),
+        10..=12 => Some(8),
+        _ => None,
     }
 }
 
@@ -74,11 +149,19 @@ impl<'a> Value<'a> {
                     return Err(Error::UnknownValueType { offset: elem_offset, type_id: elem });
                 }
                 let n = r.count("array length", min_size(elem))?;
-                let mut v = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    v.push(Value::read(r, elem, depth + 1)?);
+                let start = r.pos;
+                match fixed_size(elem) {
+                    // `count` checked that n * size bytes remain
+                    Some(size) if elem != 7 => {
+                        r.take(n * size, "array")?;
+                    }
+                    _ => {
+                        for _ in 0..n {
+                            Value::read(r, elem, depth + 1)?;
+                        }
+                    }
                 }
-                Value::Array(v)
+                Value::Array(Array(Repr::View { elem, len: n, bytes: &r.bytes[start..r.pos], depth }))
             }
             10 => Value::U64(r.u64("u64 value")?),
             11 => Value::I64(r.u64("i64 value")? as i64),
@@ -134,10 +217,29 @@ impl<'a> Value<'a> {
         }
     }
 
-    pub fn as_array(&self) -> Option<&[Value<'a>]> {
+    pub fn as_array(&self) -> Option<&Array<'a>> {
         match self {
             Value::Array(v) => Some(v),
             _ => None,
+        }
+    }
+
+    /// The GGUF type id of the value.
+    pub fn type_id(&self) -> u32 {
+        match self {
+            Value::U8(_) => 0,
+            Value::I8(_) => 1,
+            Value::U16(_) => 2,
+            Value::I16(_) => 3,
+            Value::U32(_) => 4,
+            Value::I32(_) => 5,
+            Value::F32(_) => 6,
+            Value::Bool(_) => 7,
+            Value::Str(_) => 8,
+            Value::Array(_) => 9,
+            Value::U64(_) => 10,
+            Value::I64(_) => 11,
+            Value::F64(_) => 12,
         }
     }
 

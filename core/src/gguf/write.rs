@@ -22,24 +22,6 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-fn value_type(v: &Value) -> u32 {
-    match v {
-        Value::U8(_) => 0,
-        Value::I8(_) => 1,
-        Value::U16(_) => 2,
-        Value::I16(_) => 3,
-        Value::U32(_) => 4,
-        Value::I32(_) => 5,
-        Value::F32(_) => 6,
-        Value::Bool(_) => 7,
-        Value::Str(_) => 8,
-        Value::Array(_) => 9,
-        Value::U64(_) => 10,
-        Value::I64(_) => 11,
-        Value::F64(_) => 12,
-    }
-}
-
 fn put_value(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::U8(x) => out.push(*x),
@@ -52,11 +34,10 @@ fn put_value(out: &mut Vec<u8>, v: &Value) {
         Value::Bool(x) => out.push(*x as u8),
         Value::Str(s) => put_str(out, s),
         Value::Array(a) => {
-            let elem = a.first().map_or(0, value_type);
-            out.extend_from_slice(&elem.to_le_bytes());
+            out.extend_from_slice(&a.elem_type().to_le_bytes());
             out.extend_from_slice(&(a.len() as u64).to_le_bytes());
-            for x in a {
-                put_value(out, x);
+            for x in a.iter() {
+                put_value(out, &x);
             }
         }
         Value::U64(x) => out.extend_from_slice(&x.to_le_bytes()),
@@ -75,7 +56,7 @@ pub fn gguf(metadata: &[(&str, Value)], tensors: &[TensorData]) -> Vec<u8> {
     out.extend_from_slice(&(metadata.len() as u64).to_le_bytes());
     for (k, v) in metadata {
         put_str(&mut out, k);
-        out.extend_from_slice(&value_type(v).to_le_bytes());
+        out.extend_from_slice(&v.type_id().to_le_bytes());
         put_value(&mut out, v);
     }
     let mut offset = 0usize;

@@ -76,7 +76,9 @@ pub fn load_dir<B: AsRef<[u8]>>(
             };
             let eos: Vec<u32> = defaults.eos_token_ids.iter().chain(&info.eos_token_ids).copied().collect();
             let cfg = cfg.as_ref().map(AsRef::as_ref);
-            Some(Tokenizer::from_hf(json.as_ref(), cfg, template.as_deref(), &eos)?)
+            let tok = Tokenizer::from_hf(json.as_ref(), cfg, template.as_deref(), &eos)?;
+            tok.check_fits(model.config.n_vocab)?;
+            Some(tok)
         }
     };
     Ok(HfModel { model, tokenizer, defaults, info })

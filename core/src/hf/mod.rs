@@ -57,6 +57,7 @@ pub fn load<B: AsRef<[u8]>>(
     shards: Vec<(String, B)>,
 ) -> Result<(Model<B>, CheckpointInfo)> {
     let hc = HfConfig::parse(config_json)?;
+    hc.config.check_fits(true, shards.iter().map(|s| s.1.as_ref().len() as u64).sum())?;
     let (weights, info) = {
         let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
         let (dir, mut problems) = Shards::read(&views, index, hc.dtype)?;

@@ -65,12 +65,57 @@ pub struct Config {
     pub rope_inv_freq: Vec<f32>,
 }
 
+/// Limits no real checkpoint comes near (the largest have ~128 layers,
+/// 16k-wide embeddings, 53k-wide feed-forwards, 262k vocabularies): a file
+/// past them is refused before anything is sized by it.
+pub const MAX_LAYERS: usize = 1024;
+pub const MAX_EMBD: usize = 1 << 16;
+pub const MAX_FF: usize = 1 << 18;
+pub const MAX_HEADS: usize = 1024;
+pub const MAX_VOCAB: usize = 1 << 21;
+pub const MAX_CTX_TRAIN: usize = 1 << 26;
+
+/// The fewest bytes a weight can take among the types with a kernel
+/// (Q2_K: 84 bytes per 256), as a fraction.
+const MIN_WEIGHT_BYTES: (u128, u128) = (84, 256);
+
+/// A hyper-parameter, for naming it as the file does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    Layers,
+    Embd,
+    Heads,
+    Ff,
+    Vocab,
+    CtxTrain,
+    NormEps,
+    RopeBase,
+    RopeScale,
+}
+
+impl Param {
+    /// The key: GGUF's (after `{arch}.`) and config.json's.
+    fn keys(self) -> (&'static str, &'static str) {
+        match self {
+            Param::Layers => ("block_count", "num_hidden_layers"),
+            Param::Embd => ("embedding_length", "hidden_size"),
+            Param::Heads => ("attention.head_count", "num_attention_heads"),
+            Param::Ff => ("feed_forward_length", "intermediate_size"),
+            Param::Vocab => ("vocab_size", "vocab_size"),
+            Param::CtxTrain => ("context_length", "max_position_embeddings"),
+            Param::NormEps => ("attention.layer_norm_rms_epsilon", "rms_norm_eps"),
+            Param::RopeBase => ("rope.freq_base", "rope_theta"),
+            Param::RopeScale => ("rope.scaling.factor", "rope_scaling"),
+        }
+    }
+}
+
 fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
     let v = g.require_u64(key)?;
-    usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or(Error::InvalidValue {
-        field: "metadata",
-        offset: 0,
-        detail: alloc::format!("{key} = {v} is out of range"),
+    usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or_else(|| Error::Hyperparameter {
+        key: key.into(),
+        value: v.to_string(),
+        why: "must be in 1..2^31".into(),
     })
 }
 
@@ -154,6 +199,81 @@ impl Config {
         })
     }
 
+    /// Refuse hyper-parameters no model has, naming the key as the file
+    /// spells it (`hf`: config.json's names, else GGUF's): sizes past the
+    /// limits above, NaN/inf or non-positive epsilon and RoPE parameters.
+    pub fn check(&self, hf: bool) -> Result<()> {
+        let bad =
+            |p: Param, value: String, why: &str| Error::Hyperparameter { key: self.key(hf, p), value, why: why.into() };
+        let sizes = [
+            (Param::Layers, self.n_layer, MAX_LAYERS),
+            (Param::Embd, self.n_embd, MAX_EMBD),
+            (Param::Heads, self.n_head, MAX_HEADS),
+            (Param::Ff, self.n_ff, MAX_FF),
+            (Param::Vocab, self.n_vocab, MAX_VOCAB),
+            (Param::CtxTrain, self.n_ctx_train, MAX_CTX_TRAIN),
+        ];
+        for (p, v, max) in sizes {
+            if v == 0 || v > max {
+                return Err(bad(p, v.to_string(), &alloc::format!("must be in 1..={max}")));
+            }
+        }
+        let positive = |p: Param, x: f32| {
+            if x.is_finite() && x > 0.0 {
+                Ok(())
+            } else {
+                Err(bad(p, alloc::format!("{x}"), "must be a finite number above 0"))
+            }
+        };
+        positive(Param::NormEps, self.norm_eps)?;
+        if self.norm_eps >= 1.0 {
+            return Err(bad(Param::NormEps, alloc::format!("{}", self.norm_eps), "must be below 1"));
+        }
+        positive(Param::RopeBase, self.rope_base)?;
+        positive(Param::RopeScale, self.rope_pos_scale)?;
+        if let Some(f) = self.rope_inv_freq.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+            let why = "gives a RoPE frequency that is not a finite number above 0";
+            return Err(bad(Param::RopeScale, alloc::format!("(frequency {f})"), why));
+        }
+        Ok(())
+    }
+
+    /// The fewest bytes the weights this config describes can take (every
+    /// matrix in the smallest type with a kernel): a file holding fewer
+    /// cannot be this model.
+    pub fn min_weight_bytes(&self) -> u128 {
+        let (e, q, kv, ff) = (self.n_embd as u128, self.q_dim() as u128, self.kv_dim() as u128, self.n_ff as u128);
+        let layer = 2 * e * q + 2 * e * kv + 3 * e * ff;
+        let elements = self.n_layer as u128 * layer + self.n_vocab as u128 * e;
+        elements * MIN_WEIGHT_BYTES.0 / MIN_WEIGHT_BYTES.1
+    }
+
+    /// How the file names `p`.
+    fn key(&self, hf: bool, p: Param) -> String {
+        match (hf, p.keys()) {
+            (true, (_, k)) => k.into(),
+            (false, _) if p == Param::Vocab => "token_embd.weight rows".into(),
+            (false, (k, _)) => alloc::format!("{}.{k}", self.arch.name()),
+        }
+    }
+
+    /// `check`, then the weights' smallest size against `file_bytes`.
+    pub fn check_fits(&self, hf: bool, file_bytes: u64) -> Result<()> {
+        self.check(hf)?;
+        let need = self.min_weight_bytes();
+        if need > file_bytes as u128 {
+            let v = self.n_layer;
+            return Err(Error::Hyperparameter {
+                key: self.key(hf, Param::Layers),
+                value: v.to_string(),
+                why: alloc::format!(
+                    "{v} layers of this shape need at least {need} bytes of weights; the model's files have {file_bytes}"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     pub fn q_dim(&self) -> usize {
         self.n_head * self.head_dim
     }
@@ -171,7 +291,7 @@ pub(crate) fn check_heads(n_head: usize, n_head_kv: usize, head_dim: usize, n_ro
             detail: alloc::format!("{n_head} heads are not a multiple of {n_head_kv} KV heads"),
         });
     }
-    if head_dim > MAX_HEAD_DIM || head_dim % 2 != 0 {
+    if head_dim == 0 || head_dim > MAX_HEAD_DIM || head_dim % 2 != 0 {
         return Err(Error::Unsupported { what: alloc::format!("head_dim {head_dim} (even, at most {MAX_HEAD_DIM})") });
     }
     if n_rot > head_dim || n_rot % 2 != 0 {

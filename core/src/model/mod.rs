@@ -11,6 +11,7 @@ pub mod scratch;
 mod snapshot;
 #[cfg(test)]
 mod tests;
+pub mod tiny;
 pub mod weights;
 
 use alloc::vec::Vec;
@@ -61,6 +62,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             let g = Gguf::parse(bytes.as_ref())?;
             let ff = weights::rope_freq_factors(&g)?;
             let config = Config::from_gguf(&g, weights::n_vocab(&g)?, ff.as_deref())?;
+            config.check_fits(false, bytes.as_ref().len() as u64)?;
             let weights = Weights::bind(&g, &config, weights::Expect::GGUF)?;
             (config, weights, with(&g)?)
         };

@@ -15,6 +15,7 @@ use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
 use super::{byte_chars, ends_turns, tok_err, Tokenizer};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
+use crate::model::config::MAX_VOCAB;
 
 /// Split regexes of the pre-tokenizers tern knows (as llama.cpp names them).
 const QWEN2_REGEX: &str =
@@ -25,8 +26,12 @@ const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L
 const TOKEN_CONTROL: i64 = 3;
 const TOKEN_USER_DEFINED: i64 = 4;
 
-fn strings<'a>(g: &Gguf<'a>, key: &str) -> Result<Vec<&'a str>> {
+/// An array of at most `max` strings, as views into the file.
+fn strings<'a>(g: &Gguf<'a>, key: &str, max: usize) -> Result<Vec<&'a str>> {
     let arr = g.get_array(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })?;
+    if arr.len() > max {
+        return Err(Error::Tokenizer { detail: alloc::format!("{key} has {} entries (at most {max})", arr.len()) });
+    }
     arr.iter()
         .map(|v| v.as_str().ok_or_else(|| Error::KeyType { key: key.into(), expected: "an array of strings" }))
         .collect()
@@ -55,7 +60,7 @@ impl Tokenizer {
                 return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") })
             }
         };
-        let tokens = strings(g, "tokenizer.ggml.tokens")?;
+        let tokens = strings(g, "tokenizer.ggml.tokens", MAX_VOCAB)?;
         let n = tokens.len();
         let types: Vec<i64> = match g.get_array("tokenizer.ggml.token_type")? {
             None => alloc::vec![1; n],
@@ -64,7 +69,7 @@ impl Tokenizer {
                 return Err(Error::Tokenizer { detail: alloc::format!("{} token types for {n} tokens", a.len()) })
             }
         };
-        let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges")?
+        let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges", 2 * MAX_VOCAB)?
             .into_iter()
             .map(|m| {
                 m.split_once(' ')
@@ -128,7 +133,8 @@ impl Tokenizer {
         }
         eog.sort_unstable();
         eog.dedup();
-        Ok(Tokenizer {
+        let tok = Tokenizer {
+            literals: Tokenizer::literals(&inner)?,
             inner,
             token_bytes,
             is_control: types.iter().map(|&t| t == TOKEN_CONTROL).collect(),
@@ -139,7 +145,11 @@ impl Tokenizer {
             chat_template: g.get_str("tokenizer.chat_template")?.map(str::to_string),
             model: model.to_string(),
             pre: pre.to_string(),
-        })
+        };
+        if let Ok(n_vocab) = crate::model::weights::n_vocab(g) {
+            tok.check_fits(n_vocab)?;
+        }
+        Ok(tok)
     }
 }
 

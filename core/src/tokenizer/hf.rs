@@ -22,6 +22,7 @@ use tokenizers::{AddedToken, NormalizerWrapper, PreTokenizerWrapper, SplitDelimi
 
 use super::{byte_chars, ends_turns, tok_err, Tokenizer};
 use crate::error::{Error, Result};
+use crate::model::config::MAX_VOCAB;
 
 const FILE: &str = "tokenizer.json";
 
@@ -98,6 +99,15 @@ fn pre_tokenizer(v: &Value) -> Result<PreTokenizerWrapper> {
     })
 }
 
+/// A token's id: an integer below the largest vocabulary tern takes (ids
+/// size tables, so an id of 2^32-2 must not become a 100 GB one).
+fn token_id(id: &Value, field: &str, token: &str) -> Result<u32> {
+    match id.as_u64() {
+        Some(i) if i < MAX_VOCAB as u64 => Ok(i as u32),
+        _ => Err(bad(FILE, field, alloc::format!("{token:?}: id {id} is not an integer below {MAX_VOCAB}"))),
+    }
+}
+
 /// The BPE model with the added tokens in its vocabulary at their ids,
 /// and its normalizer and pre-tokenizer.
 fn build(json: &Value) -> Result<tokenizers::Tokenizer> {
@@ -112,16 +122,12 @@ fn build(json: &Value) -> Result<tokenizers::Tokenizer> {
     }
     let mut vocab = Vocab::default();
     for (t, id) in m.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(FILE, "model.vocab", "missing"))? {
-        let id = id
-            .as_u64()
-            .filter(|&i| i < u32::MAX as u64)
-            .ok_or_else(|| bad(FILE, "model.vocab", alloc::format!("{t}: {id}")))?;
-        vocab.insert(t.clone(), id as u32);
+        vocab.insert(t.clone(), token_id(id, "model.vocab", t)?);
     }
     let added = json.get("added_tokens").and_then(Value::as_array).cloned().unwrap_or_default();
     for a in &added {
-        let id = a.get("id").and_then(Value::as_u64).ok_or_else(|| bad(FILE, "added_tokens", alloc::format!("{a}")))?;
-        vocab.insert(text(a, "content")?.to_string(), id as u32);
+        let content = text(a, "content")?;
+        vocab.insert(content.to_string(), token_id(a.get("id").unwrap_or(&Value::Null), "added_tokens", content)?);
     }
     let merges = m.get("merges").and_then(Value::as_array).ok_or_else(|| bad(FILE, "model.merges", "missing"))?;
     let pair = |mg: &Value| match mg {
@@ -320,6 +326,7 @@ impl Tokenizer {
             Some(t) => Some(t.to_string()),
             None => config_template(&cfg)?,
         };
-        Ok(Tokenizer { inner, token_bytes, is_control, bos, eos, eog, add_bos, chat_template, model, pre })
+        let literals = Tokenizer::literals(&inner)?;
+        Ok(Tokenizer { inner, token_bytes, is_control, bos, eos, eog, add_bos, chat_template, model, pre, literals })
     }
 }

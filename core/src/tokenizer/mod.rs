@@ -4,6 +4,9 @@
 
 mod gguf;
 mod hf;
+mod literal;
+
+pub use literal::Escaper;
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -23,6 +26,8 @@ pub struct Tokenizer {
     pub chat_template: Option<String>,
     pub model: String,
     pub pre: String,
+    /// Control-token strings, to keep message content literal.
+    literals: literal::Literals,
 }
 
 pub(super) fn tok_err(e: impl core::fmt::Display) -> Error {
@@ -52,14 +57,48 @@ pub(super) fn ends_turns(token: &str) -> bool {
 }
 
 impl Tokenizer {
+    /// The control tokens' strings (what message content must not forge).
+    fn literals(inner: &tokenizers::Tokenizer) -> Result<literal::Literals> {
+        let specials = inner.get_added_tokens_decoder().into_values().filter(|t| t.special).map(|t| t.content);
+        literal::Literals::new(specials.collect())
+    }
+
     pub fn n_vocab(&self) -> usize {
         self.token_bytes.len()
+    }
+
+    /// The vocabulary must fit the model's: every id the tokenizer can
+    /// produce has a row in the embedding and the output head.
+    pub fn check_fits(&self, n_vocab: usize) -> Result<()> {
+        let largest = [self.n_vocab().checked_sub(1), self.bos.map(|b| b as usize), self.eos.map(|e| e as usize)]
+            .into_iter()
+            .flatten()
+            .chain(self.eog.iter().map(|&e| e as usize))
+            .max();
+        match largest {
+            Some(id) if id >= n_vocab => Err(Error::Tokenizer {
+                detail: alloc::format!(
+                    "the vocabulary has token id {id}, but the model's embedding has {n_vocab} rows"
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Token ids of `text`; special-token strings in it become their ids.
     /// `add_special`: prepend BOS if the model asks for it.
     pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
-        let enc = self.inner.encode(text, false).map_err(tok_err)?;
+        // A tokenizer.json's own Split regex can backtrack past Oniguruma's
+        // retry limit, which the tokenizers crate turns into a panic: here
+        // it is an error naming the input's size, not a crash.
+        let enc = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.inner.encode(text, false)))
+            .map_err(|_| Error::Tokenizer {
+                detail: alloc::format!(
+                    "the pre-tokenizer's regex gave up on this text of {} bytes (too much backtracking)",
+                    text.len()
+                ),
+            })?
+            .map_err(tok_err)?;
         let mut ids = Vec::with_capacity(enc.len() + 1);
         if add_special && self.add_bos {
             ids.extend(self.bos);

@@ -32,6 +32,10 @@ pub struct Args {
     /// When the context is full, drop the oldest turns instead of failing
     #[arg(long)]
     drop_oldest: bool,
+    /// Control-token strings typed into messages (`<|im_end|>`…) become
+    /// control tokens [default: they are text]
+    #[arg(long)]
+    content_specials: bool,
     #[arg(short, long, default_value_t = 0)]
     threads: usize,
 }
@@ -46,6 +50,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.drop_oldest {
         conv.overflow = Overflow::DropOldest;
     }
+    conv.content_specials = a.content_specials;
 
     let cancel = Arc::new(AtomicBool::new(false));
     let busy = Arc::new(AtomicBool::new(false));

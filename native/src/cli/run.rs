@@ -30,6 +30,10 @@ pub struct Args {
     /// System message for --chat
     #[arg(long, requires = "chat")]
     system: Option<String>,
+    /// With --chat: control-token strings typed into the messages
+    /// (`<|im_end|>`…) become control tokens [default: they are text]
+    #[arg(long, requires = "chat")]
+    content_specials: bool,
     #[command(flatten)]
     sampling: SamplingArgs,
     /// f32 activations, weights dequantized on the fly (the oracle path)
@@ -60,15 +64,10 @@ pub fn run(a: Args) -> Result<()> {
         (Some(ids), _) => ids.clone(),
         (None, Some(text)) if a.chat => {
             let tok = lm.tokenizer()?;
-            let src = tok
-                .chat_template
-                .as_deref()
-                .ok_or_else(|| tern_core::Error::Template { detail: "the model has no chat template".into() })?;
-            let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
-            let t = tern_core::chat::ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))?;
+            let t = tern_core::chat::ChatTemplate::of(tok)?;
             let mut msgs: Vec<Message> = a.system.iter().map(|s| Message::new("system", s)).collect();
             msgs.push(Message::new("user", text));
-            tok.encode(&t.render(&msgs, true, None)?, true)?
+            t.encode(tok, &msgs, true, a.content_specials)?
         }
         (None, Some(text)) => lm.tokenizer()?.encode(text, true)?,
         (None, None) => unreachable!("clap requires one"),

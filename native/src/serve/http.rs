@@ -51,11 +51,7 @@ fn unix_now() -> u64 {
 
 impl App {
     pub fn new(lm: Arc<Loaded>, engine: Handle, metrics: Arc<Metrics>, o: &ServeOptions) -> App {
-        let template = lm.tokenizer.as_ref().and_then(|t| {
-            let src = t.chat_template.as_deref()?;
-            let name = |id: Option<u32>| id.and_then(|i| t.token_str(i)).unwrap_or_default();
-            ChatTemplate::new(src, &name(t.bos), &name(t.eos)).ok()
-        });
+        let template = lm.tokenizer.as_ref().and_then(|t| ChatTemplate::of(t).ok());
         App {
             lm,
             engine,
