@@ -242,7 +242,7 @@ pub struct Stopwatch {
 
 impl Stopwatch {
     pub fn start(now: u64, cap: usize) -> Stopwatch {
-        Stopwatch { t0: now, steps_ns: Vec::with_capacity(cap), ..Default::default() }
+        Stopwatch { t0: now, steps_ns: Vec::with_capacity(cap.min(1 << 16)), ..Default::default() }
     }
     pub fn prefilled(&mut self, now: u64) {
         self.t_prefill = now;
@@ -368,6 +368,7 @@ impl Generation {
             if self.prompt.is_empty() {
                 return Err(crate::Error::InvalidArgument { what: "an empty prompt".into() });
             }
+            self.cfg.sampler.validate()?;
             let keep = prefill_start(p.session, &self.prompt);
             let mut q = Sequence::new(&self.cfg, self.prompt.len(), keep, self.clock);
             if self.cfg.max_tokens == 0 {

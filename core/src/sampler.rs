@@ -7,6 +7,8 @@
 
 use alloc::vec::Vec;
 
+use crate::error::{Error, Result};
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplerConfig {
     /// 0 = greedy.
@@ -32,6 +34,33 @@ pub struct SamplerConfig {
     pub seed: Option<u64>,
     /// Added to the logits of these tokens first (`f32::NEG_INFINITY` bans).
     pub logit_bias: Vec<(u32, f32)>,
+}
+
+impl SamplerConfig {
+    /// Every parameter in its range, none NaN: an error naming the first
+    /// that is not (`temperature` in [0, 100], probabilities in [0, 1],
+    /// `repeat_penalty` in (0, 100], presence/frequency in [-100, 100],
+    /// biases not NaN nor +inf).
+    pub fn validate(&self) -> Result<()> {
+        let ranges = [
+            ("temperature", self.temperature, 0.0, 100.0),
+            ("top_p", self.top_p, 0.0, 1.0),
+            ("min_p", self.min_p, 0.0, 1.0),
+            ("typical_p", self.typical_p, 0.0, 1.0),
+            ("repeat_penalty", self.repeat_penalty, f32::MIN_POSITIVE, 100.0),
+            ("presence_penalty", self.presence_penalty, -100.0, 100.0),
+            ("frequency_penalty", self.frequency_penalty, -100.0, 100.0),
+        ];
+        for (name, v, lo, hi) in ranges {
+            if !(lo..=hi).contains(&v) {
+                return Err(Error::InvalidArgument { what: alloc::format!("{name} {v} is outside [{lo}, {hi}]") });
+            }
+        }
+        if let Some(&(id, b)) = self.logit_bias.iter().find(|(_, b)| b.is_nan() || *b == f32::INFINITY) {
+            return Err(Error::InvalidArgument { what: alloc::format!("logit bias {b} for token {id}") });
+        }
+        Ok(())
+    }
 }
 
 impl Default for SamplerConfig {

@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod kernels;
+pub mod limits;
 pub mod load;
 pub mod models;
 #[cfg(feature = "serve")]

@@ -29,6 +29,9 @@ use kv_cache::KvCache;
 pub use kv_cache::KvType;
 use scratch::Scratch;
 
+/// The longest context a session may have (16 M positions).
+pub const MAX_CTX: usize = 1 << 24;
+
 /// Injected faults, for tests proving the parity checks can fail. Only the
 /// `faults` feature can set them.
 #[derive(Debug, Clone, Copy, Default)]
@@ -123,6 +126,52 @@ impl<B: AsRef<[u8]>> Model<B> {
             &many
         };
         f(View { config: &self.config, weights: &self.weights, bufs, scales: &self.scales })
+    }
+
+    /// Bytes `n_seqs` sessions of `n_ctx` positions and `n_batch`-token
+    /// steps take (KV caches of `kv` elements and scratch), or None past
+    /// u64. The scratch part is an estimate, from below.
+    pub fn sessions_bytes(&self, n_seqs: usize, n_ctx: usize, n_batch: usize, kv: KvType) -> Option<u64> {
+        let c = &self.config;
+        let elem = if kv == KvType::F16 { 2 } else { 4 };
+        let u = |x: usize| x as u64;
+        let kv_bytes = u(2 * elem * c.n_layer * c.kv_dim()).checked_mul(u(n_ctx))?;
+        let per_token = u(4 * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.n_ff));
+        let heads = u(4 * c.n_head).checked_mul(u(n_batch).checked_mul(u(c.head_dim))?.checked_add(u(n_ctx))?)?;
+        let scratch = per_token.checked_mul(u(n_batch))?.checked_add(heads)?;
+        kv_bytes.checked_add(scratch)?.checked_mul(u(n_seqs))
+    }
+
+    /// Sessions of `n_ctx` positions, `n_seqs` of them, in `available`
+    /// bytes of memory: an error naming the sizes when they cannot be, so
+    /// a context size from a command line or a request is refused before
+    /// anything is allocated for it.
+    pub fn check_sessions(
+        &self,
+        n_seqs: usize,
+        n_ctx: usize,
+        n_batch: usize,
+        kv: KvType,
+        available: u64,
+    ) -> Result<()> {
+        if n_ctx == 0 || n_ctx > MAX_CTX {
+            return Err(Error::InvalidArgument { what: alloc::format!("context size {n_ctx} (1..={MAX_CTX})") });
+        }
+        if n_seqs == 0 || n_batch == 0 {
+            return Err(Error::InvalidArgument { what: "zero sequences or a batch of zero tokens".into() });
+        }
+        let need = self.sessions_bytes(n_seqs, n_ctx, n_batch, kv);
+        if need.is_none_or(|n| n > available) {
+            let need = need.map_or("more than 2^64 bytes".into(), |n| alloc::format!("{:.2} GB", n as f64 / 1e9));
+            return Err(Error::InvalidArgument {
+                what: alloc::format!(
+                    "{n_seqs} session(s) of {n_ctx} positions with batches of {n_batch} need {need} \
+                     (KV cache and scratch); {:.2} GB of memory is available",
+                    available as f64 / 1e9
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// A new session holding up to `n_ctx` positions, running batches of

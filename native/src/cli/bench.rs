@@ -79,7 +79,11 @@ pub fn run(a: Args) -> Result<()> {
     let weight_bytes: usize = m.weights.matrices().map(|t| t.len).sum();
     let mut rng = Rng::new(42);
     let mut rand_tokens = |n: usize| (0..n).map(|_| (rng.next_u64() % nv) as u32).collect::<Vec<u32>>();
-    let n_ctx = a.n_depth + a.n_prompt.max(a.n_gen) + 1;
+    let n_ctx = a.n_depth.saturating_add(a.n_prompt.max(a.n_gen)).saturating_add(1);
+    tern::limits::check_sessions(&lm, 1, n_ctx, a.n_batch, a.kv_type)?;
+    for &t in &a.threads {
+        tern::limits::check_threads(t)?;
+    }
     let mut samples = Vec::new();
     let mut ttft_ms = Vec::new();
     for &t in &a.threads {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tern::{Error, Result, Threads};
+use tern::{limits, Error, Result, Threads};
 use tern_core::conversation::{Conversation, Overflow};
 use tern_core::generate::FinishReason;
 
@@ -44,7 +44,8 @@ pub fn run(a: Args) -> Result<()> {
     let path = super::model_path(a.model)?;
     let lm = super::load(&path, &a.load)?;
     let tok = lm.tokenizer()?;
-    let threads = Threads::new(a.threads);
+    limits::check_sessions(&lm, 1, a.ctx, 512.min(a.ctx.max(1)), tern_core::KvType::F16)?;
+    let threads = Threads::new(limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, false);
     let mut conv = Conversation::new(&lm.model, tok, a.ctx, a.system.as_deref())?;
     if a.drop_oldest {

@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use tern::IdsOnly;
-use tern::{Error, Result, Threads};
+use tern::{limits, Error, Result, Threads};
 use tern_core::chat::Message;
 use tern_core::generate::{Event, Generator, Vocab};
 
@@ -73,9 +73,16 @@ pub fn run(a: Args) -> Result<()> {
         (None, None) => unreachable!("clap requires one"),
     };
     let n = a.sampling.n_predict;
-    let n_ctx = a.ctx.unwrap_or(prompt.len() + n).max(prompt.len() + n.max(1) - 1);
+    let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::model::MAX_CTX);
+    let needed = needed.ok_or_else(|| limits::invalid(format!("-n {n} after a prompt of {} tokens", prompt.len())))?;
+    if a.ctx == Some(0) {
+        return Err(limits::invalid("-c 0: a context holds at least one position".into()));
+    }
+    let n_ctx = a.ctx.unwrap_or(needed + 1).max(needed);
+    let kv = a.kv_type.unwrap_or(if a.exact { tern_core::KvType::F32 } else { tern_core::KvType::F16 });
+    limits::check_sessions(&lm, 1, n_ctx, 512.min(n_ctx), kv)?;
     let seed = a.sampling.seed();
-    let threads = Threads::new(a.threads);
+    let threads = Threads::new(limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact);
     let mut session = lm.model.session_kv(n_ctx, 512, a.kv_type.unwrap_or(engine.kv_type()));
     let mut logits_file = match &a.logits_out {

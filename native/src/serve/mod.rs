@@ -39,6 +39,11 @@ pub struct ServeOptions {
     pub drain: Duration,
 }
 
+/// Limits on the server's sizes (each far past what one machine serves).
+const MAX_PARALLEL: usize = 4096;
+const MAX_BATCH: usize = 1 << 16;
+const MAX_QUEUE: usize = 1 << 16;
+
 /// Serve `lm` until SIGINT or SIGTERM; then stop admitting, let running
 /// streams finish (cancelling them after `drain`), and return.
 pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
@@ -57,6 +62,15 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
     if o.parallel == 0 || o.ctx == 0 || o.n_batch == 0 {
         return Err(Error::Serve { detail: "--parallel, --ctx and --batch must be at least 1".into() });
     }
+    if o.parallel > MAX_PARALLEL || o.n_batch > MAX_BATCH || o.queue > MAX_QUEUE {
+        return Err(Error::Serve {
+            detail: format!("--parallel at most {MAX_PARALLEL}, --batch at most {MAX_BATCH}, --queue at most {MAX_QUEUE}"),
+        });
+    }
+    crate::limits::check_threads(o.threads)?;
+    // every slot's cache and the shared batch scratch, before "listening"
+    crate::limits::check_sessions(&lm, o.parallel, o.ctx, 1, tern_core::KvType::F16)?;
+    crate::limits::check_sessions(&lm, 1, o.ctx, o.n_batch, tern_core::KvType::F16)?;
     let lm = Arc::new(lm);
     let metrics = Arc::new(metrics::Metrics::new((o.parallel * o.ctx) as u64));
     let (tx, rx) = std::sync::mpsc::channel();
