@@ -37,6 +37,17 @@ pub struct Args {
     /// Threads [default: all cores]
     #[arg(short, long, default_value_t = 0)]
     threads: usize,
+    /// Open connections at most; beyond, new ones are closed at once
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds a client has to send a request's headers (also how long an
+    /// idle keep-alive connection stays open) and, separately, its body
+    #[arg(long, default_value_t = 10)]
+    read_timeout: u64,
+    /// Control-token strings typed into messages (`<|im_end|>`…) become
+    /// control tokens [default: they are text]
+    #[arg(long)]
+    content_specials: bool,
     /// Allow a non-loopback --host (a warning is logged)
     #[arg(long)]
     allow_remote: bool,
@@ -63,6 +74,9 @@ pub fn run(a: Args) -> Result<()> {
         threads: a.threads,
         allow_remote: a.allow_remote,
         drain: std::time::Duration::from_secs(a.drain),
+        max_connections: a.max_connections,
+        read_timeout: std::time::Duration::from_secs(a.read_timeout),
+        content_specials: a.content_specials,
     };
     tern::serve::serve(lm, o)
 }

@@ -1,7 +1,11 @@
-//! The HTTP side: routes, bearer auth, body limit, bounded admission (429
-//! at once past `--parallel` + `--queue`), request → job, and the answer
-//! (one JSON object, or SSE chunks ending in `data: [DONE]`). A client that
-//! goes away drops its job's channel; the engine then cancels it.
+//! The HTTP side: connections (at most `--max-connections`, each closed if
+//! its headers or body do not arrive within `--read-timeout`), routes,
+//! bearer auth, bounded admission (429 at once past `--parallel` +
+//! `--queue`, before the body is read), body limit, rendering and
+//! tokenizing on a bounded blocking pool (never on the async workers),
+//! request → job, and the answer (one JSON object, or SSE chunks ending in
+//! `data: [DONE]`). A client that goes away drops its job's channel; the
+//! engine then cancels it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -18,11 +22,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tern_core::chat::ChatTemplate;
-use tokio::sync::mpsc;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::metrics::Metrics;
 use super::openai::{ApiError, Envelope, Prompt, Request};
+use tern_core::generate::GenerateConfig;
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};
@@ -41,6 +47,12 @@ pub struct App {
     capacity: usize,
     inflight: AtomicUsize,
     draining: AtomicBool,
+    drain: Duration,
+    /// Renderings and tokenizations running at once (one per core).
+    prep: Semaphore,
+    content_specials: bool,
+    max_connections: usize,
+    read_timeout: Duration,
     next_id: AtomicU64,
     started: u64,
 }
@@ -65,6 +77,11 @@ impl App {
             capacity: o.parallel + o.queue,
             inflight: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
+            drain: o.drain,
+            prep: Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            content_specials: o.content_specials,
+            max_connections: o.max_connections,
+            read_timeout: o.read_timeout,
             next_id: AtomicU64::new(1),
             started: unix_now(),
         }
@@ -78,8 +95,18 @@ fn error(e: ApiError) -> Response {
 
 fn authorized(app: &App, headers: &HeaderMap) -> bool {
     let Some(key) = &app.api_key else { return true };
-    let got = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    got.and_then(|v| v.strip_prefix("Bearer ")) == Some(key.as_str())
+    let got = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+    got.and_then(|v| v.strip_prefix(b"Bearer ")).is_some_and(|got| same_bytes(got, key.as_bytes()))
+}
+
+/// `a == b` in a time that depends on the lengths only, not on where the
+/// first difference is (an API key is not guessed byte by byte).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let diff = (0..n).fold(a.len() ^ b.len(), |d, i| {
+        d | (a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0)) as usize
+    });
+    std::hint::black_box(diff) == 0
 }
 
 fn unauthorized() -> Response {
@@ -111,22 +138,26 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     if app.draining.load(Relaxed) {
         return error(ApiError::new(503, "server_error", "the server is shutting down"));
     }
-    let bytes = match to_bytes(body, app.max_body).await {
+    // admission first: past capacity nothing is read, parsed or tokenized
+    let Some(admitted) = admit(&app) else {
+        app.metrics.rejected.fetch_add(1, Relaxed);
+        return error(ApiError::new(
+            429,
+            "rate_limit_exceeded",
+            "the server is busy (parallel + queue full); retry later",
+        ));
+    };
+    let bytes = match read_body(&app, &headers, body).await {
         Ok(b) => b,
-        Err(_) => {
-            return error(ApiError::new(
-                413,
-                "invalid_request_error",
-                format!("request body over {} bytes", app.max_body),
-            ))
-        }
+        Err(e) => return error(e),
     };
     let n_vocab = app.lm.model.config.n_vocab;
     let req = match Request::parse(&bytes, chat, n_vocab, &app.lm.defaults) {
         Ok(r) => r,
         Err(e) => return error(e),
     };
-    let prompt = match tokenize(&app, &req.prompt) {
+    drop(bytes);
+    let prompt = match tokenize(app.clone(), req.prompt).await {
         Ok(p) => p,
         Err(e) => return error(e),
     };
@@ -144,17 +175,14 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         );
         return error(ApiError::invalid(if room == 0 { param } else { "max_tokens" }, msg));
     }
-    let Some(admitted) = admit(&app) else {
-        app.metrics.rejected.fetch_add(1, Relaxed);
-        return error(ApiError::new(
-            429,
-            "rate_limit_exceeded",
-            "the server is busy (parallel + queue full); retry later",
-        ));
-    };
     app.metrics.requests.fetch_add(1, Relaxed);
     let (tx, rx) = mpsc::unbounded_channel();
-    let cfg = req.config(req.max_tokens.unwrap_or(room));
+    let cfg = GenerateConfig {
+        max_tokens: req.max_tokens.unwrap_or(room),
+        sampler: req.sampler,
+        stop: req.stop,
+        ..Default::default()
+    };
     let job = Job { prompt, cfg, events: tx, arrived: Instant::now() };
     if app.engine.0.send(Msg::Job(job)).is_err() {
         return error(ApiError::new(503, "server_error", "the engine has stopped"));
@@ -168,22 +196,58 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     }
 }
 
-fn tokenize(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError> {
+/// The body, at most `--max-body` bytes (413), within `--read-timeout`
+/// (408); a body that ends early or breaks off is 400.
+async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> std::result::Result<axum::body::Bytes, ApiError> {
+    let too_large = || ApiError::new(413, "invalid_request_error", format!("request body over {} bytes", app.max_body));
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > app.max_body as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(app.read_timeout, to_bytes(body, app.max_body)).await {
+        Err(_) => Err(ApiError::new(
+            408,
+            "invalid_request_error",
+            format!("the request body did not arrive within {} s", app.read_timeout.as_secs()),
+        )),
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => {
+            let mut src: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(s) = src {
+                if s.is::<http_body_util::LengthLimitError>() {
+                    return Err(too_large());
+                }
+                src = s.source();
+            }
+            Err(ApiError::invalid("body", format!("the request body could not be read: {e}")))
+        }
+    }
+}
+
+/// Render and tokenize on the blocking pool, at most one per core at a
+/// time: a 4 MB prompt never holds an async worker.
+async fn tokenize(app: Arc<App>, p: Prompt) -> std::result::Result<Vec<u32>, ApiError> {
+    let _permit = app.prep.acquire().await.map_err(|_| ApiError::new(503, "server_error", "shutting down"))?;
+    let work = app.clone();
+    tokio::task::spawn_blocking(move || tokenize_now(&work, &p))
+        .await
+        .unwrap_or_else(|e| Err(ApiError::new(500, "server_error", format!("tokenizing failed: {e}"))))
+}
+
+fn tokenize_now(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError> {
     let tok = || {
         app.lm
             .tokenizer
             .as_ref()
             .ok_or_else(|| ApiError::invalid("prompt", "this model has no tokenizer: send token ids"))
     };
-    let enc = |text: &str| tok()?.encode(text, true).map_err(|e| ApiError::invalid("prompt", e.to_string()));
     match p {
         Prompt::Ids(ids) => Ok(ids.clone()),
-        Prompt::Text(t) => enc(t),
+        Prompt::Text(t) => tok()?.encode(t, true).map_err(|e| ApiError::invalid("prompt", e.to_string())),
         Prompt::Chat(msgs) => {
             let t =
                 app.template.as_ref().ok_or_else(|| ApiError::invalid("messages", "the model has no chat template"))?;
-            let text = t.render(msgs, true, None).map_err(|e| ApiError::invalid("messages", e.to_string()))?;
-            enc(&text)
+            t.encode(tok()?, msgs, true, app.content_specials).map_err(|e| ApiError::invalid("messages", e.to_string()))
         }
     }
 }
@@ -269,9 +333,15 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.metrics.render()).into_response()
 }
 
-/// Serve until SIGINT/SIGTERM; then refuse new requests (503), let the
-/// engine finish what runs (cancelling after `drain`) and return.
-pub async fn run(app: App, addr: SocketAddr, engine: std::sync::mpsc::Sender<Msg>, drain: Duration) -> Result<()> {
+/// Serve until SIGINT/SIGTERM; then answer new requests 503 while the
+/// engine finishes what runs (cancelling it after `--drain`), and return
+/// once it has stopped (`engine_done`).
+pub async fn run(
+    app: App,
+    addr: SocketAddr,
+    engine: std::sync::mpsc::Sender<Msg>,
+    engine_done: tokio::task::JoinHandle<()>,
+) -> Result<()> {
     let app = Arc::new(app);
     let router = Router::new()
         .route(
@@ -294,16 +364,42 @@ pub async fn run(app: App, addr: SocketAddr, engine: std::sync::mpsc::Sender<Msg
         app.capacity - app.parallel,
         app.ctx
     );
-    let stop = {
+    {
         let app = app.clone();
-        async move {
+        tokio::spawn(async move {
             shutdown_signal().await;
             eprintln!("tern serve: shutting down: finishing running requests");
             app.draining.store(true, Relaxed);
-            let _ = engine.send(Msg::Drain(drain));
-        }
-    };
-    axum::serve(listener, router).with_graceful_shutdown(stop).await.map_err(|e| Error::Serve { detail: e.to_string() })
+            let _ = engine.send(Msg::Drain(app.drain));
+        });
+    }
+    let conns = Arc::new(Semaphore::new(app.max_connections));
+    let mut engine_done = std::pin::pin!(engine_done);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = &mut engine_done => break,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        // past the cap a connection is closed at once, so a flood of idle
+        // or half-open ones cannot starve the file table
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            app.metrics.rejected.fetch_add(1, Relaxed);
+            continue;
+        };
+        let svc = hyper_util::service::TowerToHyperService::new(router.clone());
+        let timeout = app.read_timeout;
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new()).header_read_timeout(timeout);
+            let _ = http.serve_connection(TokioIo::new(stream), svc).await;
+        });
+    }
+    // the engine has stopped: give the last answers a moment to go out
+    let all = u32::try_from(app.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(2), conns.acquire_many(all)).await;
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -37,6 +37,14 @@ pub struct ServeOptions {
     pub allow_remote: bool,
     /// On SIGINT/SIGTERM: how long running streams may take to finish.
     pub drain: Duration,
+    /// Open connections at most; past it a new one is closed at once.
+    pub max_connections: usize,
+    /// Time to send a request's headers (and to sit idle between
+    /// requests), and to send its body.
+    pub read_timeout: Duration,
+    /// Parse control-token strings in message content (see
+    /// `ChatTemplate::encode`).
+    pub content_specials: bool,
 }
 
 /// Limits on the server's sizes (each far past what one machine serves).
@@ -61,6 +69,9 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
     }
     if o.parallel == 0 || o.ctx == 0 || o.n_batch == 0 {
         return Err(Error::Serve { detail: "--parallel, --ctx and --batch must be at least 1".into() });
+    }
+    if o.max_connections == 0 || o.read_timeout.is_zero() {
+        return Err(Error::Serve { detail: "--max-connections and --read-timeout must be at least 1".into() });
     }
     if o.parallel > MAX_PARALLEL || o.n_batch > MAX_BATCH || o.queue > MAX_QUEUE {
         return Err(Error::Serve {
@@ -89,9 +100,11 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
         .map_err(|e| Error::Serve { detail: format!("starting tokio: {e}") })?;
     let addr = SocketAddr::new(o.host, o.port);
     let app = http::App::new(lm, scheduler::Handle(tx.clone()), metrics, &o);
-    rt.block_on(http::run(app, addr, tx, o.drain))?;
-    drop(rt);
-    let _ = engine.join();
+    let engine_done = rt.spawn_blocking(move || {
+        let _ = engine.join();
+    });
+    rt.block_on(http::run(app, addr, tx, engine_done))?;
+    rt.shutdown_timeout(Duration::from_secs(1));
     eprintln!("tern serve: stopped");
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 use tern_core::chat::Message;
-use tern_core::generate::{GenerateConfig, GenerationResult};
+use tern_core::generate::{FinishReason, GenerationResult};
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 
@@ -181,10 +181,10 @@ impl Request {
                 "logit_bias" => {
                     let o =
                         v.as_object().ok_or_else(|| ApiError::invalid(k, "logit_bias must map token ids to biases"))?;
-                    for (id, b) in o {
-                        let id = id.parse::<u32>().ok().filter(|&i| (i as usize) < n_vocab);
+                    for (key, b) in o {
+                        let id = key.parse::<u32>().ok().filter(|&i| (i as usize) < n_vocab);
                         let id = id.ok_or_else(|| {
-                            ApiError::invalid(k, format!("token id {id:?} is outside the vocabulary"))
+                            ApiError::invalid(k, format!("token id {key:?} is outside the vocabulary of {n_vocab}"))
                         })?;
                         let b = num(b, k, -100.0, 100.0)?;
                         s.logit_bias.push((id, if b <= -100.0 { f32::NEG_INFINITY } else { b }));
@@ -199,14 +199,15 @@ impl Request {
         }
         Ok(r)
     }
-
-    pub fn config(&self, max_tokens: usize) -> GenerateConfig {
-        GenerateConfig { max_tokens, sampler: self.sampler.clone(), stop: self.stop.clone(), ..Default::default() }
-    }
 }
 
+/// OpenAI's values only: a generation the server cut short (its drain
+/// deadline) ended for a limit, as `length` says.
 fn finish_reason(r: &GenerationResult) -> &'static str {
-    r.finish_reason.as_str()
+    match r.finish_reason {
+        FinishReason::Cancelled => "length",
+        f => f.as_str(),
+    }
 }
 
 pub fn usage(r: &GenerationResult) -> Value {
