@@ -230,11 +230,15 @@ fn admission_limits_errors_and_hangups() {
 #[test]
 fn sigterm_lets_the_running_stream_finish_then_exits_0() {
     let mut srv = Server::start(&["--parallel", "2"]);
-    let body = r#"{"prompt":"Once upon a time","max_tokens":48,"temperature":0,"stream":true}"#;
+    let body = r#"{"prompt":"Once upon a time","max_tokens":400,"temperature":0,"stream":true}"#;
     let mut s = srv.send("POST", "/v1/completions", &[], body);
     until_data(&mut s);
     let pid = srv.child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    // while draining, a new request is answered 503 (not refused)
+    std::thread::sleep(Duration::from_millis(20));
+    let (status, body) = srv.call("POST", "/v1/completions", &[], r#"{"prompt":"x","max_tokens":1}"#);
+    assert_eq!(status, 503, "{body}");
     let mut rest = String::new();
     s.read_to_string(&mut rest).unwrap();
     assert!(rest.contains(r#""finish_reason":"length""#), "the stream was cut: {rest}");
@@ -279,4 +283,68 @@ fn a_long_prompt_does_not_stall_running_streams() {
     println!("long prompt answered in {prefill:?}; {} stream chunks meanwhile, largest gap {gap:?}", during.len());
     assert!(during.len() >= 4, "the stream stalled while the long prompt ran ({} chunks in {prefill:?})", during.len());
     assert!(gap * 3 < prefill, "largest gap {gap:?} against {prefill:?} for the long prompt");
+}
+
+/// How long `/health` takes to answer, from a new connection.
+fn health_ms(port: u16) -> u128 {
+    let t0 = Instant::now();
+    let (status, _) = call(port, "GET", "/health", &[], "");
+    assert_eq!(status, 200);
+    t0.elapsed().as_millis()
+}
+
+#[test]
+fn hostile_clients_neither_stall_nor_exhaust_the_server() {
+    let srv = Server::start(&["--parallel", "1", "--queue", "1", "--max-connections", "64", "--read-timeout", "1"]);
+    let port = srv.port;
+    // 200 connections that send nothing: past the cap they are closed at
+    // once, the rest after the header timeout; then the server answers
+    let idle: Vec<TcpStream> = (0..200).filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok()).collect();
+    std::thread::sleep(Duration::from_millis(1600));
+    let ms = health_ms(port);
+    println!("after 200 idle connections: /health in {ms} ms");
+    assert!(ms < 1000, "/health took {ms} ms");
+    for mut c in idle {
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 64];
+        assert!(matches!(c.read(&mut b), Ok(0) | Err(_)), "an idle connection was kept open");
+    }
+    // a body that ends early is 400, one that stalls 408 — neither is 413
+    let partial = |close: bool| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nConnection: close\r\n\r\n";
+        s.write_all(format!("{head}{{\"prompt\":").as_bytes()).unwrap();
+        if close {
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+        }
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.split(' ').nth(1).and_then(|c| c.parse::<u16>().ok()).unwrap_or(0)
+    };
+    assert_eq!(partial(true), 400);
+    assert_eq!(partial(false), 408);
+    // eight 2 MB prompts at once against parallel 1 + queue 1: the rest are
+    // 429 at once, before their bodies are tokenized, and /health answers
+    // while the admitted ones are
+    let big = format!(r#"{{"prompt":"{}","max_tokens":1}}"#, "hello world ".repeat(170_000));
+    let t0 = Instant::now();
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let big = big.clone();
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                (call(port, "POST", "/v1/completions", &[], &big).0, t.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let ms = health_ms(port);
+    let answers: Vec<(u16, Duration)> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    println!("8 x 2 MB prompts: {answers:?}; /health meanwhile in {ms} ms; all in {:?}", t0.elapsed());
+    assert!(ms < 1000, "/health took {ms} ms while prompts were tokenized");
+    let busy: Vec<&(u16, Duration)> = answers.iter().filter(|a| a.0 == 429).collect();
+    assert!(busy.len() >= 6, "{answers:?}");
+    assert!(busy.iter().all(|a| a.1 < Duration::from_secs(1)), "429 came late: {answers:?}");
+    assert!(answers.iter().all(|a| matches!(a.0, 200 | 400 | 429)), "{answers:?}");
 }
