@@ -260,7 +260,10 @@ mod tests {
         for (src, what) in [
             ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "instructions"),
             ("{% for i in range(100000) %}{{ 'x' * 10000000 }}{% endfor %}", "bytes"),
-            ("{% for i in range(100000) %}{% for m in messages %}{{ m.content * 1000 }}{% endfor %}{% endfor %}", "bytes"),
+            (
+                "{% for i in range(100000) %}{% for m in messages %}{{ m.content * 1000 }}{% endfor %}{% endfor %}",
+                "bytes",
+            ),
         ] {
             let t = ChatTemplate::new(src, "", "").unwrap();
             let start = std::time::Instant::now();

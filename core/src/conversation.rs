@@ -37,7 +37,13 @@ impl Conversation {
     pub fn new<B: AsRef<[u8]>>(model: &Model<B>, tok: &Tokenizer, n_ctx: usize, system: Option<&str>) -> Result<Self> {
         let template = ChatTemplate::of(tok)?;
         let messages = system.map(|s| alloc::vec![Message::new("system", s)]).unwrap_or_default();
-        Ok(Conversation { template, messages, session: model.session(n_ctx, 512), overflow: Overflow::Error, content_specials: false })
+        Ok(Conversation {
+            template,
+            messages,
+            session: model.session(n_ctx, 512),
+            overflow: Overflow::Error,
+            content_specials: false,
+        })
     }
 
     /// The rendered conversation, opening the assistant's turn.

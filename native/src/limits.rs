@@ -12,7 +12,9 @@ pub const MAX_THREADS: usize = 1024;
 /// it cannot say, a bound no machine reaches (only overflow is refused).
 pub fn available_memory() -> u64 {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kb = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
+    let kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
     kb.map_or(1 << 50, |kb| kb * 1024)
 }
 

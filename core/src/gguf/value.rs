@@ -33,7 +33,12 @@ pub struct Array<'a>(Repr<'a>);
 #[derive(Debug, Clone, PartialEq)]
 enum Repr<'a> {
     /// `len` elements of type `elem` at `bytes`, already validated.
-    View { elem: u32, len: u64, bytes: &'a [u8], depth: u32 },
+    View {
+        elem: u32,
+        len: u64,
+        bytes: &'a [u8],
+        depth: u32,
+    },
     Owned(Vec<Value<'a>>),
 }
 

@@ -7,8 +7,8 @@ use alloc::vec::Vec;
 
 use crate::error::Error;
 use crate::gguf::Value;
-use crate::model::tiny::Tiny;
 use crate::kernels::Scalar;
+use crate::model::tiny::Tiny;
 use crate::model::{Engine, Logits, Model};
 use crate::parallel::Serial;
 use crate::quant::GgmlType;
@@ -79,10 +79,7 @@ fn absurd_hyperparameters_are_refused_by_key() {
     let err = |key: &str, v: Value<'static>| Model::load_gguf(Tiny::default().with(key, v).gguf()).err().unwrap();
     for n in [(1u32 << 31) - 1, 1_000_000, 1025] {
         let e = err("llama.block_count", Value::U32(n));
-        assert!(
-            matches!(&e, Error::Hyperparameter { key, .. } if key == "llama.block_count"),
-            "{n}: {e}"
-        );
+        assert!(matches!(&e, Error::Hyperparameter { key, .. } if key == "llama.block_count"), "{n}: {e}");
     }
     // within the limit but more layers than the file's bytes can hold
     let e = err("llama.block_count", Value::U32(1000));

@@ -57,18 +57,24 @@ impl Default for Tiny {
     }
 }
 
-/// A gpt2 vocabulary of `VOCAB` tokens (`a`…, `<|im_end|>` last, a
-/// control token), as GGUF metadata.
+/// A gpt2 vocabulary of `VOCAB` tokens (`a`, `b`, `ab`, `c3`…, and
+/// `<|im_end|>` last, a control token), as GGUF metadata.
 pub fn vocab_meta() -> Vec<(String, Value<'static>)> {
-    let mut tokens: Vec<Value> = (0..VOCAB - 1).map(|i| Value::Str(String::leak(format!("t{i}")))).collect();
+    vocab_meta_of(VOCAB as usize)
+}
+
+/// The same vocabulary with `n` tokens.
+pub fn vocab_meta_of(n: usize) -> Vec<(String, Value<'static>)> {
+    let mut tokens: Vec<Value> = vec![Value::Str("a"), Value::Str("b"), Value::Str("ab")];
+    tokens.extend((3..n - 1).map(|i| Value::Str(String::leak(format!("c{i}")))));
     tokens.push(Value::Str("<|im_end|>"));
-    let mut types = vec![Value::I32(1); VOCAB as usize - 1];
+    let mut types = vec![Value::I32(1); n - 1];
     types.push(Value::I32(3));
     vec![
         ("tokenizer.ggml.model".into(), Value::Str("gpt2")),
         ("tokenizer.ggml.tokens".into(), Value::Array(tokens.into())),
         ("tokenizer.ggml.token_type".into(), Value::Array(types.into())),
-        ("tokenizer.ggml.merges".into(), Value::Array(vec![Value::Str("t 1")].into())),
+        ("tokenizer.ggml.merges".into(), Value::Array(vec![Value::Str("a b")].into())),
     ]
 }
 

@@ -20,19 +20,19 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{json, Value};
 use tern_core::chat::ChatTemplate;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::metrics::Metrics;
 use super::openai::{ApiError, Envelope, Prompt, Request};
-use tern_core::generate::GenerateConfig;
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};
 use crate::Loaded;
+use tern_core::generate::GenerateConfig;
 
 pub struct App {
     lm: Arc<Loaded>,
@@ -103,9 +103,8 @@ fn authorized(app: &App, headers: &HeaderMap) -> bool {
 /// first difference is (an API key is not guessed byte by byte).
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let n = a.len().max(b.len());
-    let diff = (0..n).fold(a.len() ^ b.len(), |d, i| {
-        d | (a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0)) as usize
-    });
+    let diff = (0..n)
+        .fold(a.len() ^ b.len(), |d, i| d | (a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0)) as usize);
     std::hint::black_box(diff) == 0
 }
 

@@ -75,7 +75,9 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
     }
     if o.parallel > MAX_PARALLEL || o.n_batch > MAX_BATCH || o.queue > MAX_QUEUE {
         return Err(Error::Serve {
-            detail: format!("--parallel at most {MAX_PARALLEL}, --batch at most {MAX_BATCH}, --queue at most {MAX_QUEUE}"),
+            detail: format!(
+                "--parallel at most {MAX_PARALLEL}, --batch at most {MAX_BATCH}, --queue at most {MAX_QUEUE}"
+            ),
         });
     }
     crate::limits::check_threads(o.threads)?;
