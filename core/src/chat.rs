@@ -26,8 +26,8 @@ impl Message {
 }
 
 /// Instructions a rendering may run: a long conversation takes ~100 a
-/// message; a template looping 10^10 times stops here (~1 s).
-const MAX_FUEL: u64 = 20_000_000;
+/// message; a template looping 10^10 times stops here (~0.3 s).
+const MAX_FUEL: u64 = 10_000_000;
 /// Bytes a rendering may write beyond twice its messages' own.
 const MAX_OUTPUT: usize = 1 << 20;
 
@@ -269,7 +269,9 @@ mod tests {
             let start = std::time::Instant::now();
             let e = t.render(&msgs, true, None).unwrap_err();
             assert!(e.to_string().contains(what), "{src}: {e}");
-            assert!(start.elapsed().as_secs_f64() < 2.0, "{src}: {:?}", start.elapsed());
+            // generous: the aarch64 tests run under emulation, ~8x slower
+            // (tests/hostile.rs holds the native build to 1 s)
+            assert!(start.elapsed().as_secs_f64() < 10.0, "{src}: {:?}", start.elapsed());
         }
         // a long but honest conversation renders
         let long: Vec<Message> = (0..2000).map(|i| Message::new("user", &alloc::format!("message {i}"))).collect();

@@ -215,3 +215,33 @@ fn quantize_at_load_is_reported_by_info() {
     let out = tern().args(["info", "--quantize", "q4_k", &tiny("tiny-llama")]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("tern quantizes at load to q8_0"));
 }
+
+/// Sizes and sampler values from the command line are checked before
+/// anything is allocated or started: each is an error naming the figure,
+/// in well under a second, never an abort, a panic or a hang.
+#[test]
+fn absurd_sizes_and_values_are_refused_at_once() {
+    let m = smollm2();
+    let cases: [(&[&str], &str); 11] = [
+        (&["run", "-p", "hi", "-c", "100000000"], "context size 100000000"),
+        (&["run", "-p", "hi", "-c", "10000000"], "GB of memory is available"),
+        (&["run", "-p", "hi", "-n", "4611686018427387904"], "-n 4611686018427387904"),
+        (&["run", "-p", "hi", "-t", "100000"], "100000 threads"),
+        (&["run", "-p", "hi", "--temp", "nan"], "temperature NaN"),
+        (&["run", "-p", "hi", "--min-p", "nan"], "min_p NaN"),
+        (&["run", "-p", "hi", "--top-p", "5"], "top_p 5"),
+        (&["run", "-p", "hi", "-c", "0"], "-c 0"),
+        (&["serve", "--ctx", "100000000", "--port", "0"], "context size 100000000"),
+        (&["serve", "--parallel", "1000000", "--port", "0"], "--parallel at most"),
+        (&["serve", "--batch", "1000000000", "--port", "0"], "--batch at most"),
+    ];
+    for (args, want) in cases {
+        let t0 = std::time::Instant::now();
+        let out = tern().args(&args[..1]).args(["-m", &m]).args(&args[1..]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want) && !err.contains("listening") && !err.contains("panicked"), "{args:?}: {err}");
+        assert!(secs < 5.0, "{args:?} took {secs} s");
+    }
+}

@@ -67,12 +67,16 @@ export class LocalEngine {
     return this.#wasm.memory_bytes();
   }
 
-  /** The prompt ids for a `generate` prompt (text or ids) or `chat` messages. */
-  promptIds(kind, input) {
+  /**
+   * The prompt ids for a `generate` prompt (text or ids) or `chat` messages.
+   * Control-token strings typed into messages are text, unless
+   * `contentSpecials`.
+   */
+  promptIds(kind, input, { contentSpecials = false } = {}) {
     if (kind === 'chat') {
       if (!Array.isArray(input))
         throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
-      return this.encode(this.applyChatTemplate(input, { addGenerationPrompt: true }), { addSpecial: true });
+      return Array.from(call(() => this.#model.encode_chat(JSON.stringify(input), true, !!contentSpecials)));
     }
     if (Array.isArray(input) || input instanceof Uint32Array) return Array.from(input);
     if (typeof input !== 'string')
@@ -86,7 +90,7 @@ export class LocalEngine {
    */
   async *run(ids, options = {}, cancelled = () => false) {
     if (this.#running) throw new TernError('invalid_argument', 'a generation is already running on this model');
-    const { signal, onToken, ...opts } = options;
+    const { signal, onToken, contentSpecials, ...opts } = options;
     if (opts.seed === undefined && opts.temperature !== 0) opts.seed = Math.floor(Math.random() * 2 ** 52);
     const token = {};
     this.#running = token;

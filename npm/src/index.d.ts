@@ -117,6 +117,12 @@ export interface GenerateOptions {
   ignoreEos?: boolean;
   /** token id → added to its logit (-Infinity or "-Infinity" bans). */
   logitBias?: Record<number, number | '-Infinity'>;
+  /**
+   * `chat` only: control-token strings typed into messages (`<|im_end|>`…)
+   * become control tokens. Default false: they are text, so a message
+   * cannot close its turn or open another.
+   */
+  contentSpecials?: boolean;
   signal?: AbortSignal;
 }
 

@@ -187,7 +187,7 @@ class LocalBackend {
     return this.e[method](...args);
   }
   async run(kind, input, opts, signal, onEvent) {
-    const ids = this.e.promptIds(kind, input);
+    const ids = this.e.promptIds(kind, input, opts);
     for await (const ev of this.e.run(ids, opts, () => !!signal?.aborted)) onEvent(ev);
   }
   async dispose() {

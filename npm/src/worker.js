@@ -38,7 +38,7 @@ async function handle(m) {
     }
     case 'run': {
       if (!engine) throw new TernError('invalid_argument', 'no model loaded');
-      const ids = engine.promptIds(m.kind, m.input);
+      const ids = engine.promptIds(m.kind, m.input, m.options);
       for await (const ev of engine.run(ids, m.options, () => cancelled.has(m.id))) {
         post({ id: m.id, type: 'event', event: ev });
       }

@@ -4,7 +4,7 @@
 //! of its prompt the session's cache already holds (a chat's earlier turns).
 
 use serde_json::json;
-use tern_core::chat::{messages_from_json, ChatTemplate};
+use tern_core::chat::{messages_from_json, ChatTemplate, Message};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts};
 use tern_core::hf;
 use tern_core::tokenizer::Tokenizer;
@@ -50,6 +50,13 @@ pub struct TernModel {
 }
 
 impl TernModel {
+    fn chat_input(&self, messages_json: &str) -> Result<(&ChatTemplate, Vec<Message>), JsValue> {
+        let t = self.template.as_ref().ok_or_else(|| js_error("unsupported", "the model has no chat template"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(messages_json).map_err(|e| js_error("invalid_argument", &format!("messages: {e}")))?;
+        Ok((t, messages_from_json(&v).map_err(from_core)?))
+    }
+
     pub(crate) fn from_bytes(bytes: Vec<u8>, widen: bool) -> Result<TernModel, JsValue> {
         let (model, tok) = Model::load_gguf_with(bytes, Tokenizer::from_gguf).map_err(from_core)?;
         Self::new(model, tok, hf::GenerationDefaults::default(), widen)
@@ -183,11 +190,20 @@ impl TernModel {
 
     /// The chat template applied to a JSON array of `{role, content}`.
     pub fn render_chat(&self, messages_json: &str, add_generation_prompt: bool) -> Result<String, JsValue> {
-        let t = self.template.as_ref().ok_or_else(|| js_error("unsupported", "the model has no chat template"))?;
-        let v: serde_json::Value =
-            serde_json::from_str(messages_json).map_err(|e| js_error("invalid_argument", &format!("messages: {e}")))?;
-        let msgs = messages_from_json(&v).map_err(from_core)?;
+        let (t, msgs) = self.chat_input(messages_json)?;
         t.render(&msgs, add_generation_prompt, None).map_err(from_core)
+    }
+
+    /// Token ids of the rendered conversation; control-token strings in
+    /// the messages are text unless `content_specials`.
+    pub fn encode_chat(
+        &self,
+        messages_json: &str,
+        add_generation_prompt: bool,
+        content_specials: bool,
+    ) -> Result<Vec<u32>, JsValue> {
+        let (t, msgs) = self.chat_input(messages_json)?;
+        t.encode(&self.tok, &msgs, add_generation_prompt, content_specials).map_err(from_core)
     }
 
     /// Start generating after `prompt` (the whole sequence: the cached

@@ -5,7 +5,7 @@
 
 mod http;
 pub mod metrics;
-mod openai;
+pub mod openai;
 mod scheduler;
 
 use std::net::{IpAddr, SocketAddr};

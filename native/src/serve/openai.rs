@@ -29,12 +29,14 @@ impl ApiError {
     }
 }
 
+/// What a request asks to continue.
 pub enum Prompt {
     Chat(Vec<Message>),
     Text(String),
     Ids(Vec<u32>),
 }
 
+/// A completion request, its fields checked.
 pub struct Request {
     pub prompt: Prompt,
     pub max_tokens: Option<usize>,
@@ -210,6 +212,7 @@ fn finish_reason(r: &GenerationResult) -> &'static str {
     }
 }
 
+/// OpenAI's usage object.
 pub fn usage(r: &GenerationResult) -> Value {
     let u = r.usage;
     json!({

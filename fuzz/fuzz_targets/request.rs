@@ -1,0 +1,16 @@
+//! Any bytes as the body of a chat or text completion request: a request
+//! or an OpenAI error naming the field, never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tern::serve::openai::Request;
+use tern_core::hf::GenerationDefaults;
+
+fuzz_target!(|data: &[u8]| {
+    let defaults = GenerationDefaults::default();
+    for chat in [true, false] {
+        if let Ok(r) = Request::parse(data, chat, 49152, &defaults) {
+            let _ = r.sampler.validate();
+        }
+    }
+});

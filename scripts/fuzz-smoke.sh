@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A short, bounded run of every fuzz target (fuzz/README.md), as the test
+# command's smoke check: built with libFuzzer's coverage instrumentation on
+# the stable toolchain (no cargo-fuzz), seeded from the test models and the
+# oracle's HF files, SECONDS_EACH seconds per target (default 10). Any
+# crash, OOM (2 GB) or slow input (10 s) fails it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+each=${1:-10}
+targets=(gguf safetensors hf_config tokenizer_json chat_template request)
+
+host=$(rustc -vV | sed -n 's/^host: //p')
+flags=(-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
+       -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table
+       -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks)
+# --target: the flags reach the targets only, not build scripts
+(cd fuzz && RUSTFLAGS="${flags[*]}" cargo build --locked --release --bins --target "$host")
+bin=fuzz/target/$host/release
+
+corpus=target/fuzz-corpus
+rm -rf "$corpus"
+for t in "${targets[@]}"; do mkdir -p "$corpus/$t"; done
+models=${TERN_MODELS:-$HOME/.cache/tern/models}
+head -c 1000000 "$models/smollm2-135m-instruct-q4_1.gguf" > "$corpus/gguf/smollm2-head"
+cp target/test-models/tiny-qwen3.gguf "$corpus/gguf/"
+hf=tests/fixtures/oracle/hf
+for m in qwen2.5-coder-0.5b smollm2-135m; do
+  cp "$hf/$m/chat_template.jinja" "$corpus/chat_template/$m"
+  cp "$hf/$m/config.json" "$corpus/hf_config/$m-config"
+  cp "$hf/$m/generation_config.json" "$corpus/hf_config/$m-generation"
+done
+cp "$hf/smollm2-135m/tokenizer.json" "$corpus/tokenizer_json/smollm2"
+printf '\x1e\x00\x00\x00\x00\x00\x00\x00{"__metadata__":{"a":"b"}}    ' > "$corpus/safetensors/empty"
+echo '{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"temperature":0.5,"stop":["x"],"logit_bias":{"12":-100},"stream":true}' \
+  > "$corpus/request/chat"
+echo '{"prompt":[1,2,3],"top_k":4,"seed":-1,"n":1,"stream_options":{"include_usage":true}}' > "$corpus/request/ids"
+
+for t in "${targets[@]}"; do
+  log=target/fuzz-smoke-$t.log
+  if ! "$bin/$t" "$corpus/$t" -max_total_time="$each" -rss_limit_mb=2048 -timeout=10 \
+       -artifact_prefix="target/fuzz-$t-" >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz-smoke: $t failed (artifact: target/fuzz-$t-*)"
+    exit 1
+  fi
+  echo "fuzz-smoke: $t: $(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)"
+done
