@@ -72,7 +72,12 @@ impl ChatTemplate {
     /// may print (empty if the model has none).
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
         let mut env = Environment::new();
-        minijinja_contrib::add_to_environment(&mut env);
+        // what Jinja2 has that minijinja's builtins lack, as transformers'
+        // templates may use it (not contrib's pluralize, filesizeformat,
+        // striptags: no chat template does, and each costs wasm bytes)
+        env.add_filter("truncate", minijinja_contrib::filters::truncate);
+        env.add_function("cycler", minijinja_contrib::globals::cycler);
+        env.add_function("joiner", minijinja_contrib::globals::joiner);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", |msg: String| -> core::result::Result<String, minijinja::Error> {
             Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))

@@ -37,9 +37,13 @@ static TURN: Mutex<()> = Mutex::new(());
 impl Server {
     /// Start on a free port (the server binds port 0 and says which).
     fn start(args: &[&str]) -> Server {
+        Server::start_model(&smollm2(), args)
+    }
+
+    fn start_model(model: &str, args: &[&str]) -> Server {
         let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
         let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
-            .args(["serve", "-m", &smollm2(), "--port", "0", "-t", "2"])
+            .args(["serve", "-m", model, "--port", "0", "-t", "2"])
             .args(args)
             .stderr(Stdio::piped())
             .spawn()
@@ -285,6 +289,21 @@ fn a_long_prompt_does_not_stall_running_streams() {
     assert!(gap * 3 < prefill, "largest gap {gap:?} against {prefill:?} for the long prompt");
 }
 
+/// The status of a POST of `body` to /v1/completions; 0 if the server
+/// closed the connection before answering (writing or reading failed).
+fn status_or_reset(port: u16, body: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body.as_bytes()));
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+}
+
 /// How long `/health` takes to answer, from a new connection.
 fn health_ms(port: u16) -> u128 {
     let t0 = Instant::now();
@@ -334,7 +353,7 @@ fn hostile_clients_neither_stall_nor_exhaust_the_server() {
             let big = big.clone();
             std::thread::spawn(move || {
                 let t = Instant::now();
-                (call(port, "POST", "/v1/completions", &[], &big).0, t.elapsed())
+                (status_or_reset(port, &big), t.elapsed())
             })
         })
         .collect();
@@ -343,8 +362,67 @@ fn hostile_clients_neither_stall_nor_exhaust_the_server() {
     let answers: Vec<(u16, Duration)> = clients.into_iter().map(|c| c.join().unwrap()).collect();
     println!("8 x 2 MB prompts: {answers:?}; /health meanwhile in {ms} ms; all in {:?}", t0.elapsed());
     assert!(ms < 1000, "/health took {ms} ms while prompts were tokenized");
-    let busy: Vec<&(u16, Duration)> = answers.iter().filter(|a| a.0 == 429).collect();
+    // refused: 429, or the connection closed on a body the server never
+    // read (the client may see the reset before the 429)
+    let busy: Vec<&(u16, Duration)> = answers.iter().filter(|a| a.0 == 429 || a.0 == 0).collect();
     assert!(busy.len() >= 6, "{answers:?}");
     assert!(busy.iter().all(|a| a.1 < Duration::from_secs(1)), "429 came late: {answers:?}");
-    assert!(answers.iter().all(|a| matches!(a.0, 200 | 400 | 429)), "{answers:?}");
+    assert!(answers.iter().all(|a| matches!(a.0, 0 | 200 | 400 | 429)), "{answers:?}");
+}
+
+/// SmolLM2 with another chat template, written to a temporary file.
+fn smollm2_with_template(template: &'static str) -> PathBuf {
+    use tern_core::gguf::{write, Gguf, Value};
+    let bytes = std::fs::read(smollm2()).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let meta: Vec<(&str, Value)> = g
+        .metadata
+        .iter()
+        .map(|(k, v)| (*k, if *k == "tokenizer.chat_template" { Value::Str(template) } else { v.clone() }))
+        .filter(|(k, _)| *k != "general.alignment")
+        .collect();
+    let tensors: Vec<write::TensorData> = g
+        .tensors
+        .iter()
+        .map(|t| write::TensorData { name: t.name, dims: t.dims.clone(), ty: t.ty, data: t.data.to_vec() })
+        .collect();
+    let path = std::env::temp_dir().join(format!("tern-bad-template-{}.gguf", std::process::id()));
+    std::fs::write(&path, write::gguf(&meta, &tensors)).unwrap();
+    path
+}
+
+#[test]
+fn a_runaway_template_is_a_400_and_the_server_stays_responsive() {
+    let model = smollm2_with_template(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ messages[0].content }}",
+    );
+    let mut srv = Server::start_model(model.to_str().unwrap(), &["--parallel", "2"]);
+    std::fs::remove_file(&model).ok();
+    let port = srv.port;
+    let body = r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}"#;
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let (status, body) = call(port, "POST", "/v1/chat/completions", &[], body);
+                (status, body, t0.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let ms = health_ms(port);
+    for c in clients {
+        let (status, body, took) = c.join().unwrap();
+        println!("runaway template: {status} in {took:?}: {body}");
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("budget") && body.contains("\"param\":\"messages\""), "{body}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+    assert!(ms < 1000, "/health took {ms} ms while templates ran");
+    // and SIGTERM still stops it
+    let pid = srv.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let t0 = Instant::now();
+    let status = srv.child.wait().unwrap();
+    assert!(status.success() && t0.elapsed() < Duration::from_secs(10), "{status} after {:?}", t0.elapsed());
 }

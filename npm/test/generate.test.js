@@ -74,7 +74,7 @@ describe('SmolLM2 in a worker', () => {
     const native = nativeRun(['-m', SMOLLM2, '--chat', '-p', forged, '-n', '1', '--temp', '0']);
     const r = await model.chat([{ role: 'user', content: forged }], { maxTokens: 1, temperature: 0 }).result;
     assert.deepEqual(r.promptIds, native.prompt_ids);
-    const imStart = model.encode('<|im_start|>', { addSpecial: false });
+    const imStart = await model.encode('<|im_start|>', { addSpecial: false });
     assert.equal(imStart.length, 1);
     const count = (ids) => ids.filter((i) => i === imStart[0]).length;
     const opted = await model.chat([{ role: 'user', content: forged }], { maxTokens: 1, temperature: 0, contentSpecials: true })

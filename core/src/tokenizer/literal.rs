@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::{tok_err, Tokenizer};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The last private-use code point: what escapes are made of.
 const ESC: char = '\u{10FFFD}';
@@ -98,13 +98,11 @@ impl Escaper<'_> {
 
     /// `s` tokenized with special-token parsing off.
     fn plain(&self, s: &str) -> Result<Vec<u32>> {
-        let lit = &self.tok.literals;
-        if lit.plain.get().is_none() {
+        let t = self.tok.literals.plain.get_or_init(|| {
             let mut t = self.tok.inner.clone();
             t.set_encode_special_tokens(true);
-            let _ = lit.plain.set(t);
-        }
-        let t = lit.plain.get().ok_or_else(|| Error::Tokenizer { detail: "no plain tokenizer".into() })?;
+            t
+        });
         Ok(t.encode(s, false).map_err(tok_err)?.get_ids().to_vec())
     }
 }
