@@ -30,6 +30,12 @@ for m in qwen2.5-coder-0.5b smollm2-135m; do
   cp "$hf/$m/generation_config.json" "$corpus/hf_config/$m-generation"
 done
 cp "$hf/smollm2-135m/tokenizer.json" "$corpus/tokenizer_json/smollm2"
+cat > "$corpus/tokenizer_json/tiny" <<'JSON'
+{"model":{"type":"BPE","vocab":{"a":0,"b":1,"!":2,"ab":3},"merges":["a b"]},
+ "added_tokens":[{"id":4,"content":"<|im_end|>","special":true}],"normalizer":{"type":"NFC"},
+ "pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\s+"},"behavior":"Isolated","invert":false},
+ {"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]},"decoder":{"type":"ByteLevel"}}
+JSON
 printf '\x1e\x00\x00\x00\x00\x00\x00\x00{"__metadata__":{"a":"b"}}    ' > "$corpus/safetensors/empty"
 echo '{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"temperature":0.5,"stop":["x"],"logit_bias":{"12":-100},"stream":true}' \
   > "$corpus/request/chat"
@@ -37,11 +43,11 @@ echo '{"prompt":[1,2,3],"top_k":4,"seed":-1,"n":1,"stream_options":{"include_usa
 
 for t in "${targets[@]}"; do
   log=target/fuzz-smoke-$t.log
-  if ! "$bin/$t" "$corpus/$t" -max_total_time="$each" -rss_limit_mb=2048 -timeout=10 \
+  if ! "$bin/$t" "$corpus/$t" -max_total_time="$each" -rss_limit_mb=2048 -timeout=10 -max_len=4000000 \
        -artifact_prefix="target/fuzz-$t-" >"$log" 2>&1; then
     tail -40 "$log"
     echo "fuzz-smoke: $t failed (artifact: target/fuzz-$t-*)"
     exit 1
   fi
-  echo "fuzz-smoke: $t: $(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)"
+  echo "fuzz-smoke: $t: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)"
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): fetch the test models if
 # needed (and make the test-only ones from them with gguf-py), check that core builds no_std for wasm32, run every test natively,
-# then core's tests and the kernel/cross-architecture tests for aarch64
+# then a 10-second run of each fuzz target, then core's tests and the
+# kernel/cross-architecture tests for aarch64
 # under qemu-user emulation, then the wasm build: its kernel conformance in
 # Node (wasm-bindgen-test), the npm package's tests in Node, and the
 # browser tests in headless Chromium.
@@ -14,6 +15,8 @@ scripts/install-cross.sh
 scripts/install-wasm-tools.sh
 cargo build --locked -p tern-core --no-default-features --target wasm32-unknown-unknown
 cargo test --locked --release --workspace
+# every fuzz target for 10 s (fuzz/README.md has the long campaigns)
+scripts/fuzz-smoke.sh 10
 
 # aarch64 (runner and linker: .cargo/config.toml)
 aarch64=(--locked --release --target aarch64-unknown-linux-gnu)
