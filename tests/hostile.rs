@@ -142,6 +142,12 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
         let c = HfConfig::parse(&hf_config(r#"{"rope_type":"llama3","factor":1e-45}"#))?;
         c.config.check_fits(true, u64::MAX)
     });
+    case(r, "D1 HF num_hidden_layers 2^31-1", || {
+        let json = String::from_utf8(hf_config("null"))
+            .unwrap()
+            .replace(r#""num_hidden_layers":2"#, r#""num_hidden_layers":2147483647"#);
+        HfConfig::parse(json.as_bytes())?.config.check_fits(true, 1 << 30)
+    });
     case(r, "truncated GGUF", || {
         let b = Tiny::default().gguf();
         for len in (0..b.len()).step_by(97) {
