@@ -6,6 +6,7 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use minijinja::value::Serde;
 use minijinja::{context, Environment, ErrorKind};
 use serde::{Deserialize, Serialize};
 
@@ -97,12 +98,12 @@ impl ChatTemplate {
         tools: Option<&serde_json::Value>,
     ) -> Result<String> {
         let t = self.env.get_template("chat").map_err(template_err)?;
-        let tools = tools.map(minijinja::Value::from_serialize);
+        let tools = tools.map(|t| minijinja::Value::from(Serde(t)));
         let ctx = context! {
-            messages => messages,
+            messages => Serde(messages),
             add_generation_prompt => add_generation_prompt,
-            bos_token => self.bos_token,
-            eos_token => self.eos_token,
+            bos_token => self.bos_token.as_str(),
+            eos_token => self.eos_token.as_str(),
             tools => tools,
         };
         let content: usize = messages.iter().map(|m| m.content.len() + m.role.len()).sum();
@@ -269,6 +270,7 @@ mod tests {
                 "{% for i in range(100000) %}{% for m in messages %}{{ m.content * 1000 }}{% endfor %}{% endfor %}",
                 "bytes",
             ),
+            ("{{ [1] * 1000000000000000 }}", "too large"),
         ] {
             let t = ChatTemplate::new(src, "", "").unwrap();
             let start = std::time::Instant::now();
@@ -278,6 +280,12 @@ mod tests {
             // (tests/hostile.rs holds the native build to 1 s)
             assert!(start.elapsed().as_secs_f64() < 10.0, "{src}: {:?}", start.elapsed());
         }
+        // found by the chat_template fuzz target: minijinja 2 iterated an
+        // empty list repeated 10^16 times inside one instruction (no fuel)
+        let t = ChatTemplate::new("[j{{[]*1*15555555555555555*160*1}}[Z", "", "").unwrap();
+        let start = std::time::Instant::now();
+        assert_eq!(t.render(&msgs, true, None).unwrap(), "[j[][Z");
+        assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
         // a long but honest conversation renders
         let long: Vec<Message> = (0..2000).map(|i| Message::new("user", &alloc::format!("message {i}"))).collect();
         let t = ChatTemplate::new("{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}\n{% endfor %}", "", "")
