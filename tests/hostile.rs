@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tern_core::chat::{ChatTemplate, Message};
 use tern_core::gguf::write::TensorData;
 use tern_core::gguf::{Gguf, Value};
-use tern_core::hf::{HfConfig, Index};
+use tern_core::hf::{HfConfig, Index, Shards};
 use tern_core::model::tiny::{self, Tiny};
 use tern_core::quant::GgmlType;
 use tern_core::tokenizer::Tokenizer;
@@ -154,6 +154,14 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
             assert!(Model::load_gguf(&b[..len]).is_err(), "{len} bytes loaded");
         }
         Model::load_gguf(&b[..b.len() - 1]).map(drop)
+    });
+    case(r, "safetensors overlapping tensors", || {
+        let header = br#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[0; 12]);
+        let (_, problems) = Shards::read(&[("model.safetensors", &file[..])], None, None)?;
+        Err(problems.into_iter().next().expect("overlapping tensors were accepted"))
     });
     case(r, "HF index shard path ../x", || Index::parse(br#"{"weight_map":{"a":"../../etc/passwd"}}"#).map(drop));
     // tokenizer.json

@@ -408,3 +408,17 @@ async fn shutdown_signal() {
         _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::same_bytes;
+
+    #[test]
+    fn key_comparison() {
+        assert!(same_bytes(b"secret", b"secret"));
+        assert!(same_bytes(b"", b""));
+        for other in [&b"secreT"[..], b"secret!", b"secre", b"", b"\0secret"] {
+            assert!(!same_bytes(b"secret", other), "{other:?}");
+        }
+    }
+}
