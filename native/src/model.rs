@@ -1,0 +1,263 @@
+//! The front door: a model loaded with everything it needs to generate
+//! (the fastest kernels this CPU has, a thread pool over all cores, a
+//! context of min(trained, 4096), timings measured), and text in, text out.
+//!
+//! ```no_run
+//! # fn main() -> tern::Result<()> {
+//! let model = tern::Model::load("model.gguf")?; // or an HF directory
+//! let out = model.generate("The capital of France is", &tern::Options::default().max_tokens(32))?;
+//! println!("{}", out.text);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The layers under it (`tern_core`'s `Session`, `Generation`, `Engine`)
+//! stay available for servers and bindings that schedule work themselves.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tern_core::conversation::Conversation;
+use tern_core::generate::{CancelFlag, Event, GenerateConfig, Generation, GenerationResult, Parts};
+use tern_core::kernels::Kernels;
+use tern_core::sampler::SamplerConfig;
+use tern_core::tokenizer::Tokenizer;
+use tern_core::{Engine, Session};
+
+use crate::{limits, Loaded, Result, Threads};
+
+/// Context positions a session gets when the model was trained on more.
+const DEFAULT_CTX: usize = 4096;
+/// Tokens per forward pass while prefilling.
+const BATCH: usize = 512;
+
+/// A loaded model, ready to generate; share it across threads (`Arc`).
+pub struct Model {
+    loaded: Loaded,
+    threads: Threads,
+    kernels: &'static dyn Kernels,
+    n_ctx: usize,
+}
+
+/// What to generate: sampling (llama.cpp's defaults, then the model's
+/// generation_config.json), stops and length, set builder-style.
+#[derive(Debug, Clone)]
+pub struct Options {
+    cfg: GenerateConfig,
+    /// Set by the caller (else the model's defaults apply).
+    sampler_set: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { cfg: GenerateConfig { max_tokens: 256, ..Default::default() }, sampler_set: false }
+    }
+}
+
+impl Options {
+    /// Greedy decoding: the most likely token every step.
+    pub fn greedy() -> Options {
+        Options::default().sampler(SamplerConfig::greedy())
+    }
+    /// At most `n` new tokens.
+    pub fn max_tokens(mut self, n: usize) -> Options {
+        self.cfg.max_tokens = n;
+        self
+    }
+    /// The whole sampler chain (see `tern_core::sampler::SamplerConfig`).
+    pub fn sampler(mut self, s: SamplerConfig) -> Options {
+        self.cfg.sampler = s;
+        self.sampler_set = true;
+        self
+    }
+    /// Temperature (0: greedy).
+    pub fn temperature(mut self, t: f32) -> Options {
+        self.cfg.sampler.temperature = t;
+        self.sampler_set = true;
+        self
+    }
+    /// Seed of the sampler's RNG: the same seed gives the same tokens.
+    pub fn seed(mut self, seed: u64) -> Options {
+        self.cfg.sampler.seed = Some(seed);
+        self
+    }
+    /// Stop before this string (never part of the output); repeatable.
+    pub fn stop(mut self, s: &str) -> Options {
+        self.cfg.stop.push(s.into());
+        self
+    }
+
+    fn config(&self, model: &Model) -> GenerateConfig {
+        let mut cfg = self.cfg.clone();
+        if !self.sampler_set {
+            let seed = cfg.sampler.seed;
+            cfg.sampler = SamplerConfig { seed, ..SamplerConfig::default() };
+            model.loaded.defaults.apply(&mut cfg.sampler);
+        }
+        if cfg.sampler.seed.is_none() {
+            cfg.sampler.seed = Some(std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64));
+        }
+        cfg
+    }
+}
+
+impl Model {
+    /// Load a GGUF file or an HF model directory. Kernels: the fastest this
+    /// CPU runs (`TERN_KERNELS` naming one it cannot is an error); threads:
+    /// one per core.
+    pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+        let kernels = crate::kernels::select()?;
+        let loaded = crate::load(path.as_ref())?;
+        let n_ctx = loaded.model.config.n_ctx_train.min(DEFAULT_CTX);
+        Ok(Model { loaded, threads: Threads::new(0), kernels, n_ctx })
+    }
+
+    /// Context positions each generation or chat gets (default
+    /// min(trained, 4096)); checked against available memory.
+    pub fn with_context(mut self, n_ctx: usize) -> Result<Model> {
+        limits::check_sessions(&self.loaded, 1, n_ctx, BATCH.min(n_ctx.max(1)), tern_core::KvType::F16)?;
+        self.n_ctx = n_ctx;
+        Ok(self)
+    }
+
+    /// What was loaded: weights, tokenizer, format, defaults.
+    pub fn loaded(&self) -> &Loaded {
+        &self.loaded
+    }
+
+    /// The tokenizer (an error if the files have none).
+    pub fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.loaded.tokenizer()
+    }
+
+    fn engine(&self) -> Engine<'_> {
+        Engine { kernels: self.kernels, par: &self.threads, exact: false }
+    }
+
+    fn session(&self) -> Session {
+        self.loaded.model.session(self.n_ctx, BATCH)
+    }
+
+    /// Generate after `prompt` and return the whole result (text, tokens,
+    /// finish reason, usage, timings).
+    pub fn generate(&self, prompt: &str, o: &Options) -> Result<GenerationResult> {
+        let mut last = None;
+        for ev in self.stream(prompt, o)? {
+            if let Event::Done(r) = ev? {
+                last = Some(r);
+            }
+        }
+        Ok(last.expect("a generation ends with Done"))
+    }
+
+    /// Generate after `prompt`, one event at a time: `Event::Token`s, then
+    /// `Event::Done` with the result. `Stream::cancel_flag` stops it from
+    /// another thread.
+    pub fn stream(&self, prompt: &str, o: &Options) -> Result<Stream<'_>> {
+        let ids = self.tokenizer()?.encode(prompt, true)?;
+        Ok(Stream::new(self, self.session(), Generation::new(&ids, o.config(self))))
+    }
+
+    /// A conversation in one live session (each turn prefills only what
+    /// the cache lacks), with an optional system message.
+    pub fn chat(&self, system: Option<&str>) -> Result<Chat<'_>> {
+        let conv = Conversation::new(&self.loaded.model, self.tokenizer()?, self.n_ctx, system)?;
+        Ok(Chat { model: self, conv, options: Options::default() })
+    }
+}
+
+/// Events of one generation (see `Model::stream`).
+pub struct Stream<'m> {
+    model: &'m Model,
+    session: Session,
+    generation: Generation,
+    cancel: CancelFlag,
+}
+
+impl<'m> Stream<'m> {
+    fn new(model: &'m Model, session: Session, generation: Generation) -> Stream<'m> {
+        let cancel: CancelFlag = Arc::new(AtomicBool::new(false));
+        let generation = generation.with_cancel(cancel.clone()).with_clock(crate::clock);
+        Stream { model, session, generation, cancel }
+    }
+
+    /// Set it (from any thread) to end the generation after the current
+    /// token, with finish reason `cancelled`.
+    pub fn cancel_flag(&self) -> CancelFlag {
+        self.cancel.clone()
+    }
+}
+
+impl Iterator for Stream<'_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Result<Event>> {
+        let m = self.model;
+        let tok = m.tokenizer().ok()?;
+        let engine = m.engine();
+        let parts = Parts { model: &m.loaded.model, engine: &engine, vocab: tok, session: &mut self.session };
+        self.generation.next(parts).map(|r| r.map_err(Into::into))
+    }
+}
+
+/// A conversation (see `Model::chat`).
+pub struct Chat<'m> {
+    model: &'m Model,
+    conv: Conversation,
+    options: Options,
+}
+
+impl<'m> Chat<'m> {
+    /// The options every reply uses.
+    pub fn options(&mut self, o: Options) -> &mut Self {
+        self.options = o;
+        self
+    }
+
+    /// Send a user message; the reply streams as events and is recorded
+    /// in the conversation when its `Done` event has been read.
+    pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
+        let m = self.model;
+        let cfg = self.options.config(m);
+        let prompt = {
+            self.conv.messages.push(tern_core::chat::Message::new("user", text));
+            match self.conv.prompt(m.tokenizer()?, cfg.max_tokens) {
+                Ok(ids) => ids,
+                Err(e) => {
+                    self.conv.messages.pop();
+                    return Err(e.into());
+                }
+            }
+        };
+        let generation = Generation::new(&prompt, cfg).with_clock(crate::clock);
+        Ok(Reply { chat: self, generation })
+    }
+
+    /// The messages so far.
+    pub fn messages(&self) -> &[tern_core::chat::Message] {
+        &self.conv.messages
+    }
+}
+
+/// The events of one reply (see `Chat::send`).
+pub struct Reply<'c, 'm> {
+    chat: &'c mut Chat<'m>,
+    generation: Generation,
+}
+
+impl Iterator for Reply<'_, '_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Result<Event>> {
+        let m = self.chat.model;
+        let tok = m.tokenizer().ok()?;
+        let engine = m.engine();
+        let parts = Parts { model: &m.loaded.model, engine: &engine, vocab: tok, session: &mut self.chat.conv.session };
+        let ev = self.generation.next(parts)?;
+        if let Ok(Event::Done(r)) = &ev {
+            self.chat.conv.push_reply(&r.text);
+        }
+        Some(ev.map_err(Into::into))
+    }
+}
