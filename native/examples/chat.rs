@@ -3,30 +3,30 @@
 //!
 //!     cargo run --release -p tern --example chat [MODEL.gguf]
 
-use tern::{models, Threads};
-use tern_core::conversation::Conversation;
-use tern_core::generate::GenerateConfig;
-use tern_core::sampler::SamplerConfig;
+use tern::{Event, Options};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = models::path_or(std::env::args().nth(1), models::SMOLLM2)?;
-    let lm = tern::load(&path)?;
-    let threads = Threads::new(0);
-    let engine = tern::engine(&threads, false);
-    let mut conv = Conversation::new(&lm.model, lm.tokenizer()?, 2048, Some("You are a concise assistant."))?;
-    let cfg = || GenerateConfig { max_tokens: 60, sampler: SamplerConfig::greedy(), ..Default::default() };
+fn main() -> tern::Result<()> {
+    let model = tern::Model::load(tern::models::path_or(std::env::args().nth(1), tern::models::SMOLLM2)?)?;
+    let mut chat = model.chat(Some("You are a concise assistant."))?;
+    chat.options(Options::greedy().max_tokens(60));
     for question in ["What is the largest planet?", "And the smallest?"] {
         println!("> {question}");
-        let r = conv.reply(&lm.model, engine, lm.tokenizer()?, question, cfg(), tern::clock, |_, t| print!("{t}"))?;
-        println!("\n  ({} prompt tokens, {} from the cache)", r.usage.prompt_tokens, r.usage.cached_tokens);
+        for event in chat.send(question)? {
+            match event? {
+                Event::Token { text, .. } => print!("{text}"),
+                Event::Done(r) => {
+                    println!("\n  ({} prompt tokens, {} from the cache)", r.usage.prompt_tokens, r.usage.cached_tokens)
+                }
+            }
+        }
     }
-    let saved = conv.save(&lm.model);
-    let mut again = Conversation::new(&lm.model, lm.tokenizer()?, 2048, None)?;
-    again.load(&lm.model, &saved)?;
+    let saved = chat.save();
+    let mut again = model.chat(None)?;
+    again.restore(&saved)?;
     println!(
         "restored {} messages, {} cached tokens ({} bytes)",
-        again.messages.len(),
-        again.session.n_past(),
+        again.messages().len(),
+        again.n_cached(),
         saved.len()
     );
     Ok(())

@@ -238,6 +238,21 @@ impl<'m> Chat<'m> {
     pub fn messages(&self) -> &[tern_core::chat::Message] {
         &self.conv.messages
     }
+
+    /// The conversation as bytes: messages, KV cache and RNG.
+    pub fn save(&self) -> Vec<u8> {
+        self.conv.save(&self.model.loaded.model)
+    }
+
+    /// Continue a conversation `save` wrote (for this model).
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<()> {
+        Ok(self.conv.load(&self.model.loaded.model, bytes)?)
+    }
+
+    /// Positions of the conversation in the cache.
+    pub fn n_cached(&self) -> usize {
+        self.conv.session.n_past()
+    }
 }
 
 /// The events of one reply (see `Chat::send`).
