@@ -124,9 +124,7 @@ impl ChatTemplate {
         }
         String::from_utf8(out.out).map_err(|_| Error::Template { detail: "the rendering is not UTF-8".into() })
     }
-}
 
-impl ChatTemplate {
     /// The tokenizer's template, printing its BOS/EOS strings.
     pub fn of(tok: &Tokenizer) -> Result<ChatTemplate> {
         let src = tok

@@ -86,15 +86,19 @@ impl Conversation {
         user: &str,
         cfg: GenerateConfig,
     ) -> Result<Generator<'a, B>> {
-        self.messages.push(Message::new("user", user));
-        let ids = match self.prompt(tok, cfg.max_tokens) {
-            Ok(ids) => ids,
-            Err(e) => {
-                self.messages.pop();
-                return Err(e);
-            }
-        };
+        let ids = self.open_turn(tok, user, cfg.max_tokens)?;
         Ok(Generator::new(model, engine, tok, &mut self.session, &ids, cfg))
+    }
+
+    /// Add a user message and return the prompt for the reply (room left
+    /// for `reserve` tokens); on an error the message is taken back.
+    pub fn open_turn(&mut self, tok: &Tokenizer, user: &str, reserve: usize) -> Result<Vec<u32>> {
+        self.messages.push(Message::new("user", user));
+        let ids = self.prompt(tok, reserve);
+        if ids.is_err() {
+            self.messages.pop();
+        }
+        ids
     }
 
     pub fn push_reply(&mut self, text: &str) {

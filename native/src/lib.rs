@@ -34,6 +34,11 @@ pub fn clock() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
+/// A seed for when none is given: the clock's nanoseconds.
+pub fn clock_seed() -> u64 {
+    std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// An engine over the given thread pool.
 pub fn engine(par: &Threads, exact: bool) -> Engine<'_> {
     Engine { kernels: kernels(), par, exact }

@@ -96,7 +96,7 @@ impl Options {
             model.loaded.defaults.apply(&mut cfg.sampler);
         }
         if cfg.sampler.seed.is_none() {
-            cfg.sampler.seed = Some(std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64));
+            cfg.sampler.seed = Some(crate::clock_seed());
         }
         cfg
     }
@@ -139,47 +139,56 @@ impl Model {
         self.loaded.model.session(self.n_ctx, BATCH)
     }
 
+    /// One event of `g` over `session`: what `Stream` and `Reply` iterate.
+    fn step(&self, tok: &Tokenizer, g: &mut Generation, session: &mut Session) -> Option<Result<Event>> {
+        let engine = self.engine();
+        let parts = Parts { model: &self.loaded.model, engine: &engine, vocab: tok, session };
+        g.next(parts).map(|r| r.map_err(Into::into))
+    }
+
     /// Generate after `prompt` and return the whole result (text, tokens,
     /// finish reason, usage, timings).
     pub fn generate(&self, prompt: &str, o: &Options) -> Result<GenerationResult> {
-        let mut last = None;
         for ev in self.stream(prompt, o)? {
             if let Event::Done(r) = ev? {
-                last = Some(r);
+                return Ok(r);
             }
         }
-        Ok(last.expect("a generation ends with Done"))
+        Err(tern_core::Error::InvalidArgument { what: "the generation ended without a result".into() }.into())
     }
 
     /// Generate after `prompt`, one event at a time: `Event::Token`s, then
     /// `Event::Done` with the result. `Stream::cancel_flag` stops it from
     /// another thread.
     pub fn stream(&self, prompt: &str, o: &Options) -> Result<Stream<'_>> {
-        let ids = self.tokenizer()?.encode(prompt, true)?;
-        Ok(Stream::new(self, self.session(), Generation::new(&ids, o.config(self))))
+        let tok = self.tokenizer()?;
+        let ids = tok.encode(prompt, true)?;
+        Ok(Stream::new(self, tok, self.session(), Generation::new(&ids, o.config(self))))
     }
 
     /// A conversation in one live session (each turn prefills only what
     /// the cache lacks), with an optional system message.
     pub fn chat(&self, system: Option<&str>) -> Result<Chat<'_>> {
-        let conv = Conversation::new(&self.loaded.model, self.tokenizer()?, self.n_ctx, system)?;
-        Ok(Chat { model: self, conv, options: Options::default() })
+        let tok = self.tokenizer()?;
+        let conv = Conversation::new(&self.loaded.model, tok, self.n_ctx, system)?;
+        Ok(Chat { model: self, tok, conv, options: Options::default() })
     }
 }
 
 /// Events of one generation (see `Model::stream`).
 pub struct Stream<'m> {
     model: &'m Model,
+    tok: &'m Tokenizer,
     session: Session,
     generation: Generation,
     cancel: CancelFlag,
 }
 
 impl<'m> Stream<'m> {
-    fn new(model: &'m Model, session: Session, generation: Generation) -> Stream<'m> {
+    fn new(model: &'m Model, tok: &'m Tokenizer, session: Session, generation: Generation) -> Stream<'m> {
         let cancel: CancelFlag = Arc::new(AtomicBool::new(false));
         let generation = generation.with_cancel(cancel.clone()).with_clock(crate::clock);
-        Stream { model, session, generation, cancel }
+        Stream { model, tok, session, generation, cancel }
     }
 
     /// Set it (from any thread) to end the generation after the current
@@ -193,17 +202,14 @@ impl Iterator for Stream<'_> {
     type Item = Result<Event>;
 
     fn next(&mut self) -> Option<Result<Event>> {
-        let m = self.model;
-        let tok = m.tokenizer().ok()?;
-        let engine = m.engine();
-        let parts = Parts { model: &m.loaded.model, engine: &engine, vocab: tok, session: &mut self.session };
-        self.generation.next(parts).map(|r| r.map_err(Into::into))
+        self.model.step(self.tok, &mut self.generation, &mut self.session)
     }
 }
 
 /// A conversation (see `Model::chat`).
 pub struct Chat<'m> {
     model: &'m Model,
+    tok: &'m Tokenizer,
     conv: Conversation,
     options: Options,
 }
@@ -218,18 +224,8 @@ impl<'m> Chat<'m> {
     /// Send a user message; the reply streams as events and is recorded
     /// in the conversation when its `Done` event has been read.
     pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
-        let m = self.model;
-        let cfg = self.options.config(m);
-        let prompt = {
-            self.conv.messages.push(tern_core::chat::Message::new("user", text));
-            match self.conv.prompt(m.tokenizer()?, cfg.max_tokens) {
-                Ok(ids) => ids,
-                Err(e) => {
-                    self.conv.messages.pop();
-                    return Err(e.into());
-                }
-            }
-        };
+        let cfg = self.options.config(self.model);
+        let prompt = self.conv.open_turn(self.tok, text, cfg.max_tokens)?;
         let generation = Generation::new(&prompt, cfg).with_clock(crate::clock);
         Ok(Reply { chat: self, generation })
     }
@@ -265,11 +261,8 @@ impl Iterator for Reply<'_, '_> {
     type Item = Result<Event>;
 
     fn next(&mut self) -> Option<Result<Event>> {
-        let m = self.chat.model;
-        let tok = m.tokenizer().ok()?;
-        let engine = m.engine();
-        let parts = Parts { model: &m.loaded.model, engine: &engine, vocab: tok, session: &mut self.chat.conv.session };
-        let ev = self.generation.next(parts)?;
+        let chat = &mut *self.chat;
+        let ev = chat.model.step(chat.tok, &mut self.generation, &mut chat.conv.session)?;
         if let Ok(Event::Done(r)) = &ev {
             self.chat.conv.push_reply(&r.text);
         }

@@ -74,17 +74,20 @@ pub fn run(a: Args) -> Result<()> {
     };
     let n = a.sampling.n_predict;
     let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::model::MAX_CTX);
-    let needed = needed.ok_or_else(|| limits::invalid(format!("-n {n} after a prompt of {} tokens", prompt.len())))?;
+    let needed = needed.ok_or_else(|| {
+        let max = tern_core::model::MAX_CTX;
+        limits::invalid(format!("-n {n} after a prompt of {} tokens passes the longest context, {max}", prompt.len()))
+    })?;
     if a.ctx == Some(0) {
         return Err(limits::invalid("-c 0: a context holds at least one position".into()));
     }
     let n_ctx = a.ctx.unwrap_or(needed + 1).max(needed);
-    let kv = a.kv_type.unwrap_or(if a.exact { tern_core::KvType::F32 } else { tern_core::KvType::F16 });
-    limits::check_sessions(&lm, 1, n_ctx, 512.min(n_ctx), kv)?;
     let seed = a.sampling.seed();
     let threads = Threads::new(limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact);
-    let mut session = lm.model.session_kv(n_ctx, 512, a.kv_type.unwrap_or(engine.kv_type()));
+    let kv = a.kv_type.unwrap_or(engine.kv_type());
+    limits::check_sessions(&lm, 1, n_ctx, 512.min(n_ctx), kv)?;
+    let mut session = lm.model.session_kv(n_ctx, 512, kv);
     let mut logits_file = match &a.logits_out {
         Some(p) => Some(BufWriter::new(File::create(p).map_err(|source| Error::Io { path: p.clone(), source })?)),
         None => None,

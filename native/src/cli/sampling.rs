@@ -48,7 +48,7 @@ pub struct SamplingArgs {
 
 impl SamplingArgs {
     pub fn seed(&self) -> u64 {
-        self.seed.unwrap_or_else(|| std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64))
+        self.seed.unwrap_or_else(tern::clock_seed)
     }
 
     /// The sampler: llama.cpp's defaults, then the model's generation

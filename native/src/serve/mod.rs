@@ -81,9 +81,9 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
         });
     }
     crate::limits::check_threads(o.threads)?;
-    // every slot's cache and the shared batch scratch, before "listening"
-    crate::limits::check_sessions(&lm, o.parallel, o.ctx, 1, tern_core::KvType::F16)?;
-    crate::limits::check_sessions(&lm, 1, o.ctx, o.n_batch, tern_core::KvType::F16)?;
+    // the slots' sessions as the scheduler makes them (a cache of --ctx
+    // and scratch for --batch each), before "listening"
+    crate::limits::check_sessions(&lm, o.parallel, o.ctx, o.n_batch, tern_core::KvType::F16)?;
     let lm = Arc::new(lm);
     let metrics = Arc::new(metrics::Metrics::new((o.parallel * o.ctx) as u64));
     let (tx, rx) = std::sync::mpsc::channel();
