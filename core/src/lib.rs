@@ -23,7 +23,7 @@ pub mod parallel;
 pub mod perplexity;
 pub mod quant;
 pub mod sampler;
-pub mod sequence;
+pub mod tensors;
 #[cfg(feature = "std")]
 pub mod tokenizer;
 pub mod utf8;

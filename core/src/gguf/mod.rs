@@ -2,6 +2,7 @@
 //! Every count, length and offset is checked against the file before use;
 //! tensor data are zero-copy views into the input.
 
+mod model;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -13,8 +14,8 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
-use crate::model::weights::{Located, Naming};
 use crate::quant::GgmlType;
+use crate::tensors::{Located, Naming, TensorDir};
 use reader::Reader;
 pub use value::{Array, Value};
 
@@ -224,7 +225,7 @@ fn align_up(x: u64, a: u64) -> Option<u64> {
     Some(x.checked_add(a - 1)? / a * a)
 }
 
-impl crate::model::weights::TensorDir for Gguf<'_> {
+impl TensorDir for Gguf<'_> {
     fn naming(&self) -> Naming {
         Naming::Gguf
     }

@@ -10,8 +10,8 @@ use alloc::vec::Vec;
 use safetensors::tensor::{Dtype, SafeTensors};
 
 use crate::error::{Error, Result};
-use crate::model::weights::{Located, Naming, TensorDir};
 use crate::quant::GgmlType;
+use crate::tensors::{Located, Naming, TensorDir};
 
 pub const INDEX: &str = "model.safetensors.index.json";
 pub const SINGLE: &str = "model.safetensors";

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use half::f16;
 
-use super::{scalar, Acts, Kernels, KvRows, QMatrix, Scalar};
+use super::{scalar, Acts, Cached, Kernels, KvRows, QMatrix, Queries, Scalar};
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
@@ -227,11 +227,11 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             kc.iter().zip(&vc).map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b))).unzip();
         for (kind, kr, vr) in [("f32", KvRows::F32(&kc), KvRows::F32(&vc)), ("f16", KvRows::F16(&kh), KvRows::F16(&vh))]
         {
-            let (kr, vr) = (kr.from(off), vr.from(off));
             let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
             let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
-            k.attention_head(&q, kr, vr, stride, n_kv, 0.125, &mut s1, &mut o1);
-            s.attention_head(&q, kr, vr, stride, n_kv, 0.125, &mut s2, &mut o2);
+            let kv = Cached { k: kr.from(off), v: vr.from(off), stride };
+            k.attention_head(&q, kv, n_kv, 0.125, &mut s1, &mut o1);
+            s.attention_head(&q, kv, n_kv, 0.125, &mut s2, &mut o2);
             if !same(&o1, &o2) {
                 return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows", k.name()));
             }
@@ -241,9 +241,9 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             let qs: Vec<f32> = (0..n_q * (hd + 3)).map(|_| r.f32(1.0)).collect();
             let seen: Vec<usize> = (0..n_q).map(|j| (n_kv - j.min(n_kv - 1) * n_kv / n_q).max(1)).collect();
             let (mut o1, mut o2) = (vec![0.0; n_q * hd], vec![0.0; n_q * hd]);
-            k.attention_queries(&qs, hd + 3, kr, vr, stride, &seen, 0.125, &mut s1, &mut o1);
+            k.attention_queries(Queries { q: &qs, stride: hd + 3, n_kv: &seen, scale: 0.125 }, kv, &mut s1, &mut o1);
             for (j, o) in o2.chunks_exact_mut(hd).enumerate() {
-                s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], kr, vr, stride, seen[j], 0.125, &mut s2, o);
+                s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], kv, seen[j], 0.125, &mut s2, o);
             }
             if !same(&o1, &o2) {
                 return Err(format!(

@@ -74,18 +74,34 @@ impl<'a> KvRows<'a> {
     }
 }
 
-/// `f(query, its n_kv, its output)` for each query of a run laid out as
-/// `Kernels::attention_queries` takes them.
-pub fn each_query(
-    q: &[f32],
-    q_stride: usize,
-    n_kv: &[usize],
-    out: &mut [f32],
-    mut f: impl FnMut(&[f32], usize, &mut [f32]),
-) {
-    let hd = out.len() / n_kv.len().max(1);
-    for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
-        f(&q[j * q_stride..j * q_stride + hd], n, o);
+/// One layer's cached keys and values as attention reads them: position
+/// t's key is `k[t * stride..][..hd]`, its value `v[t * stride..][..hd]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Cached<'a> {
+    pub k: KvRows<'a>,
+    pub v: KvRows<'a>,
+    pub stride: usize,
+}
+
+/// A run of queries of one head over the same cached rows (one sequence,
+/// keys from its first position): query j is `q[j * stride..][..hd]` and
+/// sees the first `n_kv[j]` positions; scores are scaled by `scale`.
+#[derive(Clone, Copy, Debug)]
+pub struct Queries<'a> {
+    pub q: &'a [f32],
+    pub stride: usize,
+    pub n_kv: &'a [usize],
+    pub scale: f32,
+}
+
+impl Queries<'_> {
+    /// `f(query, its n_kv, its output)` for each query, its output being
+    /// `out[j * hd..][..hd]` (hd = `out.len() / n_kv.len()`).
+    pub fn each(&self, out: &mut [f32], mut f: impl FnMut(&[f32], usize, &mut [f32])) {
+        let hd = out.len() / self.n_kv.len().max(1);
+        for (j, (&n, o)) in self.n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
+            f(&self.q[j * self.stride..j * self.stride + hd], n, o);
+        }
     }
 }
 
@@ -115,43 +131,19 @@ pub trait Kernels: Sync {
         scalar::rms_norm(x, w, eps, o)
     }
 
-    /// Causal attention of one query head over `n_kv` cached positions:
-    /// `out = softmax(q·K^T * scale) V`, `scores` is scratch of `n_kv`.
-    #[allow(clippy::too_many_arguments)]
-    fn attention_head(
-        &self,
-        q: &[f32],
-        k: KvRows,
-        v: KvRows,
-        kv_stride: usize,
-        n_kv: usize,
-        scale: f32,
-        scores: &mut [f32],
-        out: &mut [f32],
-    ) {
-        scalar::attention_head(q, k, v, kv_stride, n_kv, scale, scores, out)
+    /// Causal attention of one query head over the first `n_kv` cached
+    /// positions: `out = softmax(q·K^T * scale) V`; `scores` is scratch of
+    /// `n_kv`.
+    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+        scalar::attention_head(q, kv, n_kv, scale, scores, out)
     }
 
-    /// Attention of one query head for a run of queries over the same
-    /// cached rows (one sequence, keys from its first position): query j
-    /// is `q[j * q_stride..][..hd]`, sees the first `n_kv[j]` positions and
-    /// writes `out[j * hd..][..hd]` (hd = `out.len() / n_kv.len()`).
-    /// The numbers of `attention_head` per query; a backend may share work
-    /// across the run (the keys' layout). `scores`: scratch of max `n_kv`.
-    #[allow(clippy::too_many_arguments)]
-    fn attention_queries(
-        &self,
-        q: &[f32],
-        q_stride: usize,
-        k: KvRows,
-        v: KvRows,
-        kv_stride: usize,
-        n_kv: &[usize],
-        scale: f32,
-        scores: &mut [f32],
-        out: &mut [f32],
-    ) {
-        each_query(q, q_stride, n_kv, out, |qj, n, o| self.attention_head(qj, k, v, kv_stride, n, scale, scores, o));
+    /// Attention of one head for a run of queries over the same cached
+    /// rows, query j writing `out[j * hd..][..hd]`: the numbers of
+    /// `attention_head` per query; a backend may share work across the run
+    /// (the keys' layout). `scores`: scratch of max `n_kv`.
+    fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
+        qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.scale, scores, o));
     }
 
     /// `g[i] = silu(g[i]) * u[i]`.

@@ -8,7 +8,7 @@
 
 use core::ops::Range;
 
-use super::{Acts, KvRows, QMatrix};
+use super::{Acts, Cached, KvRows, QMatrix};
 
 /// The largest head the attention kernels take (checked at load).
 pub const MAX_HEAD_DIM: usize = 512;
@@ -174,21 +174,17 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 #[inline]
-pub fn attention_head(
-    q: &[f32],
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
-    n_kv: usize,
-    scale: f32,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
-    attention_head_with(q, k, v, kv_stride, n_kv, scale, scores, out, dot_f32, axpy, |k: &KvRows, r, o: &mut [f32]| {
-        k.read(r, o)
-    })
+pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+    attention_head_with(
+        q,
+        kv,
+        n_kv,
+        scale,
+        scores,
+        out,
+        RowOps { dot: dot_f32, axpy, read: |k: &KvRows, r, o: &mut [f32]| k.read(r, o) },
+    )
 }
 
 /// `o[i] += p · x[i]`, element by element (multiply, then add).
@@ -199,40 +195,46 @@ pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
     }
 }
 
-/// The attention reference with its inner loops supplied: `dot` must be
-/// the contract's 16-lane dot, `axpy` the elementwise update above and
-/// `read` widen cached rows exactly as `KvRows::read` (a backend passes its
-/// SIMD versions of the same arithmetic).
-#[allow(clippy::too_many_arguments)]
+/// The inner loops of the attention reference: `dot` must be the
+/// contract's 16-lane dot, `axpy` the elementwise update above and `read`
+/// widen cached rows exactly as `KvRows::read` (a backend passes its SIMD
+/// versions of the same arithmetic).
+pub struct RowOps<D, A, R> {
+    pub dot: D,
+    pub axpy: A,
+    pub read: R,
+}
+
+/// The attention reference with its inner loops supplied.
 #[inline(always)]
-pub fn attention_head_with(
+pub fn attention_head_with<D, A, R>(
     q: &[f32],
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
+    kv: Cached,
     n_kv: usize,
     scale: f32,
     scores: &mut [f32],
     out: &mut [f32],
-    dot: impl Fn(&[f32], &[f32]) -> f32,
-    axpy: impl Fn(&mut [f32], f32, &[f32]),
-    read: impl Fn(&KvRows, Range<usize>, &mut [f32]),
-) {
-    let hd = q.len();
+    ops: RowOps<D, A, R>,
+) where
+    D: Fn(&[f32], &[f32]) -> f32,
+    A: Fn(&mut [f32], f32, &[f32]),
+    R: Fn(&KvRows, Range<usize>, &mut [f32]),
+{
+    let (hd, st) = (q.len(), kv.stride);
     let mut row = [0.0f32; MAX_HEAD_DIM];
     let row = &mut row[..hd];
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
-        read(&k, t * kv_stride..t * kv_stride + hd, row);
-        *s = dot(q, row) * scale;
+        (ops.read)(&kv.k, t * st..t * st + hd, row);
+        *s = (ops.dot)(q, row) * scale;
         max = max.max(*s);
     }
     let inv = softmax_exp(scores, max);
     out.fill(0.0);
     for (t, &e) in scores.iter().enumerate() {
-        read(&v, t * kv_stride..t * kv_stride + hd, row);
-        axpy(out, e * inv, row);
+        (ops.read)(&kv.v, t * st..t * st + hd, row);
+        (ops.axpy)(out, e * inv, row);
     }
 }
 

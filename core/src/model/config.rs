@@ -1,11 +1,12 @@
-//! The normalised model configuration, read from GGUF metadata.
+//! The normalised model configuration: what the forward pass needs to
+//! know of a model, whichever format it came in (`crate::gguf` and
+//! `crate::hf` build it).
 
 use crate::kernels::scalar::MAX_HEAD_DIM;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
-use crate::gguf::Gguf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
@@ -110,95 +111,7 @@ impl Param {
     }
 }
 
-fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
-    let v = g.require_u64(key)?;
-    usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or_else(|| Error::Hyperparameter {
-        key: key.into(),
-        value: v.to_string(),
-        why: "must be in 1..2^31".into(),
-    })
-}
-
-fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
-    if g.get(key).is_none() {
-        return Ok(None);
-    }
-    usize_key(g, key).map(Some)
-}
-
 impl Config {
-    /// Read the configuration. `n_vocab` and rope frequency factors come
-    /// from tensors, which the caller has already located.
-    pub fn from_gguf(g: &Gguf, n_vocab: usize, rope_freq_factors: Option<&[f32]>) -> Result<Config> {
-        let arch = Arch::parse(g.require_str("general.architecture")?)?;
-        let a = arch.name();
-        let k = |s: &str| alloc::format!("{a}.{s}");
-        let n_embd = usize_key(g, &k("embedding_length"))?;
-        let n_head = usize_key(g, &k("attention.head_count"))?;
-        let n_head_kv = opt_usize_key(g, &k("attention.head_count_kv"))?.unwrap_or(n_head);
-        let head_dim = opt_usize_key(g, &k("attention.key_length"))?.unwrap_or(n_embd / n_head);
-        if let Some(vl) = opt_usize_key(g, &k("attention.value_length"))? {
-            if vl != head_dim {
-                return Err(Error::Unsupported { what: alloc::format!("value_length {vl} != key_length {head_dim}") });
-            }
-        }
-        let n_rot = opt_usize_key(g, &k("rope.dimension_count"))?.unwrap_or(head_dim);
-        check_heads(n_head, n_head_kv, head_dim, n_rot)?;
-        let rope_base = g.get_f32(&k("rope.freq_base"))?.unwrap_or(10000.0);
-        let mut rope_pos_scale = 1.0f32;
-        let scaling = g.get_str(&k("rope.scaling.type"))?.unwrap_or("none");
-        match scaling {
-            "none" => {}
-            "linear" => {
-                let f = g.get_f32(&k("rope.scaling.factor"))?.unwrap_or(1.0);
-                if !(f > 0.0) {
-                    return Err(Error::InvalidValue {
-                        field: "rope.scaling.factor",
-                        offset: 0,
-                        detail: alloc::format!("{f}"),
-                    });
-                }
-                rope_pos_scale = 1.0 / f;
-            }
-            other => return Err(Error::Unsupported { what: alloc::format!("rope scaling {other:?}") }),
-        }
-        if let Some(ff) = rope_freq_factors {
-            if ff.len() != n_rot / 2 {
-                return Err(Error::TensorShape {
-                    tensor: "rope_freqs.weight".into(),
-                    detail: alloc::format!("{} factors for {} rotated pairs", ff.len(), n_rot / 2),
-                });
-            }
-        }
-        let mut rope_inv_freq = inv_freq(rope_base, n_rot);
-        if let Some(ff) = rope_freq_factors {
-            for (f, d) in rope_inv_freq.iter_mut().zip(ff) {
-                *f /= d;
-            }
-        }
-        Ok(Config {
-            arch,
-            name: g.get_str("general.name")?.unwrap_or("").to_string(),
-            n_vocab,
-            n_embd,
-            n_layer: usize_key(g, &k("block_count"))?,
-            n_head,
-            n_head_kv,
-            head_dim,
-            n_ff: usize_key(g, &k("feed_forward_length"))?,
-            n_ctx_train: opt_usize_key(g, &k("context_length"))?.unwrap_or(2048),
-            norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
-            rope_style: match arch {
-                Arch::Llama => RopeStyle::Adjacent,
-                Arch::Qwen2 | Arch::Qwen3 => RopeStyle::Neox,
-            },
-            rope_base,
-            n_rot,
-            rope_pos_scale,
-            rope_inv_freq,
-        })
-    }
-
     /// Refuse hyper-parameters no model has, naming the key as the file
     /// spells it (`hf`: config.json's names, else GGUF's): sizes past the
     /// limits above, NaN/inf or non-positive epsilon and RoPE parameters.

@@ -2,30 +2,17 @@
 //! the weight's pairing format (or keep f32 on the exact path), split output
 //! rows across workers, and lay the result out by token.
 
-use super::scratch::ActBufs;
+use alloc::vec::Vec;
+
+use super::engine::Engine;
 use crate::kernels::{Acts, Kernels, QMatrix};
-use crate::parallel::Parallel;
-use crate::quant::{GgmlType, QK8, QK_K};
+use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
-/// What a forward pass runs on.
-#[derive(Clone, Copy)]
-pub struct Engine<'e> {
-    pub kernels: &'e dyn Kernels,
-    pub par: &'e dyn Parallel,
-    /// f32 activations with weights dequantized on the fly (the oracle path).
-    pub exact: bool,
-}
-
-impl Engine<'_> {
-    /// The KV cache type this path defaults to: f32 on the exact path
-    /// (oracle parity), f16 on the quantized path (as llama.cpp).
-    pub fn kv_type(&self) -> super::KvType {
-        if self.exact {
-            super::KvType::F32
-        } else {
-            super::KvType::F16
-        }
-    }
+/// Quantized activations, one vector per 8-bit block format.
+pub struct ActBufs {
+    pub q8_0: Vec<BlockQ8_0>,
+    pub q8_1: Vec<BlockQ8_1>,
+    pub q8k: Vec<BlockQ8K>,
 }
 
 /// Rows per parallel task: a few tasks per worker, whole rows.

@@ -1,7 +1,9 @@
 //! The model (immutable, shareable) and the session (KV cache, position,
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
+mod attention;
 pub mod config;
+mod engine;
 mod forward;
 pub mod kv_cache;
 pub mod matmul;
@@ -17,12 +19,11 @@ pub mod weights;
 use alloc::vec::Vec;
 
 pub use config::{Arch, Config, RopeStyle};
-pub use matmul::Engine;
+pub use engine::Engine;
 pub use requant::{Requantized, Widened};
 pub use weights::{TensorRef, Weights};
 
 use crate::error::{Error, Result};
-use crate::gguf::Gguf;
 use crate::kernels::QMatrix;
 use crate::sampler::Rng;
 use kv_cache::KvCache;
@@ -31,20 +32,6 @@ use scratch::Scratch;
 
 /// The longest context a session may have (16 M positions).
 pub const MAX_CTX: usize = 1 << 24;
-
-/// Injected faults, for tests proving the parity checks can fail. Only the
-/// `faults` feature can set them.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Faults {
-    /// Rotate the other RoPE pairing (adjacent ⇄ NEOX).
-    pub rope_pairing: bool,
-    /// Attend to the positions after the query instead of before it.
-    pub mask_inverted: bool,
-    /// Attend to one position fewer (the query's own K/V left out).
-    pub frontier_off_by_one: bool,
-    /// Use K's projection for Q and Q's for K.
-    pub swap_qk: bool,
-}
 
 pub struct Model<B> {
     /// The model's bytes: a GGUF file, or an HF directory's shards (plus
@@ -57,21 +44,6 @@ pub struct Model<B> {
 }
 
 impl<B: AsRef<[u8]>> Model<B> {
-    /// Parse a GGUF file held in `bytes`, bind and check its weights, and
-    /// let `with` read anything else it needs (e.g. the tokenizer) from the
-    /// same parse.
-    pub fn load_gguf_with<T>(bytes: B, with: impl FnOnce(&Gguf) -> Result<T>) -> Result<(Model<B>, T)> {
-        let (config, weights, extra) = {
-            let g = Gguf::parse(bytes.as_ref())?;
-            let ff = weights::rope_freq_factors(&g)?;
-            let config = Config::from_gguf(&g, weights::n_vocab(&g)?, ff.as_deref())?;
-            config.check_fits(false, bytes.as_ref().len() as u64)?;
-            let weights = Weights::bind(&g, &config, weights::Expect::GGUF)?;
-            (config, weights, with(&g)?)
-        };
-        Ok((Model { bufs: alloc::vec![bytes], scales: Vec::new(), config, weights }, extra))
-    }
-
     /// A model over buffers whose tensors `weights` already locates (see
     /// `crate::hf` for HF directories).
     pub fn from_parts(bufs: Vec<B>, config: Config, weights: Weights) -> Result<Model<B>> {
@@ -88,10 +60,6 @@ impl<B: AsRef<[u8]>> Model<B> {
             }
         }
         Ok(Model { bufs, scales: Vec::new(), config, weights })
-    }
-
-    pub fn load_gguf(bytes: B) -> Result<Model<B>> {
-        Ok(Self::load_gguf_with(bytes, |_| Ok(()))?.0)
     }
 
     /// The buffers the model reads (the GGUF file is the first and only
@@ -191,7 +159,6 @@ impl<B: AsRef<[u8]>> Model<B> {
             logits: Vec::new(),
             n_vocab: self.config.n_vocab,
             rng: Rng::new(0),
-            faults: Faults::default(),
         }
     }
 
@@ -236,12 +203,7 @@ impl<B: AsRef<[u8]>> Model<B> {
         logits.resize(items.len() * self.config.n_vocab, 0.0);
         let mut seqs: Vec<forward::Seq> = items
             .iter_mut()
-            .map(|(sess, toks)| forward::Seq {
-                pos0: sess.tokens.len(),
-                kv: &mut sess.kv,
-                tokens: toks,
-                faults: sess.faults,
-            })
+            .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks })
             .collect();
         self.with_view(|view| forward::batch(view, e, scratch, &mut seqs, &out_rows, logits))?;
         for (sess, toks) in items.iter_mut() {
@@ -288,7 +250,6 @@ pub struct Session {
     n_vocab: usize,
     /// The session's random state (sampling draws from it).
     pub rng: Rng,
-    faults: Faults,
 }
 
 impl Session {
@@ -361,8 +322,7 @@ impl Session {
                     _ => {}
                 }
                 let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
-                let mut seq =
-                    [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, faults: self.faults }];
+                let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch }];
                 forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out)?;
                 self.tokens.extend_from_slice(batch);
                 row += out_rows.len();
@@ -383,10 +343,5 @@ impl Session {
     /// Sample from `logits` with this session's RNG and token history.
     pub fn sample_with(&mut self, sampler: &mut crate::sampler::Sampler, logits: &[f32]) -> u32 {
         sampler.sample(logits, &self.tokens, &mut self.rng)
-    }
-
-    #[cfg(feature = "faults")]
-    pub fn set_faults(&mut self, f: Faults) {
-        self.faults = f;
     }
 }

@@ -5,10 +5,21 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::Config;
+use super::matmul::ActBufs;
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
 
 /// Output rows computed per chunk of the output head (bounds `mm`).
 pub const HEAD_TOKENS: usize = 16;
+
+/// Most query heads of one KV head attended together (their outputs side
+/// by side in a task's room).
+pub(super) const MAX_GROUP: usize = 16;
+
+/// Scratch a head's attention task holds beyond its outputs: the outputs
+/// of a KV head's queries and the scores of `n_ctx` positions.
+pub(super) fn per_head_room(c: &Config, n_ctx: usize) -> usize {
+    MAX_GROUP.min(c.n_head / c.n_head_kv) * c.head_dim + n_ctx
+}
 
 pub struct Scratch {
     pub n_batch: usize,
@@ -49,13 +60,6 @@ pub struct Scratch {
     pub acts: ActBufs,
 }
 
-/// Quantized activations, one vector per 8-bit block format.
-pub struct ActBufs {
-    pub q8_0: Vec<BlockQ8_0>,
-    pub q8_1: Vec<BlockQ8_1>,
-    pub q8k: Vec<BlockQ8K>,
-}
-
 impl Scratch {
     pub fn new(c: &Config, n_batch: usize, n_ctx: usize) -> Scratch {
         let b = n_batch;
@@ -75,7 +79,7 @@ impl Scratch {
             k: vec![0.0; b * c.kv_dim()],
             v: vec![0.0; b * c.kv_dim()],
             att: vec![0.0; b * c.q_dim()],
-            heads: vec![0.0; c.n_head * (b * c.head_dim + super::forward::per_head_room(c, n_ctx))],
+            heads: vec![0.0; c.n_head * (b * c.head_dim + per_head_room(c, n_ctx))],
             gate: vec![0.0; b * c.n_ff],
             up: vec![0.0; b * c.n_ff],
             y: vec![0.0; b * c.n_embd],

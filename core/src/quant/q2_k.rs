@@ -6,17 +6,23 @@
 
 use super::{f16_at, UnpackedK};
 
-pub const BLOCK_BYTES: usize = 16 + 64 + 2 + 2;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const SCALES: usize = 0;
+pub const QS: usize = 16;
+pub const D: usize = 80;
+pub const DMIN: usize = 82;
+pub const BLOCK_BYTES: usize = DMIN + 2;
 const _: () = assert!(BLOCK_BYTES == 84);
 
 #[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     for g in 0..16 {
-        u.sc[g] = (b[g] & 0x0F) as i16;
-        u.mn[g] = (b[g] >> 4) as i16;
+        u.sc[g] = (b[SCALES + g] & 0x0F) as i16;
+        u.mn[g] = (b[SCALES + g] >> 4) as i16;
     }
-    let qs = &b[16..80];
+    let qs = &b[QS..D];
     for half in 0..2 {
         for shift in 0..4 {
             for l in 0..32 {
@@ -25,7 +31,7 @@ pub fn unpack(b: &[u8]) -> UnpackedK {
             }
         }
     }
-    u.d = f16_at(b, 80);
-    u.dmin = f16_at(b, 82);
+    u.d = f16_at(b, D);
+    u.dmin = f16_at(b, DMIN);
     u
 }

@@ -6,7 +6,13 @@
 
 use super::{f16_at, UnpackedK};
 
-pub const BLOCK_BYTES: usize = 32 + 64 + 12 + 2;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const HMASK: usize = 0;
+pub const QS: usize = 32;
+pub const SCALES: usize = 96;
+pub const D: usize = 108;
+pub const BLOCK_BYTES: usize = D + 2;
 const _: () = assert!(BLOCK_BYTES == 110);
 
 /// Scale g: low four bits from byte g (g < 8) or the high nibble of byte
@@ -21,7 +27,7 @@ fn scale(s: &[u8], g: usize) -> i16 {
 #[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
-    let (hmask, qs, scales) = (&b[0..32], &b[32..96], &b[96..108]);
+    let (hmask, qs, scales) = (&b[HMASK..QS], &b[QS..SCALES], &b[SCALES..D]);
     for g in 0..16 {
         u.sc[g] = scale(scales, g);
     }
@@ -35,6 +41,6 @@ pub fn unpack(b: &[u8]) -> UnpackedK {
             }
         }
     }
-    u.d = f16_at(b, 108);
+    u.d = f16_at(b, D);
     u
 }

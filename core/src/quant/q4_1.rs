@@ -3,15 +3,20 @@
 
 use super::{f16_at, Unpacked32};
 
-pub const BLOCK_BYTES: usize = 2 + 2 + 16;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const D: usize = 0;
+pub const M: usize = 2;
+pub const QS: usize = 4;
+pub const BLOCK_BYTES: usize = QS + 16;
 const _: () = assert!(BLOCK_BYTES == 20);
 
 #[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
     let mut q = [0i8; 32];
     for j in 0..16 {
-        q[j] = (b[4 + j] & 0x0F) as i8;
-        q[j + 16] = (b[4 + j] >> 4) as i8;
+        q[j] = (b[QS + j] & 0x0F) as i8;
+        q[j + 16] = (b[QS + j] >> 4) as i8;
     }
-    Unpacked32 { q, d: f16_at(b, 0), m: f16_at(b, 2) }
+    Unpacked32 { q, d: f16_at(b, D), m: f16_at(b, M) }
 }

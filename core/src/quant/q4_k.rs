@@ -6,7 +6,13 @@
 
 use super::{f16_at, UnpackedK};
 
-pub const BLOCK_BYTES: usize = 2 + 2 + 12 + 128;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const D: usize = 0;
+pub const DMIN: usize = 2;
+pub const SCALES: usize = 4;
+pub const QS: usize = 16;
+pub const BLOCK_BYTES: usize = QS + 128;
 const _: () = assert!(BLOCK_BYTES == 144);
 
 /// Scale and min of sub-block j (ggml's `get_scale_min_k4`); shared with Q5_K.
@@ -33,15 +39,15 @@ pub fn set_scales(u: &mut UnpackedK, scales: &[u8]) {
 #[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
-    set_scales(&mut u, &b[4..16]);
-    let qs = &b[16..144];
+    set_scales(&mut u, &b[SCALES..QS]);
+    let qs = &b[QS..BLOCK_BYTES];
     for i in 0..4 {
         for l in 0..32 {
             u.q[i * 64 + l] = (qs[i * 32 + l] & 0x0F) as i8;
             u.q[i * 64 + 32 + l] = (qs[i * 32 + l] >> 4) as i8;
         }
     }
-    u.d = f16_at(b, 0);
-    u.dmin = f16_at(b, 2);
+    u.d = f16_at(b, D);
+    u.dmin = f16_at(b, DMIN);
     u
 }

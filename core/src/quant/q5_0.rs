@@ -4,18 +4,23 @@
 
 use super::{f16_at, Unpacked32};
 
-pub const BLOCK_BYTES: usize = 2 + 4 + 16;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const D: usize = 0;
+pub const QH: usize = 2;
+pub const QS: usize = 6;
+pub const BLOCK_BYTES: usize = QS + 16;
 const _: () = assert!(BLOCK_BYTES == 22);
 
 #[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
-    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+    let qh = u32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]);
     let mut q = [0i8; 32];
     for j in 0..16 {
         let h0 = ((qh >> j) & 1) as u8;
         let h1 = ((qh >> (j + 16)) & 1) as u8;
-        q[j] = ((b[6 + j] & 0x0F) | (h0 << 4)) as i8 - 16;
-        q[j + 16] = ((b[6 + j] >> 4) | (h1 << 4)) as i8 - 16;
+        q[j] = ((b[QS + j] & 0x0F) | (h0 << 4)) as i8 - 16;
+        q[j + 16] = ((b[QS + j] >> 4) | (h1 << 4)) as i8 - 16;
     }
-    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
+    Unpacked32 { q, d: f16_at(b, D), m: 0.0 }
 }

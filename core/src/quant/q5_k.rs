@@ -5,14 +5,21 @@
 
 use super::{f16_at, q4_k, UnpackedK};
 
-pub const BLOCK_BYTES: usize = 2 + 2 + 12 + 32 + 128;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const D: usize = 0;
+pub const DMIN: usize = 2;
+pub const SCALES: usize = 4;
+pub const QH: usize = 16;
+pub const QS: usize = 48;
+pub const BLOCK_BYTES: usize = QS + 128;
 const _: () = assert!(BLOCK_BYTES == 176);
 
 #[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
-    q4_k::set_scales(&mut u, &b[4..16]);
-    let (qh, qs) = (&b[16..48], &b[48..176]);
+    q4_k::set_scales(&mut u, &b[SCALES..QH]);
+    let (qh, qs) = (&b[QH..QS], &b[QS..BLOCK_BYTES]);
     for i in 0..4 {
         for l in 0..32 {
             let (k0, k1) = (2 * i, 2 * i + 1);
@@ -22,7 +29,7 @@ pub fn unpack(b: &[u8]) -> UnpackedK {
             u.q[k1 * 32 + l] = ((qs[i * 32 + l] >> 4) | h1) as i8;
         }
     }
-    u.d = f16_at(b, 0);
-    u.dmin = f16_at(b, 2);
+    u.d = f16_at(b, D);
+    u.dmin = f16_at(b, DMIN);
     u
 }

@@ -7,18 +7,24 @@
 
 use super::{f16_at, UnpackedK};
 
-pub const BLOCK_BYTES: usize = 128 + 64 + 16 + 2;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const QL: usize = 0;
+pub const QH: usize = 128;
+pub const SCALES: usize = 192;
+pub const D: usize = 208;
+pub const BLOCK_BYTES: usize = D + 2;
 const _: () = assert!(BLOCK_BYTES == 210);
 
 #[inline]
 pub fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     for g in 0..16 {
-        u.sc[g] = b[192 + g] as i8 as i16;
+        u.sc[g] = b[SCALES + g] as i8 as i16;
     }
     for half in 0..2 {
-        let ql = &b[half * 64..half * 64 + 64];
-        let qh = &b[128 + half * 32..128 + half * 32 + 32];
+        let ql = &b[QL + half * 64..QL + half * 64 + 64];
+        let qh = &b[QH + half * 32..QH + half * 32 + 32];
         let q = &mut u.q[half * 128..half * 128 + 128];
         for l in 0..32 {
             let hi = |k: usize| ((qh[l] >> (2 * k)) & 3) << 4;
@@ -28,6 +34,6 @@ pub fn unpack(b: &[u8]) -> UnpackedK {
             q[l + 96] = ((ql[l + 32] >> 4) | hi(3)) as i8 - 32;
         }
     }
-    u.d = f16_at(b, 208);
+    u.d = f16_at(b, D);
     u
 }

@@ -3,16 +3,20 @@
 
 use super::{f16_at, Unpacked32};
 
-pub const BLOCK_BYTES: usize = 2 + 32;
+/// Byte offsets of the fields (the layout above): every backend reads
+/// the block through these.
+pub const D: usize = 0;
+pub const QS: usize = 2;
+pub const BLOCK_BYTES: usize = QS + 32;
 const _: () = assert!(BLOCK_BYTES == 34);
 
 #[inline]
 pub fn unpack(b: &[u8]) -> Unpacked32 {
     let mut q = [0i8; 32];
-    for (o, &v) in q.iter_mut().zip(&b[2..34]) {
+    for (o, &v) in q.iter_mut().zip(&b[QS..BLOCK_BYTES]) {
         *o = v as i8;
     }
-    Unpacked32 { q, d: f16_at(b, 0), m: 0.0 }
+    Unpacked32 { q, d: f16_at(b, D), m: 0.0 }
 }
 
 /// Quantize a row (a multiple of 32 values) and append its blocks to `out`

@@ -146,7 +146,7 @@ impl Tokenizer {
             model: model.to_string(),
             pre: pre.to_string(),
         };
-        if let Ok(n_vocab) = crate::model::weights::n_vocab(g) {
+        if let Ok(n_vocab) = crate::tensors::n_vocab(g) {
             tok.check_fits(n_vocab)?;
         }
         Ok(tok)

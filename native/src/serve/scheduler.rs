@@ -12,8 +12,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tern_core::generate::Sequence;
 use tern_core::generate::{prefill_start, FinishReason, GenerateConfig, GenerationResult, Vocab};
-use tern_core::sequence::Sequence;
 use tern_core::Session;
 use tokio::sync::mpsc::UnboundedSender;
 

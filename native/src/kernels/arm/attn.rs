@@ -6,7 +6,7 @@
 use core::arch::aarch64::*;
 
 use tern_core::kernels::scalar;
-use tern_core::kernels::KvRows;
+use tern_core::kernels::{Cached, KvRows};
 
 #[inline(always)]
 fn ld(x: &[f32], i: usize) -> float32x4_t {
@@ -52,29 +52,8 @@ fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
     scalar::axpy(&mut o[n4..], p, &x[n4..]);
 }
 
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub fn attention_head(
-    q: &[f32],
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
-    n_kv: usize,
-    scale: f32,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
-    scalar::attention_head_with(
-        q,
-        k,
-        v,
-        kv_stride,
-        n_kv,
-        scale,
-        scores,
-        out,
-        dot,
-        axpy,
-        |k: &KvRows, r, o: &mut [f32]| k.read(r, o),
-    )
+pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+    let read = |k: &KvRows, r, o: &mut [f32]| k.read(r, o);
+    scalar::attention_head_with(q, kv, n_kv, scale, scores, out, scalar::RowOps { dot, axpy, read })
 }

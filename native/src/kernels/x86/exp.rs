@@ -8,6 +8,8 @@ use core::arch::x86_64::*;
 
 use tern_core::kernels::scalar;
 
+use super::cpu::Avx2;
+
 // e_expf.c's constants, by their bits
 const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
 const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
@@ -87,7 +89,7 @@ fn store(o: &mut [f32], v: __m256) {
 
 /// As `scalar::softmax_exp`.
 #[target_feature(enable = "avx2")]
-pub fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
+pub(super) fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
     let n8 = scores.len() / 8 * 8;
     let m = _mm256_set1_ps(max);
     for c in scores[..n8].chunks_exact_mut(8) {
@@ -98,8 +100,13 @@ pub fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
 }
 
 /// As `scalar::swiglu`: `g = g / (1 + exp(−g)) · u`.
+pub(super) fn swiglu(_: Avx2, g: &mut [f32], u: &[f32]) {
+    // SAFETY: the token proves AVX2.
+    unsafe { swiglu_imp(g, u) }
+}
+
 #[target_feature(enable = "avx2")]
-pub fn swiglu(g: &mut [f32], u: &[f32]) {
+fn swiglu_imp(g: &mut [f32], u: &[f32]) {
     let n8 = g.len() / 8 * 8;
     for (g, u) in g[..n8].chunks_exact_mut(8).zip(u.chunks_exact(8)) {
         let x = load(g);

@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::kernels::{scalar, KvRows};
+use tern_core::kernels::{scalar, Cached, KvRows, Queries};
 
 use super::v;
 
@@ -28,18 +28,8 @@ pub fn handles(hd: usize) -> bool {
     hd % 16 == 0 && hd <= scalar::MAX_HEAD_DIM
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn head(
-    q: &[f32],
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
-    n_kv: usize,
-    scale: f32,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
-    let hd = q.len();
+pub fn head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+    let (hd, kv_stride, k, v) = (q.len(), kv.stride, kv.k, kv.v);
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
@@ -87,20 +77,10 @@ pub fn widens(k: &KvRows, hd: usize, n_queries: usize) -> bool {
 /// A run of queries over the same cached rows (`Kernels::attention_queries`,
 /// when `widens`): the rows are widened once for all of them, then each
 /// query is `head` over f32 rows (widening is exact, so the same bits).
-#[allow(clippy::too_many_arguments)]
-pub fn queries(
-    q: &[f32],
-    q_stride: usize,
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
-    n_kv: &[usize],
-    scale: f32,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
-    let hd = out.len() / n_kv.len().max(1);
-    let n = n_kv.iter().copied().max().unwrap_or(0);
+pub fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
+    let hd = out.len() / qs.n_kv.len().max(1);
+    let n = qs.n_kv.iter().copied().max().unwrap_or(0);
+    let (k, v, kv_stride) = (kv.k, kv.v, kv.stride);
     KV.with_borrow_mut(|(kf, vf)| {
         kf.resize(n * hd, 0.0);
         vf.resize(n * hd, 0.0);
@@ -113,7 +93,7 @@ pub fn queries(
                 }
             }
         }
-        let (kr, vr) = (KvRows::F32(kf), KvRows::F32(vf));
-        tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, nj, o| head(qj, kr, vr, hd, nj, scale, scores, o));
+        let wide = Cached { k: KvRows::F32(kf), v: KvRows::F32(vf), stride: hd };
+        qs.each(out, |q, n, o| head(q, wide, n, qs.scale, scores, o));
     })
 }

@@ -16,7 +16,7 @@ mod widen;
 use core::cell::RefCell;
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, Acts, Kernels, KvRows, QMatrix};
+use tern_core::kernels::{scalar, Acts, Cached, Kernels, QMatrix, Queries};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 pub struct Simd128;
@@ -174,25 +174,12 @@ impl Kernels for Simd128 {
         }
     }
 
-    fn attention_queries(
-        &self,
-        q: &[f32],
-        q_stride: usize,
-        k: KvRows,
-        v: KvRows,
-        kv_stride: usize,
-        n_kv: &[usize],
-        scale: f32,
-        scores: &mut [f32],
-        out: &mut [f32],
-    ) {
-        let hd = out.len() / n_kv.len().max(1);
-        if attention::widens(&k, hd, n_kv.len()) {
-            attention::queries(q, q_stride, k, v, kv_stride, n_kv, scale, scores, out)
+    fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
+        let hd = out.len() / qs.n_kv.len().max(1);
+        if attention::widens(&kv.k, hd, qs.n_kv.len()) {
+            attention::queries(qs, kv, scores, out)
         } else {
-            tern_core::kernels::each_query(q, q_stride, n_kv, out, |qj, n, o| {
-                self.attention_head(qj, k, v, kv_stride, n, scale, scores, o)
-            })
+            qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.scale, scores, o))
         }
     }
 
@@ -214,33 +201,12 @@ impl Kernels for Simd128 {
         quantize::rows_q8_k(x, out)
     }
 
-    fn attention_head(
-        &self,
-        q: &[f32],
-        k: KvRows,
-        v: KvRows,
-        kv_stride: usize,
-        n_kv: usize,
-        scale: f32,
-        scores: &mut [f32],
-        out: &mut [f32],
-    ) {
+    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
         if attention::handles(q.len()) {
-            attention::head(q, k, v, kv_stride, n_kv, scale, scores, out)
+            attention::head(q, kv, n_kv, scale, scores, out)
         } else {
-            scalar::attention_head_with(
-                q,
-                k,
-                v,
-                kv_stride,
-                n_kv,
-                scale,
-                scores,
-                out,
-                float::dot,
-                float::axpy,
-                float::read,
-            )
+            let ops = scalar::RowOps { dot: float::dot, axpy: float::axpy, read: float::read };
+            scalar::attention_head_with(q, kv, n_kv, scale, scores, out, ops)
         }
     }
 }

@@ -11,278 +11,21 @@
 //! ends with `length`. Cancellation, checked before each forward step, ends
 //! with `cancelled`.
 
-use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::Ordering;
 
 use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
-use crate::sampler::{Sampler, SamplerConfig};
-use crate::sequence::Sequence;
-use crate::utf8::Utf8Stream;
+use crate::sampler::Sampler;
 
-/// What generation needs of a tokenizer.
-pub trait Vocab {
-    /// The bytes a token stands for.
-    fn token_bytes(&self, id: u32) -> &[u8];
-    /// Whether a token ends generation (EOS, end of turn).
-    fn is_eog(&self, id: u32) -> bool;
-}
+mod output;
+mod sequence;
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct GenerateConfig {
-    pub max_tokens: usize,
-    pub sampler: SamplerConfig,
-    /// Stop strings (never emitted).
-    pub stop: Vec<String>,
-    /// Extra stop token ids.
-    pub stop_tokens: Vec<u32>,
-    /// Do not stop at the model's end-of-generation tokens.
-    pub ignore_eos: bool,
-}
-
-impl Default for GenerateConfig {
-    fn default() -> Self {
-        GenerateConfig {
-            max_tokens: 256,
-            sampler: SamplerConfig::default(),
-            stop: Vec::new(),
-            stop_tokens: Vec::new(),
-            ignore_eos: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FinishReason {
-    /// A stop token or stop string.
-    Stop,
-    /// `max_tokens` were generated.
-    Length,
-    /// Cancelled by the caller.
-    Cancelled,
-}
-
-impl FinishReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::Stop => "stop",
-            FinishReason::Length => "length",
-            FinishReason::Cancelled => "cancelled",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Usage {
-    /// Tokens of the prompt (the whole sequence the cache had to hold).
-    pub prompt_tokens: usize,
-    /// Of those, already in the session's cache (not prefilled again).
-    pub cached_tokens: usize,
-    pub completion_tokens: usize,
-}
-
-/// Milliseconds, from the clock given to the generator.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Timings {
-    pub prefill_ms: f64,
-    /// From the start to the first sampled token.
-    pub first_token_ms: f64,
-    /// Between consecutive tokens (decode steps), percentiles.
-    pub per_token_p50_ms: f64,
-    pub per_token_p90_ms: f64,
-    pub per_token_p99_ms: f64,
-    pub total_ms: f64,
-    /// Prefilled tokens per second.
-    pub prompt_tokens_per_s: f64,
-    /// Decoded tokens per second after the first.
-    pub tokens_per_s: f64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct GenerationResult {
-    pub tokens: Vec<u32>,
-    pub text: String,
-    pub finish_reason: FinishReason,
-    pub usage: Usage,
-    pub timings: Timings,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// A sampled token and the text it completes (may be empty: held back
-    /// or an incomplete UTF-8 sequence). Deltas concatenate to the result's text.
-    Token {
-        id: u32,
-        text: String,
-    },
-    Done(GenerationResult),
-}
-
-/// A monotonic clock in nanoseconds (the host provides it; core has none).
-pub type Clock = fn() -> u64;
-
-fn no_clock() -> u64 {
-    0
-}
-
-/// Set to cancel a generation from another thread.
-pub type CancelFlag = Arc<AtomicBool>;
-
-/// What one sequence has produced so far, and the stop rules over it: the
-/// part of generation shared by single and batched runs.
-pub struct Output {
-    stop: Vec<String>,
-    stop_tokens: Vec<u32>,
-    ignore_eos: bool,
-    max_tokens: usize,
-    pub tokens: Vec<u32>,
-    text: String,
-    emitted: usize,
-    utf8: Utf8Stream,
-}
-
-impl Output {
-    pub fn new(cfg: &GenerateConfig) -> Output {
-        Output {
-            stop: cfg.stop.clone(),
-            stop_tokens: cfg.stop_tokens.clone(),
-            ignore_eos: cfg.ignore_eos,
-            max_tokens: cfg.max_tokens,
-            tokens: Vec::with_capacity(cfg.max_tokens.min(1 << 16)),
-            text: String::new(),
-            emitted: 0,
-            utf8: Utf8Stream::new(),
-        }
-    }
-
-    /// Take a sampled token: the text it releases, and whether (and why)
-    /// generation ends with it.
-    pub fn accept(&mut self, vocab: &dyn Vocab, id: u32) -> (String, Option<FinishReason>) {
-        self.tokens.push(id);
-        if self.stop_tokens.contains(&id) || (!self.ignore_eos && vocab.is_eog(id)) {
-            return (self.flush(), Some(FinishReason::Stop));
-        }
-        let delta = self.utf8.push(vocab.token_bytes(id));
-        self.text.push_str(&delta);
-        if let Some(at) = self.find_stop() {
-            self.text.truncate(at);
-            let text = String::from(&self.text[self.emitted.min(at)..]);
-            self.emitted = at;
-            return (text, Some(FinishReason::Stop));
-        }
-        if self.tokens.len() >= self.max_tokens {
-            return (self.flush(), Some(FinishReason::Length));
-        }
-        let safe = self.text.len() - self.held_back();
-        let text = String::from(&self.text[self.emitted..safe]);
-        self.emitted = safe;
-        (text, None)
-    }
-
-    /// Earliest stop string in the text (they cannot lie wholly in text
-    /// emitted already, so search from just before it).
-    fn find_stop(&self) -> Option<usize> {
-        let longest = self.stop.iter().map(String::len).max()?;
-        let mut from = self.emitted.saturating_sub(longest);
-        while !self.text.is_char_boundary(from) {
-            from -= 1;
-        }
-        self.stop
-            .iter()
-            .filter(|s| !s.is_empty())
-            .filter_map(|s| self.text[from..].find(s.as_str()).map(|i| from + i))
-            .min()
-    }
-
-    /// Length of the longest text suffix that begins some stop string.
-    fn held_back(&self) -> usize {
-        let mut held = 0;
-        for s in &self.stop {
-            for k in (1..s.len()).rev() {
-                if k <= held || k > self.text.len() - self.emitted {
-                    continue;
-                }
-                let start = self.text.len() - k;
-                if self.text.is_char_boundary(start) && s.as_bytes().starts_with(&self.text.as_bytes()[start..]) {
-                    held = k;
-                    break;
-                }
-            }
-        }
-        held
-    }
-
-    /// All remaining text, at the end of generation.
-    pub fn flush(&mut self) -> String {
-        let tail = self.utf8.finish();
-        self.text.push_str(&tail);
-        let out = String::from(&self.text[self.emitted..]);
-        self.emitted = self.text.len();
-        out
-    }
-
-    /// The final tokens and text.
-    pub fn take(&mut self) -> (Vec<u32>, String) {
-        (core::mem::take(&mut self.tokens), core::mem::take(&mut self.text))
-    }
-}
-
-/// Times of one generation, in clock nanoseconds.
-#[derive(Default)]
-pub struct Stopwatch {
-    t0: u64,
-    t_prefill: u64,
-    t_first: u64,
-    t_last: u64,
-    n: usize,
-    steps_ns: Vec<u64>,
-}
-
-impl Stopwatch {
-    pub fn start(now: u64, cap: usize) -> Stopwatch {
-        Stopwatch { t0: now, steps_ns: Vec::with_capacity(cap.min(1 << 16)), ..Default::default() }
-    }
-    pub fn prefilled(&mut self, now: u64) {
-        self.t_prefill = now;
-    }
-    pub fn token(&mut self, now: u64) {
-        if self.n == 0 {
-            self.t_first = now;
-        } else {
-            self.steps_ns.push(now - self.t_last);
-        }
-        self.n += 1;
-        self.t_last = now;
-    }
-    pub fn timings(&mut self, end: u64, prefilled: usize) -> Timings {
-        let ms = |ns: u64| ns as f64 / 1e6;
-        let steps = &mut self.steps_ns;
-        steps.sort_unstable();
-        let pct =
-            |p: usize| steps.get((steps.len() * p / 100).min(steps.len().saturating_sub(1))).map_or(0.0, |&v| ms(v));
-        let prefill = self.t_prefill.saturating_sub(self.t0);
-        let decode = self.t_last.saturating_sub(self.t_first);
-        let per_s = |n: usize, ns: u64| {
-            if ns > 0 {
-                n as f64 / (ns as f64 / 1e9)
-            } else {
-                0.0
-            }
-        };
-        Timings {
-            prefill_ms: ms(prefill),
-            first_token_ms: if self.n > 0 { ms(self.t_first.saturating_sub(self.t0)) } else { 0.0 },
-            per_token_p50_ms: pct(50),
-            per_token_p90_ms: pct(90),
-            per_token_p99_ms: pct(99),
-            total_ms: ms(end.saturating_sub(self.t0)),
-            prompt_tokens_per_s: per_s(prefilled, prefill),
-            tokens_per_s: per_s(steps.len(), decode),
-        }
-    }
-}
+use output::no_clock;
+pub use output::{
+    CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Output, Stopwatch, Timings, Usage, Vocab,
+};
+pub use sequence::Sequence;
 
 /// One generation's own state (sampler, stops, output, timings): stepped
 /// with the model, engine, vocabulary and session lent to each step, so a
@@ -567,7 +310,7 @@ pub fn generate_batch<B: AsRef<[u8]>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::string::ToString;
+    use alloc::string::{String, ToString};
     use alloc::vec;
 
     /// Token i is the i-th string of a tiny vocabulary; 0 is EOS.

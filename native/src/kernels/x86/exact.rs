@@ -11,7 +11,8 @@ use core::ops::Range;
 use tern_core::kernels::{scalar, QMatrix};
 use tern_core::quant::{self, GgmlType};
 
-use super::avx2_attn::reduce16;
+use super::cpu::Avx2;
+use super::simd::reduce16;
 
 /// Tokens per pass over a row: 2 accumulators each.
 const NT: usize = 4;
@@ -21,11 +22,12 @@ std::thread_local! {
     static WROW: core::cell::RefCell<Vec<f32>> = const { core::cell::RefCell::new(Vec::new()) };
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+/// As `scalar::matmul_rows` with f32 activations.
+pub(super) fn matmul_rows(_: Avx2, w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     WROW.with_borrow_mut(|wrow| {
         wrow.resize(w.n_cols, 0.0);
-        rows_with(w, x, n_tok, rows, out, wrow)
+        // SAFETY: the token proves AVX2, FMA and F16C.
+        unsafe { rows_with(w, x, n_tok, rows, out, wrow) }
     })
 }
 

@@ -5,7 +5,7 @@
 
 use alloc::string::String;
 
-use crate::generate::{Clock, FinishReason, GenerateConfig, GenerationResult, Output, Stopwatch, Usage, Vocab};
+use super::output::{Clock, FinishReason, GenerateConfig, GenerationResult, Output, Stopwatch, Usage, Vocab};
 use crate::model::Session;
 use crate::sampler::{Rng, Sampler};
 

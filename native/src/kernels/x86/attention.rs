@@ -7,7 +7,10 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::kernels::{each_query, scalar, KvRows};
+use tern_core::kernels::{scalar, Cached, KvRows, Queries};
+
+use super::cpu::Avx2;
+use super::simd::{reduce16, transpose8};
 
 /// Eight elements of a row from element `i`, widened to f32.
 #[inline]
@@ -33,16 +36,6 @@ fn loadf(x: &[f32], i: usize) -> __m256 {
     let x = &x[i..i + 8];
     // SAFETY: `x` has 8 elements.
     unsafe { _mm256_loadu_ps(x.as_ptr()) }
-}
-
-/// `reduce16` of lanes (lo = 0..8, hi = 8..16): (j + 8), then 4, 2, 1.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) fn reduce16(lo: __m256, hi: __m256) -> f32 {
-    let a = _mm256_add_ps(lo, hi);
-    let b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
-    let c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-    _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps::<1>(c, c)))
 }
 
 /// The contract's dot of `q` with the row of `k` starting at `at`.
@@ -74,18 +67,15 @@ fn dot(q: &[f32], k: KvRows, at: usize) -> f32 {
     scalar::reduce16(l)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// As `scalar::attention_head`.
+pub(super) fn attention_head(_: Avx2, q: &[f32], kv: Cached, n_kv: usize, scale: f32, s: &mut [f32], out: &mut [f32]) {
+    // SAFETY: the token proves AVX2 and F16C.
+    unsafe { head(q, kv, n_kv, scale, s, out) }
+}
+
 #[target_feature(enable = "avx2,f16c")]
-pub fn attention_head(
-    q: &[f32],
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
-    n_kv: usize,
-    scale: f32,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
+fn head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+    let (k, v, kv_stride) = (kv.k, kv.v, kv.stride);
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
@@ -143,25 +133,20 @@ const TRANSPOSE_MIN: usize = 8;
 /// scores come 8 positions at a time — the 16 lane-strided partial sums of
 /// the contract kept in 16 vectors (lane = position) and reduced by its
 /// tree, with no horizontal sums; the values are widened to f32 once.
-#[allow(clippy::too_many_arguments)]
+pub(super) fn attention_queries(_: Avx2, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
+    // SAFETY: the token proves AVX2, FMA and F16C.
+    unsafe { queries(qs, kv, scores, out) }
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn attention_queries(
-    q: &[f32],
-    q_stride: usize,
-    k: KvRows,
-    v: KvRows,
-    kv_stride: usize,
-    n_kv: &[usize],
-    scale: f32,
-    scores: &mut [f32],
-    out: &mut [f32],
-) {
+fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
+    let (n_kv, scale, (k, v, kv_stride)) = (qs.n_kv, qs.scale, (kv.k, kv.v, kv.stride));
     let hd = out.len() / n_kv.len().max(1);
     // the transposition pays for itself over a prompt's run of queries, not
     // over the few heads of a decode step that share a KV head (F16C widens
     // a row in one instruction anyway)
     if n_kv.len() < TRANSPOSE_MIN || !hd.is_multiple_of(16) {
-        each_query(q, q_stride, n_kv, out, |qj, n, o| attention_head(qj, k, v, kv_stride, n, scale, scores, o));
+        qs.each(out, |q, n, o| head(q, kv, n, scale, scores, o));
         return;
     }
     let max_kv = n_kv.iter().copied().max().unwrap_or(0);
@@ -176,7 +161,7 @@ pub fn attention_queries(
     }
     let mut sc = vec![0.0f32; nb * 8];
     for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
-        let qj = &q[j * q_stride..j * q_stride + hd];
+        let qj = &qs.q[j * qs.stride..j * qs.stride + hd];
         for (b, s8) in sc.chunks_exact_mut(8).enumerate().take(n.div_ceil(8)) {
             let s = _mm256_mul_ps(scores8(qj, &kt[b * 8 * hd..(b + 1) * 8 * hd]), _mm256_set1_ps(scale));
             // SAFETY: `s8` holds 8 f32.
@@ -205,7 +190,7 @@ fn transposed_keys(k: KvRows, kv_stride: usize, n: usize, hd: usize) -> Vec<f32>
             for (p, r) in rows.iter_mut().enumerate().take(n - 8 * b) {
                 *r = _mm256_castps_si256(load8(k, (8 * b + p) * kv_stride + d0));
             }
-            let cols = super::vnni8::transpose8(&rows);
+            let cols = transpose8(&rows);
             for (i, c) in cols.iter().enumerate() {
                 let at = (b * hd + d0 + i) * 8;
                 // SAFETY: `kt[at..at + 8]` lies inside kt.

@@ -1,35 +1,48 @@
 //! K-quant kernels with AVX2 (the VNNI backend's 8-row prefill tiles are
-//! in `vnni8_k`): decode one row at a time, prefill four rows × a tile of
-//! tokens. Per (row, token) and super-block: the exact integers `isum`,
-//! `imin` (`kblock::kdot`), one horizontal sum, and the reference's float
-//! update — bit-identical to it.
+//! in `kquant_vnni`): decode one row at a time, prefill four rows × a tile
+//! of tokens (a wider tile where AVX-512 has the registers). Per (row,
+//! token) and super-block: the exact integers `isum`, `imin`
+//! (`kunpack::kdot`), one horizontal sum, and the reference's float update
+//! — bit-identical to it.
 
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, Acts, QMatrix};
-use tern_core::quant::{f16_at, BlockQ8K, GgmlType, QK_K};
+use tern_core::kernels::{Acts, QMatrix};
+use tern_core::quant::{f16_at, BlockQ8K, QK_K};
 
-use super::avx2_q::{f16x4, hsum4, prefetch4, tiles, PREFETCH, R, TILE, VNNI_TILE};
-use super::kblock::{kdot, KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
+use super::cpu::{Avx2, Avx512};
+use super::kunpack::{kdot, KQuant};
+use super::simd::{each_group4, f16x4, hsum4, prefetch, tiles, PREFETCH, R, TILE, WIDE_TILE};
 
-/// As `scalar::matmul_rows` for a K-quant matrix. `wide`: the caller's CPU
-/// has AVX-512 F/BW/VL (prefill tiles of `VNNI_TILE` tokens).
-#[target_feature(enable = "avx2,fma,f16c")]
-pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32], wide: bool) {
-    match w.ty {
-        GgmlType::Q2_K => imp::<Q2K>(w, a, n_tok, rows, out, wide),
-        GgmlType::Q3_K => imp::<Q3K>(w, a, n_tok, rows, out, wide),
-        GgmlType::Q4_K => imp::<Q4K>(w, a, n_tok, rows, out, wide),
-        GgmlType::Q5_K => imp::<Q5K>(w, a, n_tok, rows, out, wide),
-        GgmlType::Q6_K => imp::<Q6K>(w, a, n_tok, rows, out, wide),
-        _ => scalar::matmul_rows(w, Acts::Q8K(a), n_tok, rows, out),
-    }
+/// As `scalar::matmul_rows` for K-quant `K`.
+pub(super) fn matmul_rows<K: KQuant>(
+    _: Avx2,
+    w: &QMatrix,
+    a: &[BlockQ8K],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    // SAFETY: the token proves AVX2, FMA and F16C.
+    unsafe { narrow::<K>(w, a, n_tok, rows, out) }
 }
 
-#[inline]
+/// As `matmul_rows`, for prefill: tiles of `WIDE_TILE` tokens.
+pub(super) fn matmul_rows_wide<K: KQuant>(
+    _: Avx512,
+    w: &QMatrix,
+    a: &[BlockQ8K],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    // SAFETY: the token proves AVX-512 F/BW/VL, AVX2, FMA and F16C.
+    unsafe { wide::<K>(w, a, n_tok, rows, out) }
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
-fn imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32], wide: bool) {
+fn narrow<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK_K;
     if n_tok == 1 {
         for (r, o) in rows.zip(out.iter_mut()) {
@@ -37,22 +50,17 @@ fn imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>,
         }
         return;
     }
-    let n_full = rows.len() / R * R;
-    for g in 0..n_full / R {
-        let r0 = rows.start + g * R;
-        let rws = [w.row(r0), w.row(r0 + 1), w.row(r0 + 2), w.row(r0 + 3)];
-        let out = &mut out[g * R * n_tok..(g + 1) * R * n_tok];
-        if wide {
-            // SAFETY: `wide` says the CPU has AVX-512 F/BW/VL.
-            tiles::<VNNI_TILE>(n_tok, out, |t0, nt| unsafe { rows_avx512::<K, VNNI_TILE>(&rws, a, nb, t0, nt) })
-        } else {
-            tiles::<TILE>(n_tok, out, |t0, nt| rows_avx2::<K, TILE>(&rws, a, nb, t0, nt))
-        }
-    }
-    if n_full < rows.len() {
-        let tail = rows.start + n_full..rows.end;
-        scalar::matmul_rows(w, Acts::Q8K(a), n_tok, tail, &mut out[n_full * n_tok..]);
-    }
+    each_group4(w, Acts::Q8K(a), n_tok, rows, out, |rws, out| {
+        tiles::<TILE>(n_tok, out, |t0, nt| rows_avx2::<K, TILE>(rws, a, nb, t0, nt))
+    })
+}
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+fn wide<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let nb = w.n_cols / QK_K;
+    each_group4(w, Acts::Q8K(a), n_tok, rows, out, |rws, out| {
+        tiles::<WIDE_TILE>(n_tok, out, |t0, nt| rows_avx512::<K, WIDE_TILE>(rws, a, nb, t0, nt))
+    })
 }
 
 /// The reference's float update of one super-block for four (row, token)
@@ -105,7 +113,7 @@ macro_rules! rows_k {
             let mut acc = [_mm_setzero_ps(); NT];
             for b in 0..nb {
                 let o = b * ts;
-                prefetch4(rws, o + PREFETCH);
+                prefetch(rws, o + PREFETCH);
                 let kb = [
                     K::unpack(&rws[0][o..o + ts]),
                     K::unpack(&rws[1][o..o + ts]),

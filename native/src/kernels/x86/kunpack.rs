@@ -1,4 +1,5 @@
-//! The five K-quant formats unpacked for integer dots: a super-block as 8
+//! The five K-quant formats unpacked for integer dots (their layouts are
+//! core's `quant::q*_k` offsets): a super-block as 8
 //! runs of 32 unsigned quants, each 16-group's scale, and the weights of
 //! the activation group sums (`bsums`) that turn the unsigned dots into the
 //! reference's: Q2_K/Q4_K/Q5_K their mins (the reference's `imin`), Q3_K
@@ -7,9 +8,9 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::quant::{BlockQ8K, GgmlType};
+use tern_core::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType};
 
-use super::avx2_q::load32;
+use super::simd::{load16_at, load32, load32_at as load};
 
 pub(super) struct KBlock {
     /// run r: elements 32r..32r + 32, unsigned
@@ -45,8 +46,8 @@ pub(super) struct Q6K;
 impl KQuant for Q2K {
     const TYPE: GgmlType = GgmlType::Q2_K;
     const RUN_SCALE: bool = false;
-    const D_AT: usize = 80;
-    const DMIN_AT: Option<usize> = Some(82);
+    const D_AT: usize = q2_k::D;
+    const DMIN_AT: Option<usize> = Some(q2_k::DMIN);
     #[inline(always)]
     fn unpack(b: &[u8]) -> KBlock {
         // SAFETY: callers hold AVX2.
@@ -57,7 +58,7 @@ impl KQuant for Q2K {
 impl KQuant for Q3K {
     const TYPE: GgmlType = GgmlType::Q3_K;
     const RUN_SCALE: bool = false;
-    const D_AT: usize = 108;
+    const D_AT: usize = q3_k::D;
     const DMIN_AT: Option<usize> = None;
     #[inline(always)]
     fn unpack(b: &[u8]) -> KBlock {
@@ -69,8 +70,8 @@ impl KQuant for Q3K {
 impl KQuant for Q4K {
     const TYPE: GgmlType = GgmlType::Q4_K;
     const RUN_SCALE: bool = true;
-    const D_AT: usize = 0;
-    const DMIN_AT: Option<usize> = Some(2);
+    const D_AT: usize = q4_k::D;
+    const DMIN_AT: Option<usize> = Some(q4_k::DMIN);
     #[inline(always)]
     fn unpack(b: &[u8]) -> KBlock {
         // SAFETY: callers hold AVX2.
@@ -81,8 +82,8 @@ impl KQuant for Q4K {
 impl KQuant for Q5K {
     const TYPE: GgmlType = GgmlType::Q5_K;
     const RUN_SCALE: bool = true;
-    const D_AT: usize = 0;
-    const DMIN_AT: Option<usize> = Some(2);
+    const D_AT: usize = q5_k::D;
+    const DMIN_AT: Option<usize> = Some(q5_k::DMIN);
     #[inline(always)]
     fn unpack(b: &[u8]) -> KBlock {
         // SAFETY: callers hold AVX2.
@@ -93,21 +94,13 @@ impl KQuant for Q5K {
 impl KQuant for Q6K {
     const TYPE: GgmlType = GgmlType::Q6_K;
     const RUN_SCALE: bool = false;
-    const D_AT: usize = 208;
+    const D_AT: usize = q6_k::D;
     const DMIN_AT: Option<usize> = None;
     #[inline(always)]
     fn unpack(b: &[u8]) -> KBlock {
         // SAFETY: callers hold AVX2.
         unsafe { unpack_q6_k(b) }
     }
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn load(b: &[u8], at: usize) -> __m256i {
-    let b = &b[at..at + 32];
-    // SAFETY: `b` has 32 bytes.
-    unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
 }
 
 /// Bytes of `x` shifted right by `n` (n < 8), then masked by `m`.
@@ -143,13 +136,12 @@ fn mults(sc: __m256i) -> [__m256i; 8] {
 fn unpack_q2_k(b: &[u8]) -> KBlock {
     let mut q = [_mm256_setzero_si256(); 8];
     for h in 0..2 {
-        let x = load(b, 16 + 32 * h);
+        let x = load(b, q2_k::QS + 32 * h);
         for j in 0..4 {
             q[4 * h + j] = srl_and(x, 2 * j as i32, 3);
         }
     }
-    // SAFETY: the 16 scale bytes open the 84-byte block.
-    let s = unsafe { _mm_loadu_si128(b.as_ptr() as *const __m128i) };
+    let s = load16_at(b, q2_k::SCALES);
     let sc = _mm256_cvtepu8_epi16(_mm_and_si128(s, _mm_set1_epi8(0x0F)));
     let mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16::<4>(s), _mm_set1_epi8(0x0F)));
     KBlock { q, mult: mults(sc), minw: mn, sc }
@@ -178,10 +170,10 @@ fn q3_k_scales(s: &[u8]) -> [u8; 16] {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn unpack_q3_k(b: &[u8]) -> KBlock {
-    let hm = load(b, 0);
+    let hm = load(b, q3_k::HMASK);
     let mut q = [_mm256_setzero_si256(); 8];
     for h in 0..2 {
-        let x = load(b, 32 + 32 * h);
+        let x = load(b, q3_k::QS + 32 * h);
         for j in 0..4 {
             let k = 4 * h + j;
             // q + 4: the low two bits, plus 4 where the high bit is set
@@ -189,7 +181,7 @@ fn unpack_q3_k(b: &[u8]) -> KBlock {
             q[k] = _mm256_or_si256(srl_and(x, 2 * j as i32, 3), hb);
         }
     }
-    let s = q3_k_scales(&b[96..108]);
+    let s = q3_k_scales(&b[q3_k::SCALES..q3_k::D]);
     // SAFETY: `s` has 16 bytes.
     let s = unsafe { _mm_loadu_si128(s.as_ptr() as *const __m128i) };
     let sc = _mm256_sub_epi16(_mm256_cvtepu8_epi16(s), _mm256_set1_epi16(32));
@@ -202,26 +194,26 @@ fn unpack_q3_k(b: &[u8]) -> KBlock {
 fn unpack_q4_k(b: &[u8]) -> KBlock {
     let mut q = [_mm256_setzero_si256(); 8];
     for i in 0..4 {
-        let x = load(b, 16 + 32 * i);
+        let x = load(b, q4_k::QS + 32 * i);
         q[2 * i] = _mm256_and_si256(x, _mm256_set1_epi8(0x0F));
         q[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(x), _mm256_set1_epi8(0x0F));
     }
-    let (mult, minw, sc) = q4_k_weights(&b[4..16]);
+    let (mult, minw, sc) = q4_k_weights(&b[q4_k::SCALES..q4_k::QS]);
     KBlock { q, mult, minw, sc }
 }
 
 #[inline]
 #[target_feature(enable = "avx2")]
 fn unpack_q5_k(b: &[u8]) -> KBlock {
-    let qh = load(b, 16);
+    let qh = load(b, q5_k::QH);
     let mut q = [_mm256_setzero_si256(); 8];
     for i in 0..4 {
-        let x = load(b, 48 + 32 * i);
+        let x = load(b, q5_k::QS + 32 * i);
         let (h0, h1) = (srl_and(qh, 2 * i as i32, 1), srl_and(qh, 2 * i as i32 + 1, 1));
         q[2 * i] = _mm256_or_si256(_mm256_and_si256(x, _mm256_set1_epi8(0x0F)), _mm256_slli_epi16::<4>(h0));
         q[2 * i + 1] = _mm256_or_si256(srl_and(x, 4, 0x0F), _mm256_slli_epi16::<4>(h1));
     }
-    let (mult, minw, sc) = q4_k_weights(&b[4..16]);
+    let (mult, minw, sc) = q4_k_weights(&b[q5_k::SCALES..q5_k::QH]);
     KBlock { q, mult, minw, sc }
 }
 
@@ -278,7 +270,7 @@ fn unpack_q6_k(b: &[u8]) -> KBlock {
     let mut q = [_mm256_setzero_si256(); 8];
     let (m4, m2) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
     for h in 0..2 {
-        let (ql0, ql1, qh) = (load(b, 64 * h), load(b, 64 * h + 32), load(b, 128 + 32 * h));
+        let (ql0, ql1, qh) = (load(b, q6_k::QL + 64 * h), load(b, q6_k::QL + 64 * h + 32), load(b, q6_k::QH + 32 * h));
         let hb = |s: __m256i| _mm256_slli_epi16::<4>(_mm256_and_si256(s, m2));
         q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hb(qh));
         q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hb(_mm256_srli_epi16::<2>(qh)));
@@ -287,8 +279,7 @@ fn unpack_q6_k(b: &[u8]) -> KBlock {
         q[4 * h + 3] =
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4), hb(_mm256_srli_epi16::<6>(qh)));
     }
-    // SAFETY: the 16 scale bytes at 192 lie in the 210-byte block.
-    let sc = unsafe { _mm_loadu_si128(b[192..].as_ptr() as *const __m128i) };
+    let sc = load16_at(b, q6_k::SCALES);
     let both = _mm256_broadcastsi128_si256(sc);
     let mut mult = [_mm256_setzero_si256(); 8];
     for (k, m) in mult.iter_mut().enumerate() {

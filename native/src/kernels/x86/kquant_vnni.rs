@@ -1,5 +1,5 @@
-//! Prefill of the K-quants (Q2_K … Q6_K) with AVX-512 VNNI: tiles of 8 rows × 16
-//! tokens. Each super-block's unpacked quants are transposed once across
+//! Prefill of the K-quants (Q2_K … Q6_K) with AVX-512 VNNI: tiles of 8
+//! rows × 16 tokens. Each super-block's unpacked quants are transposed once across
 //! the 8 rows (lane i = row i), so a token's 32-element run dot for all 8
 //! rows is 8 `vpdpbusd` with its activations broadcast — no horizontal
 //! sums. The integers are the reference's (`Σ scale · dot` and
@@ -10,33 +10,32 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use tern_core::kernels::QMatrix;
-use tern_core::quant::{BlockQ8K, GgmlType, QK_K};
+use tern_core::quant::{BlockQ8K, QK_K};
 
-use super::avx2_q::PREFETCH;
-use super::kblock::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
-use super::vnni8::{bcast, each_tile, f16x8, prefetch8, transpose8, ROWS};
+use super::cpu::Avx512;
+use super::kunpack::KQuant;
+use super::simd::{bcast, each_tile8, f16x8, prefetch, transpose8, PREFETCH, ROWS};
 
 const NT: usize = 16;
 
-/// Rows of `rows` in groups of 8 (outputs `out[row * n_tok + token]`);
-/// returns how many rows it did (0 for types other than the K-quants).
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-pub fn matmul_rows(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
-    match w.ty {
-        GgmlType::Q2_K => groups::<Q2K>(w, a, n_tok, rows, out),
-        GgmlType::Q3_K => groups::<Q3K>(w, a, n_tok, rows, out),
-        GgmlType::Q4_K => groups::<Q4K>(w, a, n_tok, rows, out),
-        GgmlType::Q5_K => groups::<Q5K>(w, a, n_tok, rows, out),
-        GgmlType::Q6_K => groups::<Q6K>(w, a, n_tok, rows, out),
-        _ => 0,
-    }
+/// Whole 8-row groups of `rows` of K-quant `K` (outputs `out[row * n_tok
+/// + token]`); returns how many rows it did.
+pub(super) fn groups8<K: KQuant>(
+    _: Avx512,
+    w: &QMatrix,
+    a: &[BlockQ8K],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) -> usize {
+    // SAFETY: the token proves AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C.
+    unsafe { groups8_imp::<K>(w, a, n_tok, rows, out) }
 }
 
-#[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn groups<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
+fn groups8_imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let nb = w.n_cols / QK_K;
-    each_tile::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile::<K>(rws, a, nb, t0, nt))
+    each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile::<K>(rws, a, nb, t0, nt))
 }
 
 /// One super-block of 8 rows, laid out across the rows.
@@ -113,7 +112,7 @@ fn tile<K: KQuant>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt
     let tok = |j: usize| (t0 + j.min(nt - 1)) * nb;
     for b in 0..nb {
         let o = b * ts;
-        prefetch8(rws, o + PREFETCH);
+        prefetch(rws, o + PREFETCH);
         let x = across::<K>(rws, o);
         let mut isum = [_mm256_setzero_si256(); NT];
         for (r, qr) in x.q.iter().enumerate() {

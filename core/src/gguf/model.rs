@@ -1,0 +1,123 @@
+//! A GGUF file as a model: its configuration from the metadata, its
+//! weights bound from its tensors.
+
+use alloc::string::ToString;
+
+use super::Gguf;
+use crate::error::{Error, Result};
+use crate::model::config::{check_heads, inv_freq, Arch, Config, RopeStyle};
+use crate::model::weights::{self, Expect, Weights};
+use crate::model::Model;
+use crate::tensors;
+
+impl<B: AsRef<[u8]>> Model<B> {
+    /// Parse a GGUF file held in `bytes`, bind and check its weights, and
+    /// let `with` read anything else it needs (e.g. the tokenizer) from the
+    /// same parse.
+    pub fn load_gguf_with<T>(bytes: B, with: impl FnOnce(&Gguf) -> Result<T>) -> Result<(Model<B>, T)> {
+        let (config, weights, extra) = {
+            let g = Gguf::parse(bytes.as_ref())?;
+            let ff = weights::rope_freq_factors(&g)?;
+            let config = Config::from_gguf(&g, tensors::n_vocab(&g)?, ff.as_deref())?;
+            config.check_fits(false, bytes.as_ref().len() as u64)?;
+            let weights = Weights::bind(&g, &config, Expect::GGUF)?;
+            (config, weights, with(&g)?)
+        };
+        Ok((Model::from_parts(alloc::vec![bytes], config, weights)?, extra))
+    }
+
+    /// Parse a GGUF file held in `bytes` into a model.
+    pub fn load_gguf(bytes: B) -> Result<Model<B>> {
+        Ok(Self::load_gguf_with(bytes, |_| Ok(()))?.0)
+    }
+}
+
+impl Config {
+    /// Read the configuration. `n_vocab` and rope frequency factors come
+    /// from tensors, which the caller has already located.
+    pub fn from_gguf(g: &Gguf, n_vocab: usize, rope_freq_factors: Option<&[f32]>) -> Result<Config> {
+        let arch = Arch::parse(g.require_str("general.architecture")?)?;
+        let a = arch.name();
+        let k = |s: &str| alloc::format!("{a}.{s}");
+        let n_embd = usize_key(g, &k("embedding_length"))?;
+        let n_head = usize_key(g, &k("attention.head_count"))?;
+        let n_head_kv = opt_usize_key(g, &k("attention.head_count_kv"))?.unwrap_or(n_head);
+        let head_dim = opt_usize_key(g, &k("attention.key_length"))?.unwrap_or(n_embd / n_head);
+        if let Some(vl) = opt_usize_key(g, &k("attention.value_length"))? {
+            if vl != head_dim {
+                return Err(Error::Unsupported { what: alloc::format!("value_length {vl} != key_length {head_dim}") });
+            }
+        }
+        let n_rot = opt_usize_key(g, &k("rope.dimension_count"))?.unwrap_or(head_dim);
+        check_heads(n_head, n_head_kv, head_dim, n_rot)?;
+        let rope_base = g.get_f32(&k("rope.freq_base"))?.unwrap_or(10000.0);
+        let mut rope_pos_scale = 1.0f32;
+        let scaling = g.get_str(&k("rope.scaling.type"))?.unwrap_or("none");
+        match scaling {
+            "none" => {}
+            "linear" => {
+                let f = g.get_f32(&k("rope.scaling.factor"))?.unwrap_or(1.0);
+                if !(f > 0.0) {
+                    return Err(Error::InvalidValue {
+                        field: "rope.scaling.factor",
+                        offset: 0,
+                        detail: alloc::format!("{f}"),
+                    });
+                }
+                rope_pos_scale = 1.0 / f;
+            }
+            other => return Err(Error::Unsupported { what: alloc::format!("rope scaling {other:?}") }),
+        }
+        if let Some(ff) = rope_freq_factors {
+            if ff.len() != n_rot / 2 {
+                return Err(Error::TensorShape {
+                    tensor: "rope_freqs.weight".into(),
+                    detail: alloc::format!("{} factors for {} rotated pairs", ff.len(), n_rot / 2),
+                });
+            }
+        }
+        let mut rope_inv_freq = inv_freq(rope_base, n_rot);
+        if let Some(ff) = rope_freq_factors {
+            for (f, d) in rope_inv_freq.iter_mut().zip(ff) {
+                *f /= d;
+            }
+        }
+        Ok(Config {
+            arch,
+            name: g.get_str("general.name")?.unwrap_or("").to_string(),
+            n_vocab,
+            n_embd,
+            n_layer: usize_key(g, &k("block_count"))?,
+            n_head,
+            n_head_kv,
+            head_dim,
+            n_ff: usize_key(g, &k("feed_forward_length"))?,
+            n_ctx_train: opt_usize_key(g, &k("context_length"))?.unwrap_or(2048),
+            norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
+            rope_style: match arch {
+                Arch::Llama => RopeStyle::Adjacent,
+                Arch::Qwen2 | Arch::Qwen3 => RopeStyle::Neox,
+            },
+            rope_base,
+            n_rot,
+            rope_pos_scale,
+            rope_inv_freq,
+        })
+    }
+}
+
+fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
+    let v = g.require_u64(key)?;
+    usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or_else(|| Error::Hyperparameter {
+        key: key.into(),
+        value: v.to_string(),
+        why: "must be in 1..2^31".into(),
+    })
+}
+
+fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
+    if g.get(key).is_none() {
+        return Ok(None);
+    }
+    usize_key(g, key).map(Some)
+}

@@ -1,0 +1,84 @@
+//! Scheduling a layer's attention over the workers: causal multi-head
+//! attention (GQA) of the batch's queries, each over its own sequence's
+//! cache. One task is one query head; the math is the kernels'.
+
+use super::config::Config;
+use super::engine::Engine;
+use super::scratch::{per_head_room, Scratch, MAX_GROUP};
+use crate::kernels::{Cached, KvRows, Queries};
+
+/// `s.att` = attention of the batch's `n` queries (`s.q`); token t sees
+/// positions `s.kv_first[t]..+s.kv_len[t]` of sequence `s.tok_seq[t]`,
+/// whose layer's cached K and V rows `layer_kv(seq)` gives.
+pub(super) fn attention<'c>(
+    c: &Config,
+    e: &Engine,
+    s: &mut Scratch,
+    n: usize,
+    layer_kv: &(dyn Fn(usize) -> (KvRows<'c>, KvRows<'c>) + Sync),
+) {
+    let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
+    let group = c.n_head / c.n_head_kv;
+    let scale = 1.0 / libm::sqrtf(hd as f32);
+    let (q, tok_seq, first, len) = (&s.q, &s.tok_seq, &s.kv_first, &s.kv_len);
+    // a run of queries of one sequence whose keys start at its first
+    // position shares the keys' reading
+    let joins = |t: usize| first[t] == 0 && t + 1 < n && tok_seq[t + 1] == tok_seq[t] && first[t + 1] == 0;
+    // no runs (decode): the heads of a KV head share them instead
+    let lone = !(0..n).any(joins);
+    // the cached rows token t reads for KV head g
+    let cached = |t: usize, g: usize| {
+        let ((k, v), at) = (layer_kv(tok_seq[t]), first[t] * kvd + g * hd);
+        Cached { k: k.from(at), v: v.from(at), stride: kvd }
+    };
+    // a task: one query head — its outputs [token][hd], then room for the
+    // outputs of a KV head's queries and for the scores (a run of tasks
+    // works in its last task's room)
+    let per_task = n * hd + per_head_room(c, s.n_ctx);
+    let k = e.kernels;
+    e.par.for_each_run(&mut s.heads[..c.n_head * per_task], per_task, &|h_first, run| {
+        let m = run.len() / per_task;
+        let (outs, work) = run.split_at_mut((m - 1) * per_task + n * hd);
+        let (tmp, scores) = work.split_at_mut(MAX_GROUP.min(group) * hd);
+        let out = |j: usize, t: usize| j * per_task + t * hd;
+        if lone {
+            // the run's query heads of one KV head together, one query
+            // each: its cached rows are read once for them
+            let mut h0 = h_first;
+            while h0 < h_first + m {
+                let h1 = ((h0 / group + 1) * group).min(h_first + m).min(h0 + MAX_GROUP);
+                let o = &mut tmp[..(h1 - h0) * hd];
+                for t in 0..n {
+                    let lens = [len[t]; MAX_GROUP];
+                    let qs = Queries { q: &q[t * qd + h0 * hd..], stride: hd, n_kv: &lens[..h1 - h0], scale };
+                    k.attention_queries(qs, cached(t, h0 / group), scores, o);
+                    for (j, oj) in o.chunks_exact(hd).enumerate() {
+                        outs[out(h0 - h_first + j, t)..][..hd].copy_from_slice(oj);
+                    }
+                }
+                h0 = h1;
+            }
+            return;
+        }
+        // each head over the batch's runs of queries
+        for j in 0..m {
+            let h = h_first + j;
+            let mut t = 0;
+            while t < n {
+                let mut t1 = t + 1;
+                while joins(t1 - 1) {
+                    t1 += 1;
+                }
+                let qs = Queries { q: &q[t * qd + h * hd..], stride: qd, n_kv: &len[t..t1], scale };
+                k.attention_queries(qs, cached(t, h / group), scores, &mut outs[out(j, t)..out(j, t1)]);
+                t = t1;
+            }
+        }
+    });
+    for h in 0..c.n_head {
+        for t in 0..n {
+            let src = &s.heads[h * per_task + t * hd..][..hd];
+            s.att[t * qd + h * hd..t * qd + (h + 1) * hd].copy_from_slice(src);
+        }
+    }
+}

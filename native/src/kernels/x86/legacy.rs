@@ -1,0 +1,305 @@
+//! The legacy 32-element formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with AVX2,
+//! four weight rows at a time: each block's exact i32 dot per row, then the
+//! per-row float update `acc + ((dw · da) · isum [+ m · s])` lane-wise on
+//! four rows — the scalar reference's expression and order, so the results
+//! are its bits. The formats' unpacking (`Block32`) is shared with the
+//! VNNI kernels (`legacy_vnni`).
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::kernels::{Acts, QMatrix};
+use tern_core::quant::{q4_0, q4_1, q5_0, q5_1, q8_0, BlockQ8_0, BlockQ8_1, QK8};
+
+use super::cpu::Avx2;
+use super::simd::{
+    each_group4, f16x4, hsum4, load16_at, load32, load32_at, prefetch, tiles, to_array, PREFETCH, R, TILE,
+};
+
+/// A legacy format: its block's quants as 32 unsigned bytes `u`, the
+/// weight being `u - OFFSET` (times the scale, plus the min).
+pub(super) trait Block32 {
+    const BYTES: usize;
+    /// 0 for the formats with a min (Q4_1, Q5_1); Q8_0 is stored signed
+    /// and read as `q ^ 0x80 = q + 128`.
+    const OFFSET: i8;
+    /// Byte offset of the f16 scale `d`, and of the min `m` (formats with
+    /// one).
+    const D_AT: usize;
+    const M_AT: usize;
+    fn unsigned(b: &[u8]) -> __m256i;
+    /// The same with AVX-512 BW/VL at hand.
+    #[inline(always)]
+    fn unsigned_512(b: &[u8]) -> __m256i {
+        Self::unsigned(b)
+    }
+}
+
+pub(super) struct Q4_0;
+pub(super) struct Q4_1;
+pub(super) struct Q5_0;
+pub(super) struct Q5_1;
+pub(super) struct Q8_0;
+
+/// 16 packed bytes → 32 nibbles: low nibbles then high nibbles.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn nibbles(b: &[u8], at: usize) -> __m256i {
+    let x = _mm256_broadcastsi128_si256(load16_at(b, at));
+    // the upper copy shifted down a nibble
+    let x = _mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0));
+    _mm256_and_si256(x, _mm256_set1_epi8(0x0F))
+}
+
+/// 32 bits → 32 bytes, 0xFF where the bit is set (ggml's bytes_from_bits_32).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bits_to_bytes(x: u32) -> __m256i {
+    let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
+    let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
+}
+
+/// `u + 16` in the bytes whose bit of `qh` is set (ggml's fifth bit).
+#[inline]
+#[target_feature(enable = "avx512bw,avx512vl")]
+fn add_fifth_bits(u: __m256i, qh: u32) -> __m256i {
+    _mm256_mask_add_epi8(u, qh, u, _mm256_set1_epi8(0x10))
+}
+
+/// Nibbles plus a fifth bit from `qh`, with AVX2.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn five_bits(b: &[u8], qs: usize, qh: u32) -> __m256i {
+    _mm256_or_si256(nibbles(b, qs), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)))
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl Block32 for Q4_0 {
+    const BYTES: usize = q4_0::BLOCK_BYTES;
+    const OFFSET: i8 = 8;
+    const D_AT: usize = q4_0::D;
+    const M_AT: usize = q4_0::D;
+    #[inline(always)]
+    fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2 (every caller is an AVX2 target_feature fn).
+        unsafe { nibbles(b, q4_0::QS) }
+    }
+}
+
+impl Block32 for Q4_1 {
+    const BYTES: usize = q4_1::BLOCK_BYTES;
+    const OFFSET: i8 = 0;
+    const D_AT: usize = q4_1::D;
+    const M_AT: usize = q4_1::M;
+    #[inline(always)]
+    fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2.
+        unsafe { nibbles(b, q4_1::QS) }
+    }
+}
+
+impl Block32 for Q5_0 {
+    const BYTES: usize = q5_0::BLOCK_BYTES;
+    const OFFSET: i8 = 16;
+    const D_AT: usize = q5_0::D;
+    const M_AT: usize = q5_0::D;
+    #[inline(always)]
+    fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2.
+        unsafe { five_bits(b, q5_0::QS, u32_at(b, q5_0::QH)) }
+    }
+    #[inline(always)]
+    fn unsigned_512(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX-512 BW/VL.
+        unsafe { add_fifth_bits(nibbles(b, q5_0::QS), u32_at(b, q5_0::QH)) }
+    }
+}
+
+impl Block32 for Q5_1 {
+    const BYTES: usize = q5_1::BLOCK_BYTES;
+    const OFFSET: i8 = 0;
+    const D_AT: usize = q5_1::D;
+    const M_AT: usize = q5_1::M;
+    #[inline(always)]
+    fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2.
+        unsafe { five_bits(b, q5_1::QS, u32_at(b, q5_1::QH)) }
+    }
+    #[inline(always)]
+    fn unsigned_512(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX-512 BW/VL.
+        unsafe { add_fifth_bits(nibbles(b, q5_1::QS), u32_at(b, q5_1::QH)) }
+    }
+}
+
+impl Block32 for Q8_0 {
+    const BYTES: usize = q8_0::BLOCK_BYTES;
+    const OFFSET: i8 = -128;
+    const D_AT: usize = q8_0::D;
+    const M_AT: usize = q8_0::D;
+    #[inline(always)]
+    fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: callers hold AVX2.
+        unsafe { _mm256_xor_si256(load32_at(b, q8_0::QS), _mm256_set1_epi8(-128)) }
+    }
+}
+
+/// An 8-bit activation block paired with 32-element weights: Q8_0, or Q8_1
+/// whose sum term `m * s` the formats with a min add.
+pub(super) trait Act32 {
+    fn qs(&self) -> &[i8; QK8];
+    fn d(&self) -> f32;
+    /// `t + m * s` for Q8_1; `t` for Q8_0 (which has no such term).
+    fn with_offset(&self, t: __m128, m: __m128) -> __m128;
+}
+
+impl Act32 for BlockQ8_0 {
+    fn qs(&self) -> &[i8; QK8] {
+        &self.qs
+    }
+    fn d(&self) -> f32 {
+        self.d
+    }
+    #[inline(always)]
+    fn with_offset(&self, t: __m128, _: __m128) -> __m128 {
+        t
+    }
+}
+
+impl Act32 for BlockQ8_1 {
+    fn qs(&self) -> &[i8; QK8] {
+        &self.qs
+    }
+    fn d(&self) -> f32 {
+        self.d
+    }
+    #[inline(always)]
+    fn with_offset(&self, t: __m128, m: __m128) -> __m128 {
+        // SAFETY: only reached from AVX2 target_feature functions.
+        unsafe { _mm_add_ps(t, _mm_mul_ps(m, _mm_set1_ps(self.s))) }
+    }
+}
+
+/// Four rows × up to `NT` tokens (`t0..t0 + nt`) of a legacy format.
+/// Each (row, token) accumulates its blocks in order, as the reference.
+/// `$weights(block)` unpacks a row's block; `$dot(w, a, c)` is its exact
+/// dot with activations `a`, `c` being `$corr(a)`, computed once per token.
+/// (A macro: the AVX2 and the VNNI kernels are this loop compiled for
+/// their own features.)
+macro_rules! rows_32 {
+    ($name:ident, $features:literal, $weights:ident, $corr:ident, $dot:ident) => {
+        #[target_feature(enable = $features)]
+        pub(super) fn $name<T: Block32, A: Act32, const NT: usize>(
+            rws: &[&[u8]; R],
+            a: &[A],
+            nb: usize,
+            t0: usize,
+            nt: usize,
+        ) -> [[f32; 4]; NT] {
+            let ts = T::BYTES;
+            let mut acc = [_mm_setzero_ps(); NT];
+            for b in 0..nb {
+                let o = b * ts;
+                prefetch(rws, o + PREFETCH);
+                let w = [
+                    $weights::<T>(&rws[0][o..o + ts]),
+                    $weights::<T>(&rws[1][o..o + ts]),
+                    $weights::<T>(&rws[2][o..o + ts]),
+                    $weights::<T>(&rws[3][o..o + ts]),
+                ];
+                let dw = f16x4!(rws, o + T::D_AT);
+                // the rows' mins, for the formats that have them
+                let m = if T::OFFSET == 0 { f16x4!(rws, o + T::M_AT) } else { _mm_setzero_ps() };
+                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                    let ab = &a[(t0 + j) * nb + b];
+                    let av = load32(ab.qs());
+                    let c = $corr::<T>(av);
+                    let p = [
+                        $dot::<T>(w[0], av, c),
+                        $dot::<T>(w[1], av, c),
+                        $dot::<T>(w[2], av, c),
+                        $dot::<T>(w[3], av, c),
+                    ];
+                    let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
+                    let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
+                    let t = ab.with_offset(t, m);
+                    *acc = _mm_add_ps(*acc, t);
+                }
+            }
+            acc.map(|v| to_array(v))
+        }
+    };
+}
+pub(super) use rows_32;
+
+rows_32!(rows_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
+
+/// AVX2: the block's signed weights (sign trick in the dot) or, for the
+/// formats with a min, its unsigned quants.
+#[inline(always)]
+fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
+    let u = T::unsigned(b);
+    // SAFETY: only reached from AVX2 target_feature functions. (Q8_0's
+    // offset −128 wraps back: (q ^ 0x80) − 0x80 = q.)
+    unsafe {
+        if T::OFFSET == 0 {
+            u
+        } else {
+            _mm256_sub_epi8(u, _mm256_set1_epi8(T::OFFSET))
+        }
+    }
+}
+
+/// AVX2 needs no per-token term.
+#[inline(always)]
+fn no_corr<T: Block32>(_: __m256i) {}
+
+/// AVX2: exact dot of 32 weights with 32 activations, as 8 partial i32 sums.
+#[inline(always)]
+fn dot32<T: Block32>(w: __m256i, a: __m256i, _: ()) -> __m256i {
+    // SAFETY: only reached from AVX2 target_feature functions.
+    unsafe { dot32_avx2(w, T::OFFSET != 0, a) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn dot32_avx2(w: __m256i, signed: bool, a: __m256i) -> __m256i {
+    let p = if signed {
+        _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w))
+    } else {
+        _mm256_maddubs_epi16(w, a)
+    };
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
+/// As `scalar::matmul_rows` for format `T` with activations `A`: four
+/// rows at a time, decode (one token) in tiles of one.
+pub(super) fn matmul_rows<T: Block32, A: Act32>(
+    _: Avx2,
+    w: &QMatrix,
+    x: Acts,
+    a: &[A],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    // SAFETY: the token proves AVX2, FMA and F16C.
+    unsafe { groups::<T, A>(w, x, a, n_tok, rows, out) }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+fn groups<T: Block32, A: Act32>(w: &QMatrix, x: Acts, a: &[A], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let nb = w.n_cols / QK8;
+    each_group4(w, x, n_tok, rows, out, |rws, out| {
+        if n_tok == 1 {
+            tiles::<1>(n_tok, out, |t0, nt| rows_avx2::<T, A, 1>(rws, a, nb, t0, nt))
+        } else {
+            tiles::<TILE>(n_tok, out, |t0, nt| rows_avx2::<T, A, TILE>(rws, a, nb, t0, nt))
+        }
+    })
+}
