@@ -4,7 +4,7 @@
 //! outside the forward pass: a wrapped kernel backend that misreads the
 //! mask, or a model whose configuration or weights were rewired.
 
-use tern_core::kernels::{Acts, Cached, Kernels, QMatrix, Queries};
+use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
 use tern_core::model::RopeStyle;
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use tern_core::Engine;

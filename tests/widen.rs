@@ -27,9 +27,9 @@ fn logits_kv(m: &Model<Buffer>, exact: bool, kv: KvType, seq: &[u32]) -> Vec<f32
 #[test]
 fn widened_qwen_gives_the_same_logits() {
     let (model, file) = MODELS[0];
-    let plain = load(file).model;
+    let plain = load(file).bundle.model;
     let q5 = plain.weights.matrices().filter(|t| t.ty == GgmlType::Q5_0).count();
-    let (wide, w) = load(file).model.widen_q5_0(usize::MAX, Buffer::Owned).unwrap();
+    let (wide, w) = load(file).bundle.model.widen_q5_0(usize::MAX, Buffer::Owned).unwrap();
     assert!(q5 > 100, "Qwen2.5 Q4_K_M has its Q5_0 matrices ({q5})");
     assert_eq!(w.matrices, q5);
     assert_eq!(wide.weights.matrices().filter(|t| t.ty == GgmlType::Q5_0).count(), 0);
@@ -50,7 +50,7 @@ fn widened_qwen_gives_the_same_logits() {
 
 #[test]
 fn widening_past_the_limit_converts_nothing() {
-    let plain = load(MODELS[0].1).model;
+    let plain = load(MODELS[0].1).bundle.model;
     let limit = plain.n_bytes() + 1000;
     let (m, w) = plain.widen_q5_0(limit, Buffer::Owned).unwrap();
     assert_eq!((w.matrices, w.bytes), (0, 0));
@@ -60,7 +60,7 @@ fn widening_past_the_limit_converts_nothing() {
 
 #[test]
 fn widened_scales_cover_every_block_format_matrix() {
-    let (plain, smol) = (load(MODELS[1].1).model, load(MODELS[1].1).model);
+    let (plain, smol) = (load(MODELS[1].1).bundle.model, load(MODELS[1].1).bundle.model);
     let (m, bytes) = smol.widen_scales(usize::MAX);
     assert_eq!(m.n_bytes(), plain.n_bytes() + bytes);
     let mut covered = 0;
@@ -81,7 +81,7 @@ fn widened_scales_cover_every_block_format_matrix() {
     // the tied head is the embedding's scales, not a copy
     assert!(m.weights.tied_output && m.weights.output.scales == m.weights.token_embd.scales);
     // past the limit: none
-    let (m, bytes) = load(MODELS[1].1).model.widen_scales(plain.n_bytes());
+    let (m, bytes) = load(MODELS[1].1).bundle.model.widen_scales(plain.n_bytes());
     assert_eq!(bytes, 0);
     assert!(m.weights.matrices().all(|t| t.scales.is_empty()));
 }
@@ -89,7 +89,7 @@ fn widened_scales_cover_every_block_format_matrix() {
 #[test]
 fn f16_values_kept_wide_give_the_f16_caches_logits() {
     for (model, file) in MODELS {
-        let m = load(file).model;
+        let m = load(file).bundle.model;
         let case = prompt_case(model, "p1");
         let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated[..6]).copied().collect();
         let (a, b) = (logits_kv(&m, false, KvType::F16, &seq), logits_kv(&m, false, KvType::F16Wide, &seq));

@@ -9,6 +9,8 @@ extern crate alloc;
 extern crate std;
 
 #[cfg(feature = "std")]
+pub mod bundle;
+#[cfg(feature = "std")]
 pub mod chat;
 #[cfg(feature = "std")]
 pub mod conversation;
@@ -17,7 +19,7 @@ pub mod generate;
 pub mod gguf;
 #[cfg(feature = "std")]
 pub mod hf;
-pub mod kernels;
+pub mod backend;
 pub mod model;
 pub mod parallel;
 pub mod perplexity;
@@ -29,4 +31,4 @@ pub mod tokenizer;
 pub mod utf8;
 
 pub use error::{Error, Result};
-pub use model::{Engine, KvType, Logits, Model, Session, Widened};
+pub use model::{Engine, KvType, Logits, Model, Session};

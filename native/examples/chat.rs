@@ -1,12 +1,12 @@
 //! A scripted multi-turn chat: the model's template, one live session, the
 //! second turn prefilling only its new tokens; then save and restore.
 //!
-//!     cargo run --release -p tern --example chat [MODEL.gguf]
+//!     cargo run --release -p tern --example chat MODEL.gguf
 
 use tern::{Event, Options};
 
-fn main() -> tern::Result<()> {
-    let model = tern::Model::load(tern::models::path_or(std::env::args().nth(1), tern::models::SMOLLM2)?)?;
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let model = tern::Model::load(std::env::args().nth(1).ok_or("usage: chat MODEL.gguf")?)?;
     let mut chat = model.chat(Some("You are a concise assistant."))?;
     chat.options(Options::greedy().max_tokens(60));
     for question in ["What is the largest planet?", "And the smallest?"] {

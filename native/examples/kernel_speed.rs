@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use tern_core::kernels::speed::{random_matrix, time_matmul, TYPES};
-use tern_core::kernels::QMatrix;
+use tern_core::backend::speed::{random_matrix, time_matmul, TYPES};
+use tern_core::backend::QMatrix;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

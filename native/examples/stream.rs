@@ -1,15 +1,15 @@
 //! Streaming: iterate over token events, print text as it comes, stop at a
 //! stop string, cancel from another thread after two seconds.
 //!
-//!     cargo run --release -p tern --example stream [MODEL.gguf]
+//!     cargo run --release -p tern --example stream MODEL.gguf
 
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
 use tern::{Event, Options};
 
-fn main() -> tern::Result<()> {
-    let model = tern::Model::load(tern::models::path_or(std::env::args().nth(1), tern::models::SMOLLM2)?)?;
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let model = tern::Model::load(std::env::args().nth(1).ok_or("usage: stream MODEL.gguf")?)?;
     let opts = Options::default().max_tokens(200).temperature(0.7).seed(1).stop("\n6.");
     let stream = model.stream("Here is a list of fruits:\n1.", &opts)?;
     let cancel = stream.cancel_flag();

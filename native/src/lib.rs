@@ -6,18 +6,17 @@ pub mod kernels;
 pub mod limits;
 pub mod load;
 mod model;
-pub mod models;
 #[cfg(feature = "serve")]
 pub mod serve;
 
 use std::time::Instant;
 
 pub use error::{Error, Result};
-pub use load::{load, load_with, Buffer, Format, IdsOnly, LoadOptions, Loaded};
+pub use load::{load, load_with, Buffer, IdsOnly, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};
 pub use tern_core;
 pub use tern_core::generate::{Event, GenerationResult};
-use tern_core::kernels::{Kernels, Scalar};
+use tern_core::backend::{Kernels, Scalar};
 use tern_core::Engine;
 pub use tern_threads::Threads;
 

@@ -6,11 +6,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memmap2::Mmap;
-use tern_core::hf::{self, CheckpointInfo, GenerationDefaults};
+use tern_core::bundle::Bundle;
 use tern_core::model::Requantized;
 use tern_core::quant::GgmlType;
-use tern_core::tokenizer::Tokenizer;
-use tern_core::Model;
 
 use crate::error::{Error, Result};
 
@@ -29,46 +27,33 @@ impl AsRef<[u8]> for Buffer {
     }
 }
 
-/// Where the model came from.
-pub enum Format {
-    Gguf { version: u32 },
-    Hf(CheckpointInfo),
-}
-
-/// A model mapped from disk, with its tokenizer (if the files have one)
-/// and generation defaults (HF `generation_config.json`).
+/// A model mapped from disk: core's `Bundle` (model, tokenizer, chat
+/// template, generation defaults; its fields read through this), and how
+/// the load went.
 pub struct Loaded {
-    pub model: Model<Buffer>,
-    pub tokenizer: Option<Tokenizer>,
-    pub format: Format,
-    pub defaults: GenerationDefaults,
+    pub bundle: Bundle<Buffer>,
     pub requantized: Option<Requantized>,
     pub load_time: Duration,
 }
 
+impl std::ops::Deref for Loaded {
+    type Target = Bundle<Buffer>;
+    fn deref(&self) -> &Bundle<Buffer> {
+        &self.bundle
+    }
+}
+
+impl std::ops::DerefMut for Loaded {
+    fn deref_mut(&mut self) -> &mut Bundle<Buffer> {
+        &mut self.bundle
+    }
+}
+
+/// How to load.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LoadOptions {
     /// Quantize float weights to this block type at load (Q8_0).
     pub quantize: Option<GgmlType>,
-}
-
-impl Loaded {
-    /// The tokenizer, or an error saying the model has none.
-    pub fn tokenizer(&self) -> Result<&Tokenizer> {
-        self.tokenizer.as_ref().ok_or_else(|| {
-            Error::Core(tern_core::Error::Tokenizer {
-                detail: "this model has no tokenizer (no tokenizer.json / GGUF vocabulary); give --prompt-ids".into(),
-            })
-        })
-    }
-
-    /// End-of-generation ids: the tokenizer's, else generation_config's.
-    pub fn eog(&self) -> Vec<u32> {
-        match &self.tokenizer {
-            Some(t) => t.eog.clone(),
-            None => self.defaults.eos_token_ids.clone(),
-        }
-    }
 }
 
 fn map(path: &Path) -> Result<Mmap> {
@@ -83,40 +68,23 @@ fn map(path: &Path) -> Result<Mmap> {
 /// Load a GGUF file or an HF model directory.
 pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
     let t0 = Instant::now();
-    let mut lm = if path.is_dir() { load_dir(path)? } else { load_gguf(path)? };
-    if let Some(ty) = opts.quantize {
-        let model = lm.model;
-        let (m, r) = model.quantize(ty, Buffer::Owned)?;
-        lm.model = m;
-        lm.requantized = Some(r);
-    }
-    lm.load_time = t0.elapsed();
-    Ok(lm)
+    let bundle = if path.is_dir() { load_dir(path)? } else { Bundle::gguf(Buffer::Mapped(map(path)?))? };
+    let (bundle, requantized) = match opts.quantize {
+        Some(ty) => {
+            let (b, r) = bundle.map_model(|m| m.quantize(ty, Buffer::Owned))?;
+            (b, Some(r))
+        }
+        None => (bundle, None),
+    };
+    Ok(Loaded { bundle, requantized, load_time: t0.elapsed() })
 }
 
+/// Load a GGUF file or an HF model directory as it is.
 pub fn load(path: &Path) -> Result<Loaded> {
     load_with(path, &LoadOptions::default())
 }
 
-fn load_gguf(path: &Path) -> Result<Loaded> {
-    let (model, (tokenizer, version)) = Model::load_gguf_with(Buffer::Mapped(map(path)?), |g| {
-        let tok = match g.get("tokenizer.ggml.model") {
-            Some(_) => Some(Tokenizer::from_gguf(g)?),
-            None => None,
-        };
-        Ok((tok, g.version))
-    })?;
-    Ok(Loaded {
-        model,
-        tokenizer,
-        format: Format::Gguf { version },
-        defaults: GenerationDefaults::default(),
-        requantized: None,
-        load_time: Duration::ZERO,
-    })
-}
-
-fn load_dir(dir: &Path) -> Result<Loaded> {
+fn load_dir(dir: &Path) -> Result<Bundle<Buffer>> {
     let io = |path: &Path, e: std::io::Error| tern_core::Error::ModelFile {
         file: path.display().to_string(),
         field: "(file)".into(),
@@ -140,18 +108,11 @@ fn load_dir(dir: &Path) -> Result<Loaded> {
             std::fs::read(&p).map(|b| Some(Buffer::Owned(b))).map_err(|e| io(&p, e))
         }
     };
-    let mut h = hf::load_dir(&mut take, &present)?;
-    if h.model.config.name.is_empty() {
-        h.model.config.name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let mut b = Bundle::hf_dir(&mut take, &present)?;
+    if b.model.config.name.is_empty() {
+        b.model.config.name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
     }
-    Ok(Loaded {
-        model: h.model,
-        tokenizer: h.tokenizer,
-        format: Format::Hf(h.info),
-        defaults: h.defaults,
-        requantized: None,
-        load_time: Duration::ZERO,
-    })
+    Ok(b)
 }
 
 /// The vocabulary of a model without a tokenizer: it runs on ids, with no

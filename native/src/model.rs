@@ -19,8 +19,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tern_core::conversation::Conversation;
-use tern_core::generate::{CancelFlag, Event, GenerateConfig, Generation, GenerationResult, Parts};
-use tern_core::kernels::Kernels;
+use tern_core::generate::{
+    generate_batch, BatchItem, CancelFlag, Event, GenerateConfig, Generation, GenerationResult, Parts,
+};
+use tern_core::backend::Kernels;
 use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, Session};
@@ -87,6 +89,12 @@ impl Options {
         self.cfg.stop.push(s.into());
         self
     }
+    /// Keep going past end-of-generation tokens (they are banned, as
+    /// llama.cpp's `--ignore-eos` does): exactly `max_tokens` tokens.
+    pub fn ignore_eos(mut self) -> Options {
+        self.cfg.ignore_eos = true;
+        self
+    }
 
     fn config(&self, model: &Model) -> GenerateConfig {
         let mut cfg = self.cfg.clone();
@@ -128,7 +136,7 @@ impl Model {
 
     /// The tokenizer (an error if the files have none).
     pub fn tokenizer(&self) -> Result<&Tokenizer> {
-        self.loaded.tokenizer()
+        Ok(self.loaded.tokenizer()?)
     }
 
     fn engine(&self) -> Engine<'_> {
@@ -164,6 +172,24 @@ impl Model {
         let tok = self.tokenizer()?;
         let ids = tok.encode(prompt, true)?;
         Ok(Stream::new(self, tok, self.session(), Generation::new(&ids, o.config(self))))
+    }
+
+    /// Generate after each prompt with its options, the sequences decoded
+    /// together (one forward pass a step for all that are still going).
+    /// Each result equals what `generate` gives for that prompt alone.
+    pub fn generate_batch(&self, jobs: &[(&str, Options)]) -> Result<Vec<GenerationResult>> {
+        let tok = self.tokenizer()?;
+        let mut items = Vec::with_capacity(jobs.len());
+        for (prompt, o) in jobs {
+            items.push(BatchItem { prompt: tok.encode(prompt, true)?, cfg: o.config(self) });
+        }
+        let mut sessions = Vec::with_capacity(items.len());
+        for it in &items {
+            let n_ctx = (it.prompt.len() + it.cfg.max_tokens).min(self.n_ctx);
+            sessions.push(self.loaded.model.session(n_ctx, BATCH));
+        }
+        let engine = self.engine();
+        Ok(generate_batch(&self.loaded.model, &engine, tok, &mut sessions, &items, crate::clock)?)
     }
 
     /// A conversation in one live session (each turn prefills only what

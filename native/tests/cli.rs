@@ -1,6 +1,8 @@
 //! The `tern` binary end to end on the small test model: `run --json` with
 //! token ids in, greedy ids and logits out; `info`; errors on bad input.
 
+mod common;
+
 use std::process::Command;
 
 fn tern() -> Command {
@@ -8,7 +10,7 @@ fn tern() -> Command {
 }
 
 fn smollm2() -> String {
-    let p = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let p = common::smollm2();
     assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     p.display().to_string()
 }

@@ -1,12 +1,14 @@
 //! `tern::Model`, the front door, on SmolLM2: generate, stream (with its
 //! cancel flag), chat across turns; shareable across threads.
 
+mod common;
+
 use std::sync::atomic::Ordering;
 
 use tern::{Event, Model, Options};
 
 fn smollm2() -> Model {
-    let p = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let p = common::smollm2();
     assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     Model::load(p).unwrap()
 }
@@ -46,4 +48,35 @@ fn generate_stream_and_chat() {
     let Event::Done(r) = second else { panic!("no Done") };
     assert!(r.usage.cached_tokens > 20, "the second turn reused the cache: {:?}", r.usage);
     assert_eq!(chat.messages().len(), 5, "system, two user turns, two replies");
+}
+
+/// Every example runs to success on the small model (cargo test builds
+/// them beside the tests).
+#[test]
+fn examples_run() {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap().join("examples");
+    let model = common::smollm2();
+    for (name, extra) in [("generate", &[][..]), ("stream", &[][..]), ("chat", &[][..]), ("batch", &["1", "2"][..])] {
+        let out = std::process::Command::new(dir.join(name)).arg(&model).args(extra).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+        assert!(!stdout.trim().is_empty(), "{name} printed nothing");
+    }
+    // without a model the examples say how to run them
+    let out = std::process::Command::new(dir.join("generate")).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("usage: generate MODEL.gguf"));
+}
+
+/// A batch gives each prompt what it gets alone.
+#[test]
+fn batch_equals_single_runs() {
+    let model = smollm2();
+    let o = Options::greedy().max_tokens(12);
+    let prompts = ["The capital of France is", "Here is a list of fruits:\n1."];
+    let jobs: Vec<(&str, Options)> = prompts.iter().map(|p| (*p, o.clone())).collect();
+    let batch = model.generate_batch(&jobs).unwrap();
+    for (p, b) in prompts.iter().zip(&batch) {
+        assert_eq!(model.generate(p, &o).unwrap().tokens, b.tokens, "{p:?}");
+    }
 }

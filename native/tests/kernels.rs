@@ -2,6 +2,8 @@
 //! for bit (core's conformance harness). With TERN_KERNELS set, the named
 //! backend must be the one in use (no silent fallback).
 
+mod common;
+
 #[test]
 fn every_available_backend_conforms() {
     let names = tern::kernels::available();
@@ -9,7 +11,7 @@ fn every_available_backend_conforms() {
     for name in names {
         let k = tern::kernels::by_name(name).unwrap();
         assert_eq!(k.name(), name);
-        tern_core::kernels::conformance::check(k).unwrap_or_else(|e| panic!("{e}"));
+        tern_core::backend::conformance::check(k).unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
@@ -28,7 +30,7 @@ fn default_backend_is_the_fastest_available_and_unknown_names_are_refused() {
 #[test]
 fn tern_kernels_selects_or_fails() {
     let tern = env!("CARGO_BIN_EXE_tern");
-    let model = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let model = common::smollm2();
     let model = model.to_str().unwrap();
     for name in tern::kernels::available() {
         let out = std::process::Command::new(tern)
@@ -51,7 +53,7 @@ fn tern_kernels_selects_or_fails() {
 #[test]
 fn model_logits_identical_across_backends_and_threads() {
     use tern_core::{Engine, Logits};
-    let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let path = common::smollm2();
     assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
     let prompt = lm.tokenizer().unwrap().encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
@@ -86,7 +88,7 @@ fn model_logits_identical_across_backends_and_threads() {
 fn logits_bits_match_the_recorded_hash() {
     use tern_core::{Engine, Logits};
     const RECORDED: [u64; 2] = [0x24b7790e8b2a9beb, 0x4f694e12c29a4e3e]; // [quantized, exact]
-    let path = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let path = common::smollm2();
     assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
     let prompt = [504u32, 3575, 282, 4649, 314]; // "The capital of France is"

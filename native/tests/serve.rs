@@ -5,6 +5,8 @@
 //! errors (400), the API key (401); a client that hangs up frees its KV
 //! cache (seen in /metrics); SIGTERM lets a running stream finish, exit 0.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -19,7 +21,7 @@ fn root() -> PathBuf {
 }
 
 fn smollm2() -> String {
-    let p = tern::models::cache_dir().join(tern::models::SMOLLM2);
+    let p = common::smollm2();
     assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     p.display().to_string()
 }

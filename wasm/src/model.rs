@@ -4,11 +4,12 @@
 //! of its prompt the session's cache already holds (a chat's earlier turns).
 
 use serde_json::json;
+use tern_core::bundle::Bundle;
 use tern_core::chat::{messages_from_json, ChatTemplate, Message};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts};
-use tern_core::hf;
 use tern_core::tokenizer::Tokenizer;
-use tern_core::{Engine, KvType, Model, Session, Widened};
+use tern_core::model::Widened;
+use tern_core::{Engine, KvType, Session};
 use wasm_bindgen::prelude::*;
 
 use crate::errors::{from_core, js_error};
@@ -35,11 +36,10 @@ const WIDEN_LIMIT: usize = (WASM32_MEMORY_LIMIT / 2) as usize;
 
 #[wasm_bindgen]
 pub struct TernModel {
-    model: Model<Vec<u8>>,
+    /// The model, chat template and generation defaults (its tokenizer is
+    /// `tok`: a model without one is refused).
+    b: Bundle<Vec<u8>>,
     tok: Tokenizer,
-    /// generation_config.json's sampling defaults (none for GGUF).
-    defaults: hf::GenerationDefaults,
-    template: Option<ChatTemplate>,
     session: Option<Session>,
     exact: bool,
     gen: Option<Generation>,
@@ -51,15 +51,14 @@ pub struct TernModel {
 
 impl TernModel {
     fn chat_input(&self, messages_json: &str) -> Result<(&ChatTemplate, Vec<Message>), JsValue> {
-        let t = self.template.as_ref().ok_or_else(|| js_error("unsupported", "the model has no chat template"))?;
+        let t = self.b.template().map_err(|e| js_error("unsupported", &e.to_string()))?;
         let v: serde_json::Value =
             serde_json::from_str(messages_json).map_err(|e| js_error("invalid_argument", &format!("messages: {e}")))?;
         Ok((t, messages_from_json(&v).map_err(from_core)?))
     }
 
     pub(crate) fn from_bytes(bytes: Vec<u8>, widen: bool) -> Result<TernModel, JsValue> {
-        let (model, tok) = Model::load_gguf_with(bytes, Tokenizer::from_gguf).map_err(from_core)?;
-        Self::new(model, tok, hf::GenerationDefaults::default(), widen)
+        Self::new(Bundle::gguf(bytes).map_err(from_core)?, widen)
     }
 
     /// An HF directory given as (file name, bytes).
@@ -68,9 +67,7 @@ impl TernModel {
         let mut take = |name: &str| -> tern_core::Result<Option<Vec<u8>>> {
             Ok(files.iter().position(|f| f.0 == name).map(|i| files.swap_remove(i).1))
         };
-        let h = hf::load_dir(&mut take, &present).map_err(from_core)?;
-        let tok = h.tokenizer.ok_or_else(|| js_error("unsupported", "the model directory has no tokenizer.json"))?;
-        Self::new(h.model, tok, h.defaults, widen)
+        Self::new(Bundle::hf_dir(&mut take, &present).map_err(from_core)?, widen)
     }
 
     /// `widen`: weights rewritten at load for SIMD128, at a cost in memory,
@@ -80,28 +77,22 @@ impl TernModel {
     /// every 32-element block format widened to f32 beside the blocks (no
     /// per-block conversion) — unless the model would pass `WIDEN_LIMIT`
     /// or the memory cannot be had.
-    fn new(
-        model: Model<Vec<u8>>,
-        tok: Tokenizer,
-        defaults: hf::GenerationDefaults,
-        widen: bool,
-    ) -> Result<TernModel, JsValue> {
-        let file_bytes = model.n_bytes();
-        let (model, widened) = if widen {
-            let (m, q5) = model.widen_q5_0(WIDEN_LIMIT, |v| v).map_err(from_core)?;
-            let (m, scale_bytes) = m.widen_scales(WIDEN_LIMIT);
-            (m, Some((q5, scale_bytes)))
+    fn new(mut b: Bundle<Vec<u8>>, widen: bool) -> Result<TernModel, JsValue> {
+        let tok = b.tokenizer.take().ok_or_else(|| js_error("unsupported", "the model has no tokenizer"))?;
+        let file_bytes = b.model.n_bytes();
+        let (b, widened) = if widen {
+            let (b, w) = b
+                .map_model(|m| {
+                    let (m, q5) = m.widen_q5_0(WIDEN_LIMIT, |v| v)?;
+                    let (m, scale_bytes) = m.widen_scales(WIDEN_LIMIT);
+                    Ok((m, (q5, scale_bytes)))
+                })
+                .map_err(from_core)?;
+            (b, Some(w))
         } else {
-            (model, None)
+            (b, None)
         };
-        let template = match &tok.chat_template {
-            Some(src) => {
-                let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
-                Some(ChatTemplate::new(src, &name(tok.bos), &name(tok.eos)).map_err(from_core)?)
-            }
-            None => None,
-        };
-        Ok(TernModel { model, tok, defaults, template, session: None, exact: false, gen: None, file_bytes, widened })
+        Ok(TernModel { b, tok, session: None, exact: false, gen: None, file_bytes, widened })
     }
 
     fn engine(&self) -> Engine<'static> {
@@ -115,14 +106,14 @@ impl TernModel {
     /// 4096), `exact`: the f32 path with an f32 cache (oracle parity).
     /// Fails, naming the sizes, if the cache would not fit in wasm32 memory.
     pub fn configure(&mut self, n_ctx: usize, exact: bool) -> Result<(), JsValue> {
-        let c = &self.model.config;
+        let c = &self.b.model.config;
         let n_ctx = if n_ctx == 0 { c.n_ctx_train.clamp(1, DEFAULT_CTX) } else { n_ctx };
         // f16 values kept widened: SIMD128 has no f16 conversion, and
         // widening every cached row at every step cost more than half of
         // attention (bench/NOTES.md, W24); the same logits as f16
         let kv = if exact { KvType::F32 } else { KvType::F16Wide };
         let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * (c.kv_dim() as u64) * kv.size() as u64;
-        let have = self.model.n_bytes() as u64;
+        let have = self.b.model.n_bytes() as u64;
         if have + kv_bytes > WASM32_MEMORY_LIMIT {
             return Err(js_error(
                 "too_large",
@@ -136,15 +127,15 @@ impl TernModel {
         }
         self.gen = None;
         self.session = None;
-        self.session = Some(self.model.session_kv(n_ctx, N_BATCH, kv));
+        self.session = Some(self.b.model.session_kv(n_ctx, N_BATCH, kv));
         self.exact = exact;
         Ok(())
     }
 
     /// What the model is, as JSON.
     pub fn info(&self) -> String {
-        let c = &self.model.config;
-        let w = &self.model.weights;
+        let c = &self.b.model.config;
+        let w = &self.b.model.weights;
         json!({
             "name": c.name,
             "arch": c.arch.name(),
@@ -212,11 +203,11 @@ impl TernModel {
         if self.session.is_none() {
             self.configure(0, false)?;
         }
-        let n_vocab = self.model.config.n_vocab;
+        let n_vocab = self.b.model.config.n_vocab;
         if let Some(&id) = prompt.iter().find(|&&i| i as usize >= n_vocab) {
             return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab }));
         }
-        let cfg = options::parse(options_json, &self.tok.eog, n_vocab, &self.defaults)?;
+        let cfg = options::parse(options_json, &self.tok.eog, n_vocab, &self.b.defaults)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
         let needed = prompt.len() + cfg.max_tokens.max(1) - 1;
         if needed > n_ctx {
@@ -231,7 +222,7 @@ impl TernModel {
     pub fn step(&mut self) -> Result<Option<String>, JsValue> {
         let engine = self.engine();
         let (Some(gen), Some(session)) = (self.gen.as_mut(), self.session.as_mut()) else { return Ok(None) };
-        let parts = Parts { model: &self.model, engine: &engine, vocab: &self.tok, session };
+        let parts = Parts { model: &self.b.model, engine: &engine, vocab: &self.tok, session };
         match gen.next(parts) {
             None => {
                 self.gen = None;

@@ -7,5 +7,5 @@ use wasm_bindgen_test::wasm_bindgen_test;
 fn simd128_is_the_backend_and_conforms() {
     let k = tern_wasm::kernels::backend();
     assert_eq!(k.name(), "simd128", "the wasm module must be built with +simd128");
-    tern_core::kernels::conformance::check(k).unwrap_or_else(|e| panic!("{e}"));
+    tern_core::backend::conformance::check(k).unwrap_or_else(|e| panic!("{e}"));
 }

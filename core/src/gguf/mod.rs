@@ -7,6 +7,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 mod value;
+#[cfg(any(test, feature = "testing"))]
 pub mod write;
 
 use alloc::collections::BTreeMap;

@@ -5,7 +5,7 @@
 use super::config::Config;
 use super::engine::Engine;
 use super::scratch::{per_head_room, Scratch, MAX_GROUP};
-use crate::kernels::{Cached, KvRows, Queries};
+use crate::backend::{Cached, KvRows, Queries};
 
 /// `s.att` = attention of the batch's `n` queries (`s.q`); token t sees
 /// positions `s.kv_first[t]..+s.kv_len[t]` of sequence `s.tok_seq[t]`,

@@ -2,7 +2,7 @@
 //! know of a model, whichever format it came in (`crate::gguf` and
 //! `crate::hf` build it).
 
-use crate::kernels::scalar::MAX_HEAD_DIM;
+use crate::backend::scalar::MAX_HEAD_DIM;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 

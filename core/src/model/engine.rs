@@ -2,13 +2,13 @@
 //! path (exact f32 or 8-bit activations).
 
 use super::KvType;
-use crate::kernels::Kernels;
+use crate::backend::Kernels;
 use crate::parallel::Parallel;
 
 /// What a forward pass runs on.
 #[derive(Clone, Copy)]
 pub struct Engine<'e> {
-    /// The backend (`crate::kernels::Scalar`, or a SIMD one).
+    /// The backend (`crate::backend::Scalar`, or a SIMD one).
     pub kernels: &'e dyn Kernels,
     /// The workers parallel regions run on.
     pub par: &'e dyn Parallel,

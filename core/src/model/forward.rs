@@ -12,7 +12,7 @@ use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{rope, View};
 use crate::error::Result;
-use crate::kernels::scalar::MAX_HEAD_DIM;
+use crate::backend::scalar::MAX_HEAD_DIM;
 use crate::quant;
 
 /// One sequence's part of a batch.

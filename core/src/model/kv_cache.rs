@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use half::f16;
 
 use super::config::Config;
-use crate::kernels::KvRows;
+use crate::backend::KvRows;
 
 /// Element type of the cached K and V rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::engine::Engine;
-use crate::kernels::{Acts, Kernels, QMatrix};
+use crate::backend::{Acts, Kernels, QMatrix};
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 /// Quantized activations, one vector per 8-bit block format.

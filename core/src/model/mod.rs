@@ -2,33 +2,34 @@
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
 mod attention;
-pub mod config;
+pub(crate) mod config;
 mod engine;
 mod forward;
-pub mod kv_cache;
-pub mod matmul;
+mod kv_cache;
+mod matmul;
 mod requant;
-pub mod rope;
-pub mod scratch;
+mod rope;
+mod scratch;
 mod snapshot;
 #[cfg(test)]
 mod tests;
+#[cfg(any(test, feature = "testing"))]
 pub mod tiny;
-pub mod weights;
+pub(crate) mod weights;
 
 use alloc::vec::Vec;
 
-pub use config::{Arch, Config, RopeStyle};
+pub use config::{Arch, Config, RopeStyle, MAX_CTX_TRAIN, MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
 pub use engine::Engine;
 pub use requant::{Requantized, Widened};
-pub use weights::{TensorRef, Weights};
+pub use scratch::Scratch;
+pub use weights::{LayerWeights, TensorRef, Weights};
 
 use crate::error::{Error, Result};
-use crate::kernels::QMatrix;
+use crate::backend::QMatrix;
 use crate::sampler::Rng;
 use kv_cache::KvCache;
 pub use kv_cache::KvType;
-use scratch::Scratch;
 
 /// The longest context a session may have (16 M positions).
 pub const MAX_CTX: usize = 1 << 24;

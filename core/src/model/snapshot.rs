@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use super::{Config, Session};
 use crate::error::{Error, Result};
-use crate::kernels::KvRows;
+use crate::backend::KvRows;
 use crate::sampler::Rng;
 
 const MAGIC: &[u8; 8] = b"TERNSES2";

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use crate::error::Error;
 use crate::gguf::Value;
-use crate::kernels::Scalar;
+use crate::backend::Scalar;
 use crate::model::tiny::Tiny;
 use crate::model::{Engine, Logits, Model};
 use crate::parallel::Serial;

@@ -156,7 +156,7 @@ pub fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
     let Some(t) = dir.get("rope_freqs.weight") else {
         return Ok(None);
     };
-    if t.n_elements() > crate::kernels::scalar::MAX_HEAD_DIM as u64 / 2 {
+    if t.n_elements() > crate::backend::scalar::MAX_HEAD_DIM as u64 / 2 {
         let detail = format!("{} factors, more than any head has rotated pairs", t.n_elements());
         return Err(Error::TensorShape { tensor: "rope_freqs.weight".into(), detail });
     }

@@ -7,7 +7,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::*;
-use crate::kernels::{scalar, Acts, QMatrix};
+use crate::backend::{scalar, Acts, QMatrix};
 
 fn fixture() -> serde_json::Value {
     let s = include_str!("../../../tests/fixtures/quant_blocks.json");

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use tern::{Format, Result};
+use tern::Result;
+use tern_core::bundle::Source as Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,7 +30,7 @@ pub fn run(a: Args) -> Result<()> {
     let lm = super::load(&path, &a.load)?;
     let (c, w) = (&lm.model.config, &lm.model.weights);
     let n_bytes = lm.model.n_bytes() - lm.requantized.map_or(0, |r| r.bytes);
-    match &lm.format {
+    match &lm.source {
         Format::Gguf { version } => line!(out, "file        {} ({n_bytes} bytes, GGUF v{version})", path.display()),
         Format::Hf(h) => {
             line!(out, "directory   {} ({n_bytes} bytes of safetensors, {})", path.display(), h.architecture);

@@ -3,6 +3,7 @@
 mod bench;
 mod chat;
 mod info;
+mod models;
 mod perplexity;
 mod run;
 mod sampling;
@@ -11,7 +12,7 @@ mod serve;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use tern::{models, Result};
+use tern::Result;
 
 #[derive(Parser)]
 #[command(name = "tern", version, about = "Run local LLMs (GGUF files, HF safetensors directories) on the CPU")]

@@ -64,7 +64,7 @@ pub fn run(a: Args) -> Result<()> {
         (Some(ids), _) => ids.clone(),
         (None, Some(text)) if a.chat => {
             let tok = lm.tokenizer()?;
-            let t = tern_core::chat::ChatTemplate::of(tok)?;
+            let t = lm.template()?;
             let mut msgs: Vec<Message> = a.system.iter().map(|s| Message::new("system", s)).collect();
             msgs.push(Message::new("user", text));
             t.encode(tok, &msgs, true, a.content_specials)?

@@ -10,7 +10,7 @@ mod x86;
 
 use std::sync::OnceLock;
 
-use tern_core::kernels::{Kernels, Scalar};
+use tern_core::backend::{Kernels, Scalar};
 
 use crate::error::{Error, Result};
 

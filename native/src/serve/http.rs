@@ -22,7 +22,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{json, Value};
-use tern_core::chat::ChatTemplate;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -38,7 +37,6 @@ pub struct App {
     lm: Arc<Loaded>,
     engine: Handle,
     metrics: Arc<Metrics>,
-    template: Option<ChatTemplate>,
     model_id: String,
     api_key: Option<String>,
     max_body: usize,
@@ -63,12 +61,10 @@ fn unix_now() -> u64 {
 
 impl App {
     pub fn new(lm: Arc<Loaded>, engine: Handle, metrics: Arc<Metrics>, o: &ServeOptions) -> App {
-        let template = lm.tokenizer.as_ref().and_then(|t| ChatTemplate::of(t).ok());
         App {
             lm,
             engine,
             metrics,
-            template,
             model_id: o.model_id.clone(),
             api_key: o.api_key.clone(),
             max_body: o.max_body,
@@ -245,7 +241,7 @@ fn tokenize_now(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError
         Prompt::Text(t) => tok()?.encode(t, true).map_err(|e| ApiError::invalid("prompt", e.to_string())),
         Prompt::Chat(msgs) => {
             let t =
-                app.template.as_ref().ok_or_else(|| ApiError::invalid("messages", "the model has no chat template"))?;
+                app.lm.template().map_err(|e| ApiError::invalid("messages", e.to_string()))?;
             t.encode(tok()?, msgs, true, app.content_specials).map_err(|e| ApiError::invalid("messages", e.to_string()))
         }
     }

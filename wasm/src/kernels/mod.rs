@@ -4,12 +4,12 @@
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
 
-use tern_core::kernels::Kernels;
+use tern_core::backend::Kernels;
 
 /// The backend this module runs.
 pub fn backend() -> &'static dyn Kernels {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     return &simd128::Simd128;
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    return &tern_core::kernels::Scalar;
+    return &tern_core::backend::Scalar;
 }

@@ -5,8 +5,8 @@
 
 use core::arch::aarch64::*;
 
-use tern_core::kernels::scalar;
-use tern_core::kernels::{Cached, KvRows};
+use tern_core::backend::scalar;
+use tern_core::backend::{Cached, KvRows};
 
 #[inline(always)]
 fn ld(x: &[f32], i: usize) -> float32x4_t {

@@ -9,7 +9,7 @@ use core::arch::aarch64::*;
 use core::arch::asm;
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, QMatrix};
+use tern_core::backend::{scalar, QMatrix};
 use tern_core::quant::{self, GgmlType};
 
 /// Tokens per pass over a row: 4 accumulators each.

@@ -8,7 +8,7 @@
 
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, Acts, QMatrix};
+use tern_core::backend::{scalar, Acts, QMatrix};
 use tern_core::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
 
 use super::dots::{idot16, idot32, Idot};

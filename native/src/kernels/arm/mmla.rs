@@ -7,7 +7,7 @@ use core::arch::aarch64::*;
 use core::arch::asm;
 use core::ops::Range;
 
-use tern_core::kernels::{Acts, QMatrix};
+use tern_core::backend::{Acts, QMatrix};
 use tern_core::quant::{GgmlType, QK8};
 
 use super::dots::Sdot;

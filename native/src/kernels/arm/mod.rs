@@ -13,7 +13,7 @@ mod unpack;
 
 use core::ops::Range;
 
-use tern_core::kernels::{Acts, Cached, Kernels, QMatrix};
+use tern_core::backend::{Acts, Cached, Kernels, QMatrix};
 
 macro_rules! backend {
     ($name:ident, $label:literal, $features:literal, $matmul:path, [$($detect:tt),*]) => {

@@ -7,7 +7,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::kernels::{scalar, Cached, KvRows, Queries};
+use tern_core::backend::{scalar, Cached, KvRows, Queries};
 
 use super::cpu::Avx2;
 use super::simd::{reduce16, transpose8};

@@ -8,7 +8,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, QMatrix};
+use tern_core::backend::{scalar, QMatrix};
 use tern_core::quant::{self, GgmlType};
 
 use super::cpu::Avx2;

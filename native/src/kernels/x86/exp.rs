@@ -6,7 +6,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::kernels::scalar;
+use tern_core::backend::scalar;
 
 use super::cpu::Avx2;
 
@@ -127,6 +127,6 @@ mod tests {
             return;
         }
         // SAFETY: AVX2 checked above.
-        tern_core::kernels::conformance::check_expf(8, |g| unsafe { store(g, expf8(load(g))) }).unwrap();
+        tern_core::backend::conformance::check_expf(8, |g| unsafe { store(g, expf8(load(g))) }).unwrap();
     }
 }

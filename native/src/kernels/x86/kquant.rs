@@ -8,7 +8,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::kernels::{Acts, QMatrix};
+use tern_core::backend::{Acts, QMatrix};
 use tern_core::quant::{f16_at, BlockQ8K, QK_K};
 
 use super::cpu::{Avx2, Avx512};

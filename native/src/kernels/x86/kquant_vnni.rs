@@ -9,7 +9,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::kernels::QMatrix;
+use tern_core::backend::QMatrix;
 use tern_core::quant::{BlockQ8K, QK_K};
 
 use super::cpu::Avx512;

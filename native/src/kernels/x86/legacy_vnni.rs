@@ -13,7 +13,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::kernels::{Acts, QMatrix};
+use tern_core::backend::{Acts, QMatrix};
 use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Avx512;

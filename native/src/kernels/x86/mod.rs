@@ -30,7 +30,7 @@ mod simd;
 
 use core::ops::Range;
 
-use tern_core::kernels::{Acts, Cached, Kernels, QMatrix, Queries};
+use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 pub use cpu::{Avx2, Avx512};

@@ -6,7 +6,7 @@
 
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, Acts, QMatrix};
+use tern_core::backend::{scalar, Acts, QMatrix};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 use super::cpu::Avx2;

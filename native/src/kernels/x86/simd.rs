@@ -5,7 +5,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, Acts, QMatrix};
+use tern_core::backend::{scalar, Acts, QMatrix};
 
 /// Rows in a narrow group (each row's dot summed horizontally).
 pub(super) const R: usize = 4;

@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::kernels::{scalar, Cached, KvRows, Queries};
+use tern_core::backend::{scalar, Cached, KvRows, Queries};
 
 use super::v;
 

@@ -8,7 +8,7 @@ use core::arch::wasm32::*;
 use core::cell::RefCell;
 use core::ops::Range;
 
-use tern_core::kernels::QMatrix;
+use tern_core::backend::QMatrix;
 use tern_core::quant::{self, GgmlType};
 
 use super::{float, v};

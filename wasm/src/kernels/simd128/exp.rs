@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::kernels::scalar;
+use tern_core::backend::scalar;
 
 use super::v;
 
@@ -98,6 +98,6 @@ mod tests {
     /// `expf4` against libm's `expf` (core's `check_expf` cases).
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn expf4_equals_libm() {
-        tern_core::kernels::conformance::check_expf(4, |g| v::store(g, 0, expf4(v::load(g, 0)))).unwrap();
+        tern_core::backend::conformance::check_expf(4, |g| v::store(g, 0, expf4(v::load(g, 0)))).unwrap();
     }
 }

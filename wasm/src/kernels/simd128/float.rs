@@ -6,7 +6,7 @@ use core::arch::wasm32::*;
 
 use core::ops::Range;
 
-use tern_core::kernels::{scalar, KvRows};
+use tern_core::backend::{scalar, KvRows};
 
 use super::v;
 

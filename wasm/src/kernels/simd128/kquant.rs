@@ -10,7 +10,7 @@
 use core::arch::wasm32::*;
 use core::ops::Range;
 
-use tern_core::kernels::QMatrix;
+use tern_core::backend::QMatrix;
 use tern_core::quant::{q4_k, BlockQ8K, GgmlType, QK_K};
 
 use super::v;

@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod scalar;
+#[cfg(feature = "testing")]
 pub mod speed;
 
 use core::ops::Range;

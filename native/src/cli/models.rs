@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::error::{Error, Result};
+use tern::{Error, Result};
 
-pub const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
-pub const SMOLLM2: &str = "smollm2-135m-instruct-q4_1.gguf";
-const FETCH_SCRIPT: &str = include_str!("../../scripts/fetch-models.sh");
+pub(super) const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+const SMOLLM2: &str = "smollm2-135m-instruct-q4_1.gguf";
+const FETCH_SCRIPT: &str = include_str!("../../../scripts/fetch-models.sh");
 
 /// `$TERN_MODELS`, else `~/.cache/tern/models`.
-pub fn cache_dir() -> PathBuf {
+fn cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("TERN_MODELS") {
         return PathBuf::from(d);
     }
@@ -20,7 +20,7 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// The path of a known model in the cache, fetched (and verified) if absent.
-pub fn ensure(name: &str) -> Result<PathBuf> {
+pub(super) fn ensure(name: &str) -> Result<PathBuf> {
     let which = match name {
         DEFAULT_MODEL => "qwen",
         SMOLLM2 => "smollm2",
@@ -43,12 +43,4 @@ pub fn ensure(name: &str) -> Result<PathBuf> {
         return Err(Error::Fetch { detail: format!("the fetch script failed ({status})") });
     }
     Ok(path)
-}
-
-/// The model named on a command line, else `default` from the cache.
-pub fn path_or(arg: Option<String>, default: &str) -> Result<PathBuf> {
-    match arg {
-        Some(p) => Ok(PathBuf::from(p)),
-        None => ensure(default),
-    }
 }

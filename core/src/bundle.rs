@@ -1,0 +1,96 @@
+//! A model as its files give it: the weights, the tokenizer (if the files
+//! have one), the chat template and the generation defaults — loaded the
+//! same way whoever holds the bytes (the native loader maps files, the
+//! wasm one receives them from JavaScript).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::chat::ChatTemplate;
+use crate::error::{Error, Result};
+use crate::hf::{self, CheckpointInfo, GenerationDefaults};
+use crate::model::Model;
+use crate::tokenizer::Tokenizer;
+
+/// Which format the model came in.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A GGUF file of this version.
+    Gguf { version: u32 },
+    /// An HF transformers directory (config.json, safetensors shards).
+    Hf(CheckpointInfo),
+}
+
+/// A loaded model and everything loaded beside it.
+pub struct Bundle<B> {
+    /// The weights and configuration.
+    pub model: Model<B>,
+    /// None when the files have no vocabulary (the model then runs on ids).
+    pub tokenizer: Option<Tokenizer>,
+    /// Sampling defaults and end ids from `generation_config.json` (none
+    /// for GGUF).
+    pub defaults: GenerationDefaults,
+    /// Which format the files were.
+    pub source: Source,
+    /// The compiled chat template, or why there is none.
+    template: core::result::Result<ChatTemplate, Error>,
+}
+
+impl<B: AsRef<[u8]>> Bundle<B> {
+    /// A GGUF file held in `bytes`.
+    pub fn gguf(bytes: B) -> Result<Bundle<B>> {
+        let (model, (tokenizer, version)) = Model::load_gguf_with(bytes, |g| {
+            let tok = match g.get("tokenizer.ggml.model") {
+                Some(_) => Some(Tokenizer::from_gguf(g)?),
+                None => None,
+            };
+            Ok((tok, g.version))
+        })?;
+        Ok(Self::new(model, tokenizer, GenerationDefaults::default(), Source::Gguf { version }))
+    }
+
+    /// An HF directory whose files `take` hands over by name (None: absent;
+    /// each is asked for once); `present` lists every file the directory
+    /// has (see `hf::load_dir`).
+    pub fn hf_dir(take: &mut dyn FnMut(&str) -> Result<Option<B>>, present: &[String]) -> Result<Bundle<B>> {
+        let h = hf::load_dir(take, present)?;
+        Ok(Self::new(h.model, h.tokenizer, h.defaults, Source::Hf(h.info)))
+    }
+
+    fn new(model: Model<B>, tokenizer: Option<Tokenizer>, defaults: GenerationDefaults, source: Source) -> Self {
+        let template = match &tokenizer {
+            Some(t) => ChatTemplate::of(t),
+            None => Err(Error::Template { detail: "the model has no tokenizer, so no chat template".into() }),
+        };
+        Bundle { model, tokenizer, defaults, source, template }
+    }
+
+    /// The tokenizer, or an error saying the model has none.
+    pub fn tokenizer(&self) -> Result<&Tokenizer> {
+        self.tokenizer.as_ref().ok_or_else(|| Error::Tokenizer {
+            detail: "this model has no tokenizer (no tokenizer.json / GGUF vocabulary); give token ids".into(),
+        })
+    }
+
+    /// The chat template, or why there is none (absent, or it did not
+    /// compile).
+    pub fn template(&self) -> Result<&ChatTemplate> {
+        self.template.as_ref().map_err(Clone::clone)
+    }
+
+    /// End-of-generation ids: the tokenizer's, else generation_config's.
+    pub fn eog(&self) -> Vec<u32> {
+        match &self.tokenizer {
+            Some(t) => t.eog.clone(),
+            None => self.defaults.eos_token_ids.clone(),
+        }
+    }
+
+    /// The bundle with its model rewritten by `f` (quantized or widened
+    /// at load), and what `f` reported.
+    pub fn map_model<T>(self, f: impl FnOnce(Model<B>) -> Result<(Model<B>, T)>) -> Result<(Bundle<B>, T)> {
+        let Bundle { model, tokenizer, defaults, source, template } = self;
+        let (model, t) = f(model)?;
+        Ok((Bundle { model, tokenizer, defaults, source, template }, t))
+    }
+}
