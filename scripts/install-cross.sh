@@ -17,3 +17,5 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
 fi
+# clippy, for the kernels' unsafe-block lints in the test command
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

@@ -42,7 +42,7 @@ fn chat_templates_render_as_hf_does() {
 #[test]
 fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
     let lm = load(MODELS[1].1);
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, Some("Be brief.")).unwrap();
     let r1 =
         conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Name a color.", greedy(12), tern::clock, |_, _| {}).unwrap();
@@ -74,7 +74,7 @@ fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
 #[test]
 fn saved_session_continues_identically() {
     let lm = load(MODELS[1].1);
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
     conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Tell me a story.", sampled(10, Some(5)), tern::clock, |_, _| {})
         .unwrap();
@@ -98,7 +98,7 @@ fn saved_session_continues_identically() {
 #[test]
 fn context_overflow_errors_unless_dropping_oldest_turns() {
     let lm = load(MODELS[1].1);
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let long = "word ".repeat(60);
     let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 128, Some("S.")).unwrap();
     conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock, |_, _| {}).unwrap();
@@ -120,7 +120,7 @@ fn seeded_sampling_is_the_same_for_any_thread_count() {
     let run = |t: &Threads| {
         let mut s = lm.model.session(64, 512);
         let cfg = sampled(16, Some(1234));
-        Generator::new(&lm.model, tern::engine(t, false), lm.tokenizer().unwrap(), &mut s, &prompt, cfg)
+        Generator::new(&lm.model, tern::engine(t, false).unwrap(), lm.tokenizer().unwrap(), &mut s, &prompt, cfg)
             .run(|_, _| {})
             .unwrap()
     };
@@ -130,17 +130,24 @@ fn seeded_sampling_is_the_same_for_any_thread_count() {
     assert_ne!(one.tokens, {
         let mut s = lm.model.session(64, 512);
         let cfg = sampled(16, Some(99));
-        Generator::new(&lm.model, tern::engine(threads(), false), lm.tokenizer().unwrap(), &mut s, &prompt, cfg)
-            .run(|_, _| {})
-            .unwrap()
-            .tokens
+        Generator::new(
+            &lm.model,
+            tern::engine(threads(), false).unwrap(),
+            lm.tokenizer().unwrap(),
+            &mut s,
+            &prompt,
+            cfg,
+        )
+        .run(|_, _| {})
+        .unwrap()
+        .tokens
     });
 }
 
 #[test]
 fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     let lm = load(MODELS[1].1);
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let case = prompt_case(MODELS[1].0, "p5");
     let mut s = lm.model.session(256, 512);
     let mut text = String::new();
@@ -197,7 +204,7 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
 #[test]
 fn batched_sequences_equal_each_run_alone() {
     let lm = load(MODELS[1].1);
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let items: Vec<BatchItem> = PROMPTS[..4]
         .iter()
         .enumerate()

@@ -48,7 +48,7 @@ fn load_path(p: &Path) -> Loaded {
 }
 
 fn engine(exact: bool) -> Engine<'static> {
-    tern::engine(threads(), exact)
+    tern::engine(threads(), exact).unwrap()
 }
 
 fn all_logits(lm: &Loaded, e: &Engine, input: &[u32]) -> Vec<f32> {

@@ -11,7 +11,7 @@ const STEPS: usize = 4;
 
 fn check_model(model: &str, file: &str) {
     let lm = load(file);
-    let e = tern::engine(threads(), true);
+    let e = tern::engine(threads(), true).unwrap();
     let nv = lm.model.config.n_vocab;
     let mut worst = (0.0f64, "");
     for p in PROMPTS {

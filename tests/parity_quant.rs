@@ -73,7 +73,7 @@ const ACCEPTED_DIVERGENCES: &[(&str, &str, usize, Why)] = &[
 ];
 
 fn check_oracle(model: &str, lm: &tern::Loaded) {
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let nv = lm.model.config.n_vocab;
     let (mut checked, mut worst_full, mut worst_top) = (0usize, 0.0f64, 0.0f64);
     for p in PROMPTS {
@@ -128,7 +128,7 @@ fn check_oracle(model: &str, lm: &tern::Loaded) {
 }
 
 fn check_llamacpp(model: &str, lm: &tern::Loaded) {
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let greedy = read_json("llamacpp_greedy.json");
     for p in PROMPTS {
         let rec = &greedy[model][p];
@@ -210,7 +210,7 @@ fn oracle_step(model: &str, lm: &tern::Loaded, case: &PromptCase, i: usize) -> V
     if i <= STEPS {
         return oracle_logits(model, case.name, &if i == 0 { "last".to_string() } else { format!("gen{i}") });
     }
-    let e = tern::engine(threads(), true);
+    let e = tern::engine(threads(), true).unwrap();
     let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated[..i]).copied().collect();
     let mut s = lm.model.session_kv(seq.len(), 512, e.kv_type());
     let o = s.forward(&lm.model, &e, &seq, tern_core::Logits::Last).unwrap().to_vec();

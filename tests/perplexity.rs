@@ -12,7 +12,7 @@ fn check(file: &str) {
     let lm = load(file);
     let tokens = lm.tokenizer().unwrap().encode(&text, false).unwrap();
     let bos = lm.tokenizer().unwrap().add_bos.then_some(lm.tokenizer().unwrap().bos).flatten();
-    let e = tern::engine(threads(), false);
+    let e = tern::engine(threads(), false).unwrap();
     let r = perplexity(&lm.model, &e, &tokens, ctx, bos, None, |_, _| {}).unwrap();
     let rel = (r.ppl - want_ppl).abs() / want_ppl;
     println!(
@@ -32,10 +32,10 @@ fn check(file: &str) {
 
 #[test]
 fn perplexity_matches_llamacpp_smollm2() {
-    check(tern::models::SMOLLM2);
+    check(MODELS[1].1);
 }
 
 #[test]
 fn perplexity_matches_llamacpp_qwen() {
-    check(tern::models::DEFAULT_MODEL);
+    check(MODELS[0].1);
 }

@@ -11,11 +11,11 @@ use tern_core::{KvType, Logits, Model};
 use tern_tests::*;
 
 fn logits(m: &Model<Buffer>, exact: bool, seq: &[u32]) -> Vec<f32> {
-    logits_kv(m, exact, tern::engine(threads(), exact).kv_type(), seq)
+    logits_kv(m, exact, tern::engine(threads(), exact).unwrap().kv_type(), seq)
 }
 
 fn logits_kv(m: &Model<Buffer>, exact: bool, kv: KvType, seq: &[u32]) -> Vec<f32> {
-    let e = tern::engine(threads(), exact);
+    let e = tern::engine(threads(), exact).unwrap();
     let mut s = m.session_kv(seq.len(), 512, kv);
     let mut rows = s.forward(m, &e, &seq[..seq.len() - 2], Logits::All).unwrap().to_vec();
     for &t in &seq[seq.len() - 2..] {

@@ -15,8 +15,11 @@ use crate::tokenizer::Tokenizer;
 /// Which format the model came in.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A GGUF file of this version.
-    Gguf { version: u32 },
+    /// A GGUF file.
+    Gguf {
+        /// Its GGUF version.
+        version: u32,
+    },
     /// An HF transformers directory (config.json, safetensors shards).
     Hf(CheckpointInfo),
 }

@@ -13,14 +13,17 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 
+/// A chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     /// system, user, assistant or tool
     pub role: String,
+    /// Its text.
     pub content: String,
 }
 
 impl Message {
+    /// A message of `role` (system, user, assistant, tool) with `content`.
     pub fn new(role: &str, content: &str) -> Message {
         Message { role: role.to_string(), content: content.to_string() }
     }
@@ -52,9 +55,13 @@ impl std::io::Write for Capped {
     }
 }
 
+/// A model's chat template (Jinja, run by minijinja with a fuel and output budget) and the BOS/EOS
+/// strings it may print.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// The BOS token's text.
     pub bos_token: String,
+    /// The EOS token's text.
     pub eos_token: String,
 }
 

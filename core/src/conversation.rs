@@ -23,10 +23,15 @@ pub enum Overflow {
     DropOldest,
 }
 
+/// A chat in one live session: the messages, rendered by the model's template, with the KV cache
+/// holding their tokens so each turn prefills only what is new.
 pub struct Conversation {
     template: ChatTemplate,
+    /// The messages so far (the system message first, if any).
     pub messages: Vec<Message>,
+    /// The session whose cache holds the rendered conversation.
     pub session: Session,
+    /// What to do when the conversation outgrows the context.
     pub overflow: Overflow,
     /// Parse control-token strings typed into messages as control tokens
     /// (off: they are text; see `ChatTemplate::encode`).
@@ -34,6 +39,7 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// A conversation of `n_ctx` positions with an optional system message.
     pub fn new<B: AsRef<[u8]>>(model: &Model<B>, tok: &Tokenizer, n_ctx: usize, system: Option<&str>) -> Result<Self> {
         let template = ChatTemplate::of(tok)?;
         let messages = system.map(|s| alloc::vec![Message::new("system", s)]).unwrap_or_default();
@@ -101,6 +107,7 @@ impl Conversation {
         ids
     }
 
+    /// Record the assistant's reply (after its generation).
     pub fn push_reply(&mut self, text: &str) {
         self.messages.push(Message::new("assistant", text));
     }
@@ -137,6 +144,7 @@ impl Conversation {
         out
     }
 
+    /// Restore what `save` wrote (for this model): messages, cache and RNG.
     pub fn load<B: AsRef<[u8]>>(&mut self, model: &Model<B>, bytes: &[u8]) -> Result<()> {
         let nl = bytes.iter().position(|&b| b == b'\n').ok_or_else(|| Error::InvalidValue {
             field: "conversation file",

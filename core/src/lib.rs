@@ -1,13 +1,26 @@
 //! tern-core: everything an inference needs that is not I/O or a specific
-//! CPU: GGUF parsing, quant blocks, the kernel trait with its scalar
-//! reference, the model forward, KV cache, sampler and tokenizer.
+//! CPU, `no_std` (with `alloc`; the `std` feature adds tokenizers, chat
+//! templates and HF directories).
+//!
+//! - a model and its state: [`Model`] (immutable weights and
+//!   configuration, from [`gguf`] or [`hf`], or a whole [`bundle`] with
+//!   tokenizer and template) and [`Session`] (KV cache, tokens, RNG),
+//!   run by an [`Engine`] (kernels, threads, exact or quantized path);
+//! - text: [`tokenizer`], [`chat`] templates, [`conversation`];
+//! - generation: [`sampler`], [`generate`] (events, stops, batches),
+//!   [`perplexity`];
+//! - for backend authors: [`backend`] (the `Kernels` trait, the scalar
+//!   reference and the conformance suite), [`quant`] (block layouts),
+//!   [`parallel`].
 #![no_std]
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod backend;
 #[cfg(feature = "std")]
 pub mod bundle;
 #[cfg(feature = "std")]
@@ -19,13 +32,12 @@ pub mod generate;
 pub mod gguf;
 #[cfg(feature = "std")]
 pub mod hf;
-pub mod backend;
 pub mod model;
 pub mod parallel;
 pub mod perplexity;
 pub mod quant;
 pub mod sampler;
-pub mod tensors;
+pub(crate) mod tensors;
 #[cfg(feature = "std")]
 pub mod tokenizer;
 pub mod utf8;

@@ -5,12 +5,16 @@
 use crate::error::{Error, Result};
 use crate::model::{Engine, Logits, Model};
 
+/// A perplexity measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Perplexity {
+    /// exp(mean negative log-likelihood).
     pub ppl: f64,
     /// Standard error of the perplexity estimate (as llama.cpp reports).
     pub stderr: f64,
+    /// Windows scored.
     pub n_chunks: usize,
+    /// Tokens scored.
     pub n_scored: usize,
 }
 

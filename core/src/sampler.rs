@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 
+/// The sampler chain's settings (llama.cpp's defaults).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplerConfig {
     /// 0 = greedy.
@@ -82,6 +83,7 @@ impl Default for SamplerConfig {
 }
 
 impl SamplerConfig {
+    /// Always the most likely token.
     pub fn greedy() -> Self {
         SamplerConfig { temperature: 0.0, ..Default::default() }
     }
@@ -94,6 +96,7 @@ pub struct Rng {
 }
 
 impl Rng {
+    /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Rng {
         let mut x = seed;
         let mut next = || {
@@ -106,13 +109,16 @@ impl Rng {
         Rng { s: [next(), next(), next(), next()] }
     }
 
+    /// The generator's state (for saving a session).
     pub fn state(&self) -> [u64; 4] {
         self.s
     }
+    /// A generator in a saved state.
     pub fn from_state(s: [u64; 4]) -> Rng {
         Rng { s }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;
         let r = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
@@ -132,16 +138,21 @@ impl Rng {
     }
 }
 
+/// A token the chain is still considering.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
+    /// Its id.
     pub id: u32,
+    /// Its logit, as modified so far.
     pub logit: f32,
+    /// Its probability, once computed.
     pub p: f32,
 }
 
 /// A sampler chain. Its randomness comes from the caller's `Rng` (a
 /// session's), so a session can save and restore it.
 pub struct Sampler {
+    /// The settings.
     pub config: SamplerConfig,
     cands: Vec<Candidate>,
     counts: Vec<(u32, u32)>,
@@ -176,11 +187,22 @@ pub fn argmax(logits: &[f32]) -> u32 {
 }
 
 impl Sampler {
+    /// A chain with these settings.
     pub fn new(config: SamplerConfig) -> Sampler {
         Sampler { config, cands: Vec::new(), counts: Vec::new() }
     }
 
     /// Pick the next token from `logits`, given the tokens so far.
+    ///
+    /// ```
+    /// use tern_core::sampler::{Rng, Sampler, SamplerConfig};
+    /// let mut greedy = Sampler::new(SamplerConfig::greedy());
+    /// assert_eq!(greedy.sample(&[0.1, 2.0, -1.0], &[], &mut Rng::new(0)), 1);
+    /// // the same seed draws the same tokens
+    /// let cfg = SamplerConfig { temperature: 1.0, seed: Some(7), ..SamplerConfig::default() };
+    /// let draw = |seed| Sampler::new(cfg.clone()).sample(&[1.0, 1.1, 0.9], &[], &mut Rng::new(seed));
+    /// assert_eq!(draw(7), draw(7));
+    /// ```
     pub fn sample(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> u32 {
         let cfg = &self.config;
         let penalize = cfg.repeat_penalty != 1.0 || cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0;

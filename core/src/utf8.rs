@@ -4,12 +4,22 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+/// Bytes to text as they arrive: complete UTF-8 sequences out, a split one held until its end
+/// comes.
+///
+/// ```
+/// let mut s = tern_core::utf8::Utf8Stream::new();
+/// assert_eq!(s.push(&[0xE2, 0x82]), ""); // half of "€"
+/// assert_eq!(s.push(&[0xAC, b'!']), "€!");
+/// assert_eq!(s.finish(), "");
+/// ```
 #[derive(Default, Debug, Clone)]
 pub struct Utf8Stream {
     pending: Vec<u8>,
 }
 
 impl Utf8Stream {
+    /// An empty stream.
     pub fn new() -> Self {
         Self::default()
     }

@@ -14,9 +14,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let topics = ["the sea", "a city", "winter", "a robot", "the moon", "coffee", "a library", "rain"];
     let mut base = 0.0;
     for n in sizes {
-        let prompts: Vec<String> = (0..n).map(|i| format!("A short poem about {}:", topics[i % topics.len()])).collect();
+        let prompts: Vec<String> =
+            (0..n).map(|i| format!("A short poem about {}:", topics[i % topics.len()])).collect();
         let jobs: Vec<(&str, Options)> = (0..n)
-            .map(|i| (prompts[i].as_str(), Options::default().max_tokens(32).temperature(0.8).seed(i as u64).ignore_eos()))
+            .map(|i| {
+                (prompts[i].as_str(), Options::default().max_tokens(32).temperature(0.8).seed(i as u64).ignore_eos())
+            })
             .collect();
         let t0 = std::time::Instant::now();
         let results = model.generate_batch(&jobs)?;

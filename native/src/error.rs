@@ -3,19 +3,27 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// What went wrong: core's errors, and the native crate's own.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
+    /// An error from tern-core (a bad file, an argument out of range, ...).
     Core(tern_core::Error),
+    /// A file could not be read or mapped.
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the OS said.
         source: std::io::Error,
     },
+    /// A model could not be fetched.
     Fetch {
+        /// What happened.
         detail: String,
     },
     /// The server could not start or run.
     Serve {
+        /// What happened.
         detail: String,
     },
 }
@@ -47,4 +55,5 @@ impl From<tern_core::Error> for Error {
     }
 }
 
+/// The native crate's result.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -1,5 +1,39 @@
 //! tern: native inference. Loads GGUF files and HF directories by mmap, runs them with the
 //! kernels of `tern-core` on a thread pool, and backs the `tern` CLI.
+//!
+//! The front door is [`Model`]: load, then generate, stream or chat.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
+//! #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
+//! #     .join("smollm2-135m-instruct-q4_1.gguf");
+//! use tern::{Event, Model, Options};
+//!
+//! let model = Model::load(&path)?; // a GGUF file or an HF directory
+//! let out = model.generate("The capital of France is", &Options::greedy().max_tokens(4))?;
+//! assert_eq!(out.text, " Paris.\n\n");
+//!
+//! for event in model.stream("Once upon a time", &Options::default().max_tokens(8))? {
+//!     match event? {
+//!         Event::Token { text, .. } => print!("{text}"),
+//!         Event::Done(r) => println!(" [{} tokens]", r.usage.completion_tokens),
+//!     }
+//! }
+//!
+//! let mut chat = model.chat(Some("You are terse."))?; // each turn prefills only new tokens
+//! for event in chat.send("Hi")? {
+//!     event?;
+//! }
+//! assert_eq!(chat.messages().len(), 3); // system, user, assistant
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Underneath, for servers and bindings that schedule work themselves:
+//! [`load()`] gives the model, tokenizer and chat template ([`Loaded`]);
+//! `tern_core`'s `Session`, `generate` and `Engine` run it.
+#![warn(missing_docs)]
 
 pub mod error;
 pub mod kernels;
@@ -16,16 +50,8 @@ pub use load::{load, load_with, Buffer, IdsOnly, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};
 pub use tern_core;
 pub use tern_core::generate::{Event, GenerationResult};
-use tern_core::backend::{Kernels, Scalar};
 use tern_core::Engine;
 pub use tern_threads::Threads;
-
-/// The kernels this process uses (see `kernels::select`); the scalar
-/// reference if `TERN_KERNELS` names a backend this CPU lacks — `engine`
-/// callers that must not fall back use `kernels::select` directly.
-pub fn kernels() -> &'static dyn Kernels {
-    kernels::select().unwrap_or(&Scalar)
-}
 
 /// Nanoseconds since the first call: the clock given to generators.
 pub fn clock() -> u64 {
@@ -38,7 +64,8 @@ pub fn clock_seed() -> u64 {
     std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// An engine over the given thread pool.
-pub fn engine(par: &Threads, exact: bool) -> Engine<'_> {
-    Engine { kernels: kernels(), par, exact }
+/// An engine over the given thread pool, on the kernels `kernels::select`
+/// chooses (an error if `TERN_KERNELS` names a backend this CPU lacks).
+pub fn engine(par: &Threads, exact: bool) -> Result<Engine<'_>> {
+    Ok(Engine { kernels: kernels::select()?, par, exact })
 }

@@ -31,6 +31,7 @@ pub fn check_sessions(lm: &Loaded, n_seqs: usize, n_ctx: usize, n_batch: usize, 
     Ok(lm.model.check_sessions(n_seqs, n_ctx, n_batch, kv, available_memory())?)
 }
 
+/// An `InvalidArgument` error saying `what`.
 pub fn invalid(what: String) -> Error {
     Error::Core(tern_core::Error::InvalidArgument { what })
 }

@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 
 /// The bytes of a model: a mapped file, or weights made at load.
 pub enum Buffer {
+    /// A memory-mapped file.
     Mapped(Mmap),
+    /// Bytes made at load (quantized weights, small files).
     Owned(Vec<u8>),
 }
 
@@ -31,8 +33,11 @@ impl AsRef<[u8]> for Buffer {
 /// template, generation defaults; its fields read through this), and how
 /// the load went.
 pub struct Loaded {
+    /// The model, tokenizer, chat template and defaults.
     pub bundle: Bundle<Buffer>,
+    /// What quantizing at load did, if asked.
     pub requantized: Option<Requantized>,
+    /// How long loading took.
     pub load_time: Duration,
 }
 

@@ -2,9 +2,12 @@
 //! (the fastest kernels this CPU has, a thread pool over all cores, a
 //! context of min(trained, 4096), timings measured), and text in, text out.
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> tern::Result<()> {
-//! let model = tern::Model::load("model.gguf")?; // or an HF directory
+//! # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
+//! #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
+//! #     .join("smollm2-135m-instruct-q4_1.gguf");
+//! let model = tern::Model::load(&path)?; // or an HF directory
 //! let out = model.generate("The capital of France is", &tern::Options::default().max_tokens(32))?;
 //! println!("{}", out.text);
 //! # Ok(())
@@ -18,11 +21,11 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use tern_core::backend::Kernels;
 use tern_core::conversation::Conversation;
 use tern_core::generate::{
     generate_batch, BatchItem, CancelFlag, Event, GenerateConfig, Generation, GenerationResult, Parts,
 };
-use tern_core::backend::Kernels;
 use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, Session};
@@ -177,6 +180,20 @@ impl Model {
     /// Generate after each prompt with its options, the sequences decoded
     /// together (one forward pass a step for all that are still going).
     /// Each result equals what `generate` gives for that prompt alone.
+    ///
+    /// ```
+    /// # fn main() -> tern::Result<()> {
+    /// # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
+    /// #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
+    /// #     .join("smollm2-135m-instruct-q4_1.gguf");
+    /// use tern::{Model, Options};
+    /// let model = Model::load(&path)?;
+    /// let o = Options::greedy().max_tokens(8);
+    /// let results = model.generate_batch(&[("Once upon a time", o.clone()), ("The capital of France is", o.clone())])?;
+    /// assert_eq!(results[1].tokens, model.generate("The capital of France is", &o)?.tokens);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn generate_batch(&self, jobs: &[(&str, Options)]) -> Result<Vec<GenerationResult>> {
         let tok = self.tokenizer()?;
         let mut items = Vec::with_capacity(jobs.len());

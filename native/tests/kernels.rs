@@ -94,7 +94,7 @@ fn logits_bits_match_the_recorded_hash() {
     let prompt = [504u32, 3575, 282, 4649, 314]; // "The capital of France is"
     for (exact, want) in [false, true].into_iter().zip(RECORDED) {
         let par = tern::Threads::new(1);
-        let e = Engine { kernels: tern::kernels(), par: &par, exact };
+        let e = Engine { kernels: tern::kernels::select().unwrap(), par: &par, exact };
         let mut s = lm.model.session_kv(16, 512, e.kv_type());
         let mut bits: Vec<u32> =
             s.forward(&lm.model, &e, &prompt, Logits::Last).unwrap().iter().map(|v| v.to_bits()).collect();

@@ -13,8 +13,10 @@ use tern::{Loaded, Threads};
 use tern_core::{Engine, Logits, Session};
 
 /// The two oracle models: (oracle name, GGUF file name).
-pub const MODELS: [(&str, &str); 2] =
-    [("qwen2.5-coder-0.5b", tern::models::DEFAULT_MODEL), ("smollm2-135m", tern::models::SMOLLM2)];
+pub const MODELS: [(&str, &str); 2] = [
+    ("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+    ("smollm2-135m", "smollm2-135m-instruct-q4_1.gguf"),
+];
 pub const PROMPTS: [&str; 5] = ["p1", "p2", "p3", "p4", "p5"];
 
 pub fn fixtures() -> PathBuf {
@@ -68,8 +70,18 @@ pub fn prompt_case(model: &str, p: &'static str) -> PromptCase {
     }
 }
 
+/// `$TERN_MODELS`, else `~/.cache/tern/models` (where
+/// `scripts/fetch-models.sh` puts the models).
+pub fn models_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("TERN_MODELS") {
+        return PathBuf::from(d);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".cache/tern/models")
+}
+
 pub fn model_path(file: &str) -> PathBuf {
-    let p = tern::models::cache_dir().join(file);
+    let p = models_dir().join(file);
     assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     p
 }

@@ -4,6 +4,7 @@
 //! the calling thread taking the first; a large one (prefill) hands its
 //! chunks out one at a time, so a worker slowed by anything else on the
 //! machine takes fewer of them.
+#![warn(missing_docs)]
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use regions::Regions;
 /// (prefill: 512 tokens × 896 rows is 458752; decode regions are rows only).
 const DYNAMIC_MIN: usize = 1 << 16;
 
+/// A thread pool for the forward passes: a `Parallel` whose workers persist across regions.
 pub struct Threads {
     n: usize,
     pool: Option<rayon::ThreadPool>,

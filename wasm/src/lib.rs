@@ -4,6 +4,7 @@
 //! stream, yield to its event loop and cancel between tokens. The forward
 //! pass runs on the SIMD128 kernels of `kernels` (bit-identical to the
 //! scalar reference, hence to every native backend).
+#![warn(missing_docs)]
 
 mod errors;
 pub mod kernels;

@@ -13,6 +13,7 @@ use crate::WASM32_MEMORY_LIMIT;
 /// scratch and a small KV cache. Used only to refuse early what cannot fit.
 const HEADROOM: u64 = 64 << 20;
 
+/// A model file arriving in chunks, written into one buffer of its announced size.
 #[wasm_bindgen]
 pub struct ModelLoader {
     buf: Vec<u8>,
@@ -98,6 +99,7 @@ pub struct DirLoader {
 
 #[wasm_bindgen]
 impl DirLoader {
+    /// An empty directory.
     #[wasm_bindgen(constructor)]
     pub fn new() -> DirLoader {
         DirLoader::default()

@@ -7,8 +7,8 @@ use serde_json::json;
 use tern_core::bundle::Bundle;
 use tern_core::chat::{messages_from_json, ChatTemplate, Message};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts};
-use tern_core::tokenizer::Tokenizer;
 use tern_core::model::Widened;
+use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, KvType, Session};
 use wasm_bindgen::prelude::*;
 
@@ -34,6 +34,7 @@ const N_BATCH: usize = 512;
 /// half of wasm32 memory, the rest left for the cache and scratch.
 const WIDEN_LIMIT: usize = (WASM32_MEMORY_LIMIT / 2) as usize;
 
+/// A model in wasm memory, its tokenizer, and one live session that generations step through.
 #[wasm_bindgen]
 pub struct TernModel {
     /// The model, chat template and generation defaults (its tokenizer is

@@ -1,6 +1,13 @@
 //! The kernel trait every backend implements, and the views it works on.
 //! `scalar` is the reference: every method of every backend must equal it
-//! bit for bit (see ARCHITECTURE.md, numerics contract).
+//! bit for bit (see ARCHITECTURE.md, numerics contract). This module is
+//! for backend authors: implement `Kernels`, then run the conformance
+//! suite against the reference.
+//!
+//! ```
+//! use tern_core::backend::{conformance, Scalar};
+//! conformance::check(&Scalar).unwrap();
+//! ```
 
 pub mod conformance;
 pub mod scalar;
@@ -14,9 +21,13 @@ use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 /// A weight matrix: `n_rows` rows of `n_cols` elements of type `ty`.
 #[derive(Clone, Copy, Debug)]
 pub struct QMatrix<'a> {
+    /// The weights' type.
     pub ty: GgmlType,
+    /// The rows' bytes, row after row.
     pub data: &'a [u8],
+    /// Elements per row.
     pub n_cols: usize,
+    /// Rows.
     pub n_rows: usize,
     /// The blocks' f16 scales (and mins) widened to f32 in the layout of
     /// `quant::wide_scales`, or empty. The same numbers as the blocks'
@@ -25,10 +36,12 @@ pub struct QMatrix<'a> {
 }
 
 impl<'a> QMatrix<'a> {
+    /// Bytes per row.
     #[inline]
     pub fn row_bytes(&self) -> usize {
         self.data.len() / self.n_rows.max(1)
     }
+    /// Row `r`'s bytes.
     #[inline]
     pub fn row(&self, r: usize) -> &'a [u8] {
         let rb = self.row_bytes();
@@ -41,16 +54,22 @@ impl<'a> QMatrix<'a> {
 /// 8-bit blocks.
 #[derive(Clone, Copy, Debug)]
 pub enum Acts<'a> {
+    /// f32 rows (the exact path, and float weights).
     F32(&'a [f32]),
+    /// Q8_0 blocks (for Q4_0, Q5_0 and Q8_0 weights).
     Q8_0(&'a [BlockQ8_0]),
+    /// Q8_1 blocks (for Q4_1 and Q5_1 weights).
     Q8_1(&'a [BlockQ8_1]),
+    /// Q8_K super-blocks (for the K-quants).
     Q8K(&'a [BlockQ8K]),
 }
 
 /// Cached K or V rows of one layer, as stored: positions × `kv_stride`.
 #[derive(Clone, Copy, Debug)]
 pub enum KvRows<'a> {
+    /// An f32 cache.
     F32(&'a [f32]),
+    /// An f16 cache.
     F16(&'a [half::f16]),
 }
 
@@ -79,8 +98,11 @@ impl<'a> KvRows<'a> {
 /// t's key is `k[t * stride..][..hd]`, its value `v[t * stride..][..hd]`.
 #[derive(Clone, Copy, Debug)]
 pub struct Cached<'a> {
+    /// The keys.
     pub k: KvRows<'a>,
+    /// The values.
     pub v: KvRows<'a>,
+    /// Elements from one position's row to the next.
     pub stride: usize,
 }
 
@@ -89,9 +111,13 @@ pub struct Cached<'a> {
 /// sees the first `n_kv[j]` positions; scores are scaled by `scale`.
 #[derive(Clone, Copy, Debug)]
 pub struct Queries<'a> {
+    /// The queries.
     pub q: &'a [f32],
+    /// Elements from one query to the next.
     pub stride: usize,
+    /// Positions each query sees.
     pub n_kv: &'a [usize],
+    /// Scale of the scores (1/√head_dim).
     pub scale: f32,
 }
 
@@ -106,7 +132,10 @@ impl Queries<'_> {
     }
 }
 
+/// The kernels a forward pass runs: a backend implements them (each method defaults to the scalar
+/// reference) and must equal the reference bit for bit; `conformance::check` tests that.
 pub trait Kernels: Sync {
+    /// The backend's name (`scalar`, `avx2`, `simd128`, ...).
     fn name(&self) -> &'static str;
 
     /// `out[(r - rows.start) * n_tok + t] = W[r] · x[t]` for r in `rows`.
@@ -120,9 +149,11 @@ pub trait Kernels: Sync {
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
         scalar::quantize_rows_q8_0(x, out)
     }
+    /// As `quantize_q8_0`, into Q8_1 blocks.
     fn quantize_q8_1(&self, x: &[f32], out: &mut [BlockQ8_1]) {
         scalar::quantize_rows_q8_1(x, out)
     }
+    /// As `quantize_q8_0`, into Q8_K super-blocks.
     fn quantize_q8_k(&self, x: &[f32], out: &mut [BlockQ8K]) {
         scalar::quantize_rows_q8_k(x, out)
     }

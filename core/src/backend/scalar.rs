@@ -58,6 +58,8 @@ pub fn sum_f32(a: &[f32]) -> f32 {
     reduce16(l)
 }
 
+/// The reference matmul: `out[(r - rows.start) * n_tok + t] = W[r] · x[t]`, block by block in
+/// order.
 #[inline]
 pub fn matmul_rows(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let n_rows = rows.len();
@@ -144,6 +146,7 @@ fn row_q8_k(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8K], toks: Range<usi
     out.copy_from_slice(&acc[..out.len()]);
 }
 
+/// Each 32 values of `x` into a Q8_0 block.
 #[inline]
 pub fn quantize_rows_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
     for (c, b) in x.chunks_exact(QK8).zip(out) {
@@ -151,6 +154,7 @@ pub fn quantize_rows_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
     }
 }
 
+/// Each 32 values of `x` into a Q8_1 block.
 #[inline]
 pub fn quantize_rows_q8_1(x: &[f32], out: &mut [BlockQ8_1]) {
     for (c, b) in x.chunks_exact(QK8).zip(out) {
@@ -158,6 +162,7 @@ pub fn quantize_rows_q8_1(x: &[f32], out: &mut [BlockQ8_1]) {
     }
 }
 
+/// Each 256 values of `x` into a Q8_K super-block.
 #[inline]
 pub fn quantize_rows_q8_k(x: &[f32], out: &mut [BlockQ8K]) {
     for (c, b) in x.chunks_exact(QK_K).zip(out) {
@@ -165,6 +170,8 @@ pub fn quantize_rows_q8_k(x: &[f32], out: &mut [BlockQ8K]) {
     }
 }
 
+/// The reference RMSNorm: `o = (x · 1/rms(x)) · w`, the sum of squares by the contract's 16-lane
+/// dot.
 #[inline]
 pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     let ss = dot_f32(x, x);
@@ -174,6 +181,7 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     }
 }
 
+/// The reference attention of one query head over the first `n_kv` cached positions.
 #[inline]
 pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
     attention_head_with(
@@ -200,8 +208,11 @@ pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
 /// widen cached rows exactly as `KvRows::read` (a backend passes its SIMD
 /// versions of the same arithmetic).
 pub struct RowOps<D, A, R> {
+    /// The 16-lane dot.
     pub dot: D,
+    /// `o += p · x`.
     pub axpy: A,
+    /// Cached rows widened to f32.
     pub read: R,
 }
 
@@ -253,11 +264,13 @@ pub fn exp_shifted(scores: &mut [f32], max: f32) {
     }
 }
 
+/// `x · sigmoid(x)`, as `x / (1 + exp(−x))`.
 #[inline]
 pub fn silu(x: f32) -> f32 {
     x / (1.0 + libm::expf(-x))
 }
 
+/// `g = silu(g) · u`, element by element.
 #[inline]
 pub fn swiglu(g: &mut [f32], u: &[f32]) {
     for (g, &u) in g.iter_mut().zip(u) {

@@ -22,9 +22,7 @@ mod output;
 mod sequence;
 
 use output::no_clock;
-pub use output::{
-    CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Output, Stopwatch, Timings, Usage, Vocab,
-};
+pub use output::{CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Timings, Usage, Vocab};
 pub use sequence::Sequence;
 
 /// One generation's own state (sampler, stops, output, timings): stepped
@@ -46,9 +44,13 @@ pub struct Generation {
 
 /// What a step borrows.
 pub struct Parts<'a, 'b, B> {
+    /// The model.
     pub model: &'a Model<B>,
+    /// What the forward passes run on.
     pub engine: &'a Engine<'b>,
+    /// The vocabulary, for the tokens' text and end ids.
     pub vocab: &'a dyn Vocab,
+    /// The session whose cache the generation fills.
     pub session: &'a mut Session,
 }
 
@@ -69,11 +71,13 @@ impl Generation {
         }
     }
 
+    /// End the generation (finish reason `cancelled`) once `flag` is set.
     pub fn with_cancel(mut self, flag: CancelFlag) -> Self {
         self.cancel = Some(flag);
         self
     }
 
+    /// Measure timings with `clock` (none without one).
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self
@@ -166,11 +170,13 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
         Generator { model, engine, vocab, session, state: Generation::new(prompt, cfg) }
     }
 
+    /// End the generation (finish reason `cancelled`) once `flag` is set.
     pub fn with_cancel(mut self, flag: CancelFlag) -> Self {
         self.state = self.state.with_cancel(flag);
         self
     }
 
+    /// Measure timings with `clock` (none without one).
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.state = self.state.with_clock(clock);
         self
@@ -222,7 +228,9 @@ impl Session {
 /// One request of a batch.
 #[derive(Debug, Clone)]
 pub struct BatchItem {
+    /// The prompt's token ids.
     pub prompt: Vec<u32>,
+    /// How to generate.
     pub cfg: GenerateConfig,
 }
 
@@ -309,6 +317,7 @@ pub fn generate_batch<B: AsRef<[u8]>>(
 
 #[cfg(test)]
 mod tests {
+    use super::output::Output;
     use super::*;
     use alloc::string::{String, ToString};
     use alloc::vec;

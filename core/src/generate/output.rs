@@ -18,9 +18,12 @@ pub trait Vocab {
     fn is_eog(&self, id: u32) -> bool;
 }
 
+/// What to generate: length, sampling, stops.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerateConfig {
+    /// At most this many new tokens.
     pub max_tokens: usize,
+    /// The sampler chain.
     pub sampler: SamplerConfig,
     /// Stop strings (never emitted).
     pub stop: Vec<String>,
@@ -42,6 +45,7 @@ impl Default for GenerateConfig {
     }
 }
 
+/// Why a generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FinishReason {
     /// A stop token or stop string.
@@ -53,6 +57,7 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// The OpenAI name: `stop`, `length` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             FinishReason::Stop => "stop",
@@ -62,25 +67,31 @@ impl FinishReason {
     }
 }
 
+/// Token counts of a generation.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     /// Tokens of the prompt (the whole sequence the cache had to hold).
     pub prompt_tokens: usize,
     /// Of those, already in the session's cache (not prefilled again).
     pub cached_tokens: usize,
+    /// Tokens generated.
     pub completion_tokens: usize,
 }
 
 /// Milliseconds, from the clock given to the generator.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Timings {
+    /// Prefill time.
     pub prefill_ms: f64,
     /// From the start to the first sampled token.
     pub first_token_ms: f64,
     /// Between consecutive tokens (decode steps), percentiles.
     pub per_token_p50_ms: f64,
+    /// 90th percentile of the time between tokens.
     pub per_token_p90_ms: f64,
+    /// 99th percentile of the time between tokens.
     pub per_token_p99_ms: f64,
+    /// From the start to the end.
     pub total_ms: f64,
     /// Prefilled tokens per second.
     pub prompt_tokens_per_s: f64,
@@ -88,23 +99,33 @@ pub struct Timings {
     pub tokens_per_s: f64,
 }
 
+/// What a generation produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerationResult {
+    /// The generated token ids.
     pub tokens: Vec<u32>,
+    /// Their text (without any stop string).
     pub text: String,
+    /// Why it ended.
     pub finish_reason: FinishReason,
+    /// Token counts.
     pub usage: Usage,
+    /// Timings.
     pub timings: Timings,
 }
 
+/// A step of a generation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A sampled token and the text it completes (may be empty: held back
     /// or an incomplete UTF-8 sequence). Deltas concatenate to the result's text.
     Token {
+        /// The token's id.
         id: u32,
+        /// Text it adds to the output.
         text: String,
     },
+    /// The generation ended; its result.
     Done(GenerationResult),
 }
 
@@ -120,7 +141,7 @@ pub type CancelFlag = Arc<AtomicBool>;
 
 /// What one sequence has produced so far, and the stop rules over it: the
 /// part of generation shared by single and batched runs.
-pub struct Output {
+pub(crate) struct Output {
     stop: Vec<String>,
     stop_tokens: Vec<u32>,
     ignore_eos: bool,
@@ -219,7 +240,7 @@ impl Output {
 
 /// Times of one generation, in clock nanoseconds.
 #[derive(Default)]
-pub struct Stopwatch {
+pub(crate) struct Stopwatch {
     t0: u64,
     t_prefill: u64,
     t_first: u64,

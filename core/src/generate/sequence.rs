@@ -9,6 +9,8 @@ use super::output::{Clock, FinishReason, GenerateConfig, GenerationResult, Outpu
 use crate::model::Session;
 use crate::sampler::{Rng, Sampler};
 
+/// One sequence's sampling, stops, output and timings, for a host that runs the forward passes
+/// itself.
 pub struct Sequence {
     sampler: Sampler,
     out: Output,

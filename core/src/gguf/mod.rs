@@ -24,18 +24,23 @@ pub use value::{Array, Value};
 const MAX_DIMS: u32 = 4;
 const DEFAULT_ALIGNMENT: u64 = 32;
 
+/// A tensor of a GGUF file, its bytes a view into the file.
 #[derive(Debug, Clone)]
 pub struct TensorInfo<'a> {
+    /// Its name.
     pub name: &'a str,
     /// ggml order: `dims[0]` is the contiguous (row) dimension.
     pub dims: Vec<u64>,
+    /// Its type.
     pub ty: GgmlType,
     /// Offset from the start of the data section.
     pub offset: u64,
+    /// Its bytes.
     pub data: &'a [u8],
 }
 
 impl TensorInfo<'_> {
+    /// Elements (the product of the dimensions).
     pub fn n_elements(&self) -> u64 {
         self.dims.iter().product()
     }
@@ -46,13 +51,17 @@ impl TensorInfo<'_> {
     }
 }
 
+/// A parsed GGUF file: metadata and tensor directory, borrowing the bytes.
 #[derive(Debug)]
 pub struct Gguf<'a> {
+    /// The format version (2 or 3).
     pub version: u32,
+    /// Alignment of the tensor data (`general.alignment`, else 32).
     pub alignment: u64,
     /// Metadata in file order.
     pub metadata: Vec<(&'a str, Value<'a>)>,
     index: BTreeMap<&'a str, usize>,
+    /// Tensors in file order.
     pub tensors: Vec<TensorInfo<'a>>,
     tensor_index: BTreeMap<&'a str, usize>,
     /// File offset of the data section.
@@ -60,6 +69,14 @@ pub struct Gguf<'a> {
 }
 
 impl<'a> Gguf<'a> {
+    /// Parse the header, metadata and tensor directory of a GGUF file, checking every count, size
+    /// and offset against the file.
+    ///
+    /// ```
+    /// use tern_core::{gguf::Gguf, Error};
+    /// assert!(matches!(Gguf::parse(b"GG"), Err(Error::Truncated { .. })));
+    /// assert!(matches!(Gguf::parse(b"NOPE and more bytes than a header needs......"), Err(Error::BadMagic { .. })));
+    /// ```
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         let mut r = Reader::new(bytes);
         let magic = r.take(4, "magic")?;
@@ -143,28 +160,35 @@ impl<'a> Gguf<'a> {
         Ok(Gguf { version, alignment, metadata, index, tensors, tensor_index, data_offset })
     }
 
+    /// The value of metadata key `key`.
     pub fn get(&self, key: &str) -> Option<&Value<'a>> {
         self.index.get(key).map(|&i| &self.metadata[i].1)
     }
 
+    /// The tensor named `name`.
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo<'a>> {
         self.tensor_index.get(name).map(|&i| &self.tensors[i])
     }
 
     // Typed accessors: absent → None, present with the wrong type → error.
 
+    /// An integer key (any integer type), if present; an error if of another type.
     pub fn get_u64(&self, key: &str) -> Result<Option<u64>> {
         self.typed(key, "an unsigned integer", Value::as_u64)
     }
+    /// A float key, if present; an error if of another type.
     pub fn get_f32(&self, key: &str) -> Result<Option<f32>> {
         self.typed(key, "a float", Value::as_f32)
     }
+    /// A string key, if present; an error if of another type.
     pub fn get_str(&self, key: &str) -> Result<Option<&'a str>> {
         self.typed(key, "a string", Value::as_str)
     }
+    /// A boolean key, if present; an error if of another type.
     pub fn get_bool(&self, key: &str) -> Result<Option<bool>> {
         self.typed(key, "a bool", Value::as_bool)
     }
+    /// An array key, if present; an error if of another type.
     pub fn get_array(&self, key: &str) -> Result<Option<&Array<'a>>> {
         match self.get(key) {
             None => Ok(None),
@@ -179,9 +203,11 @@ impl<'a> Gguf<'a> {
         }
     }
 
+    /// An integer key that must be present.
     pub fn require_u64(&self, key: &str) -> Result<u64> {
         self.get_u64(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })
     }
+    /// A string key that must be present.
     pub fn require_str(&self, key: &str) -> Result<&'a str> {
         self.get_str(key)?.ok_or_else(|| Error::MissingKey { key: key.into() })
     }

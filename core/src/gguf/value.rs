@@ -8,20 +8,34 @@ use alloc::vec::Vec;
 use super::reader::Reader;
 use crate::error::{Error, Result};
 
+/// A metadata value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value<'a> {
+    /// `uint8`.
     U8(u8),
+    /// `int8`.
     I8(i8),
+    /// `uint16`.
     U16(u16),
+    /// `int16`.
     I16(i16),
+    /// `uint32`.
     U32(u32),
+    /// `int32`.
     I32(i32),
+    /// `uint64`.
     U64(u64),
+    /// `int64`.
     I64(i64),
+    /// `float32`.
     F32(f32),
+    /// `float64`.
     F64(f64),
+    /// `bool`.
     Bool(bool),
+    /// A UTF-8 string.
     Str(&'a str),
+    /// An array (a view into the file).
     Array(Array<'a>),
 }
 
@@ -49,6 +63,7 @@ impl<'a> From<Vec<Value<'a>>> for Array<'a> {
 }
 
 impl<'a> Array<'a> {
+    /// Elements.
     pub fn len(&self) -> usize {
         match &self.0 {
             Repr::View { len, .. } => *len as usize,
@@ -56,6 +71,7 @@ impl<'a> Array<'a> {
         }
     }
 
+    /// Whether it has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -190,6 +206,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value as an i64, if an integer that fits.
     pub fn as_i64(&self) -> Option<i64> {
         match *self {
             Value::I8(v) => Some(v as i64),
@@ -200,6 +217,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value as an f32, if a float.
     pub fn as_f32(&self) -> Option<f32> {
         match *self {
             Value::F32(v) => Some(v),
@@ -208,6 +226,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value as a string, if one.
     pub fn as_str(&self) -> Option<&'a str> {
         match *self {
             Value::Str(s) => Some(s),
@@ -215,6 +234,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value as a bool, if one.
     pub fn as_bool(&self) -> Option<bool> {
         match *self {
             Value::Bool(b) => Some(b),
@@ -222,6 +242,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value as an array, if one.
     pub fn as_array(&self) -> Option<&Array<'a>> {
         match self {
             Value::Array(v) => Some(v),
@@ -248,6 +269,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The GGUF name of the value's type.
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::U8(_) => "u8",

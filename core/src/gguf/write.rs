@@ -5,14 +5,19 @@ use alloc::vec::Vec;
 use super::Value;
 use crate::quant::GgmlType;
 
+/// A tensor to write.
 pub struct TensorData<'a> {
+    /// Its name.
     pub name: &'a str,
     /// ggml order (row length first).
     pub dims: Vec<u64>,
+    /// Its type.
     pub ty: GgmlType,
+    /// Its bytes.
     pub data: Vec<u8>,
 }
 
+/// GGUF's number of a type.
 pub fn type_id(ty: GgmlType) -> u32 {
     (0..40).find(|&i| GgmlType::from_id(i) == Some(ty)).unwrap_or(u32::MAX)
 }

@@ -19,13 +19,15 @@ fn bad(field: &str, detail: impl Into<String>) -> Error {
 /// What config.json says beyond the dimensions.
 #[derive(Debug, Clone)]
 pub struct HfConfig {
+    /// The model configuration.
     pub config: Config,
     /// What binding the checkpoint's tensors must find.
-    pub expect: Expect,
+    pub(crate) expect: Expect,
     /// The dtype the weights were saved in (`dtype` / `torch_dtype`).
     pub dtype: Option<GgmlType>,
     /// The architecture as the file names it (`Qwen2ForCausalLM`…).
     pub architecture: String,
+    /// End-of-sequence ids config.json names.
     pub eos_token_ids: Vec<u32>,
 }
 
@@ -164,6 +166,7 @@ fn rope(f: &Fields, n_rot: usize, n_ctx_train: usize) -> Result<(f32, Vec<f32>, 
 }
 
 impl HfConfig {
+    /// Parse and check a config.json.
     pub fn parse(bytes: &[u8]) -> Result<HfConfig> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad("(file)", e.to_string()))?;
         let Value::Object(m) = v else { return Err(bad("(file)", "not a JSON object")) };

@@ -11,10 +11,13 @@ use crate::tokenizer::Tokenizer;
 
 /// A model loaded from an HF directory.
 pub struct HfModel<B> {
+    /// The model.
     pub model: Model<B>,
     /// None when the directory has no `tokenizer.json`.
     pub tokenizer: Option<Tokenizer>,
+    /// generation_config.json's sampling defaults.
     pub defaults: GenerationDefaults,
+    /// What the checkpoint was.
     pub info: CheckpointInfo,
 }
 

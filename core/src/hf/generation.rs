@@ -10,19 +10,27 @@ use crate::sampler::SamplerConfig;
 
 const FILE: &str = "generation_config.json";
 
+/// Sampling defaults from generation_config.json (each unset field leaves the default alone).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GenerationDefaults {
     /// `do_sample: false` makes this 0 (greedy).
     pub temperature: Option<f32>,
+    /// `top_k`.
     pub top_k: Option<usize>,
+    /// `top_p`.
     pub top_p: Option<f32>,
+    /// `min_p`.
     pub min_p: Option<f32>,
+    /// `typical_p`.
     pub typical_p: Option<f32>,
+    /// `repetition_penalty`.
     pub repeat_penalty: Option<f32>,
+    /// `eos_token_id` (one or a list).
     pub eos_token_ids: Vec<u32>,
 }
 
 impl GenerationDefaults {
+    /// Parse a generation_config.json.
     pub fn parse(bytes: &[u8]) -> Result<GenerationDefaults> {
         let bad = |field: &str, detail: alloc::string::String| Error::ModelFile {
             file: FILE.into(),

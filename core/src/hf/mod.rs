@@ -25,10 +25,13 @@ use crate::model::{Model, Weights};
 /// What a loaded checkpoint was, for reporting.
 #[derive(Debug, Clone)]
 pub struct CheckpointInfo {
+    /// config.json's `architectures[0]`.
     pub architecture: String,
+    /// The shard files.
     pub shards: Vec<String>,
     /// Tensors per saved dtype.
     pub dtypes: BTreeMap<String, usize>,
+    /// End-of-sequence ids.
     pub eos_token_ids: Vec<u32>,
 }
 

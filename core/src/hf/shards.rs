@@ -13,16 +13,20 @@ use crate::error::{Error, Result};
 use crate::quant::GgmlType;
 use crate::tensors::{Located, Naming, TensorDir};
 
+/// The index file of a sharded checkpoint.
 pub const INDEX: &str = "model.safetensors.index.json";
+/// The one file of an unsharded checkpoint.
 pub const SINGLE: &str = "model.safetensors";
 
 /// `model.safetensors.index.json`: which shard holds each tensor.
 #[derive(Debug, Clone)]
 pub struct Index {
+    /// Tensor name → shard file.
     pub weight_map: BTreeMap<String, String>,
 }
 
 impl Index {
+    /// Parse and check an index file.
     pub fn parse(bytes: &[u8]) -> Result<Index> {
         let bad = |field: &str, detail: String| Error::ModelFile { file: INDEX.into(), field: field.into(), detail };
         let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad("(file)", e.to_string()))?;

@@ -8,14 +8,19 @@ use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 
+/// A model architecture tern runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
+    /// Llama (and SmolLM2 and the other Llama-shaped models).
     Llama,
+    /// Qwen2 / Qwen2.5 (attention biases).
     Qwen2,
+    /// Qwen3 (Q/K norms).
     Qwen3,
 }
 
 impl Arch {
+    /// The architecture of a GGUF `general.architecture` name.
     pub fn parse(s: &str) -> Result<Arch> {
         match s {
             "llama" => Ok(Arch::Llama),
@@ -24,6 +29,7 @@ impl Arch {
             _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
         }
     }
+    /// Its GGUF name.
     pub fn name(self) -> &'static str {
         match self {
             Arch::Llama => "llama",
@@ -43,20 +49,34 @@ pub enum RopeStyle {
     Neox,
 }
 
+/// The hyper-parameters a forward pass needs.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The architecture.
     pub arch: Arch,
+    /// The model's name (`general.name`, or the directory's).
     pub name: String,
+    /// Vocabulary size (rows of the embedding).
     pub n_vocab: usize,
+    /// Width of the residual stream.
     pub n_embd: usize,
+    /// Transformer blocks.
     pub n_layer: usize,
+    /// Query heads.
     pub n_head: usize,
+    /// Key/value heads (fewer with grouped-query attention).
     pub n_head_kv: usize,
+    /// Elements per head.
     pub head_dim: usize,
+    /// Width of the feed-forward layer.
     pub n_ff: usize,
+    /// Context the model was trained for.
     pub n_ctx_train: usize,
+    /// RMSNorm epsilon.
     pub norm_eps: f32,
+    /// Which elements RoPE rotates together.
     pub rope_style: RopeStyle,
+    /// RoPE frequency base (θ).
     pub rope_base: f32,
     /// Rotated dimensions per head (≤ head_dim).
     pub n_rot: usize,
@@ -70,10 +90,15 @@ pub struct Config {
 /// 16k-wide embeddings, 53k-wide feed-forwards, 262k vocabularies): a file
 /// past them is refused before anything is sized by it.
 pub const MAX_LAYERS: usize = 1024;
+/// Most embedding width a file may declare.
 pub const MAX_EMBD: usize = 1 << 16;
+/// Most feed-forward width.
 pub const MAX_FF: usize = 1 << 18;
+/// Most heads.
 pub const MAX_HEADS: usize = 1024;
+/// Most tokens in a vocabulary.
 pub const MAX_VOCAB: usize = 1 << 21;
+/// Most training context.
 pub const MAX_CTX_TRAIN: usize = 1 << 26;
 
 /// The fewest bytes a weight can take among the types with a kernel
@@ -187,9 +212,11 @@ impl Config {
         Ok(())
     }
 
+    /// Width of all query heads together.
     pub fn q_dim(&self) -> usize {
         self.n_head * self.head_dim
     }
+    /// Width of all key (or value) heads together.
     pub fn kv_dim(&self) -> usize {
         self.n_head_kv * self.head_dim
     }

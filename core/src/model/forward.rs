@@ -11,8 +11,8 @@ use super::matmul::matmul;
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{rope, View};
-use crate::error::Result;
 use crate::backend::scalar::MAX_HEAD_DIM;
+use crate::error::Result;
 use crate::quant;
 
 /// One sequence's part of a batch.

@@ -27,6 +27,7 @@ pub enum KvType {
 }
 
 impl KvType {
+    /// The type's name (`f32`, `f16`).
     pub fn name(self) -> &'static str {
         match self {
             KvType::F16 => "f16",
@@ -34,6 +35,7 @@ impl KvType {
             KvType::F32 => "f32",
         }
     }
+    /// The type named `s`.
     pub fn parse(s: &str) -> Option<KvType> {
         match s {
             "f16" => Some(KvType::F16),
@@ -42,6 +44,7 @@ impl KvType {
             _ => None,
         }
     }
+    /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
             KvType::F16 => 2,

@@ -25,8 +25,8 @@ pub use requant::{Requantized, Widened};
 pub use scratch::Scratch;
 pub use weights::{LayerWeights, TensorRef, Weights};
 
-use crate::error::{Error, Result};
 use crate::backend::QMatrix;
+use crate::error::{Error, Result};
 use crate::sampler::Rng;
 use kv_cache::KvCache;
 pub use kv_cache::KvType;
@@ -34,13 +34,17 @@ pub use kv_cache::KvType;
 /// The longest context a session may have (16 M positions).
 pub const MAX_CTX: usize = 1 << 24;
 
+/// A loaded model: immutable, shareable across threads; its bytes held in `B` (a mapped file, a
+/// vector). Sessions run it.
 pub struct Model<B> {
     /// The model's bytes: a GGUF file, or an HF directory's shards (plus
     /// any weights quantized at load).
     bufs: Vec<B>,
     /// Block scales widened to f32 for the kernels (`widen_scales`).
     scales: Vec<f32>,
+    /// Hyper-parameters.
     pub config: Config,
+    /// Where each weight is in the buffers.
     pub weights: Weights,
 }
 
@@ -74,6 +78,7 @@ impl<B: AsRef<[u8]>> Model<B> {
         self.bufs.iter().map(|b| b.as_ref().len()).sum::<usize>() + self.scales.len() * 4
     }
 
+    /// The matrix `t` refers to, as the kernels take it.
     pub fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
         let b = self.bufs[t.buf].as_ref();
         let data = &b[t.start..t.start + t.len];
@@ -239,9 +244,12 @@ pub enum Logits {
     Last,
     /// Every token of the call (perplexity, parity tests).
     All,
+    /// No logits (a prefill before more tokens).
     None,
 }
 
+/// A sequence's mutable state: KV cache, the tokens in it, scratch buffers, the RNG sampling draws
+/// from.
 pub struct Session {
     kv: KvCache,
     scratch: Scratch,
@@ -258,6 +266,7 @@ impl Session {
     pub fn n_past(&self) -> usize {
         self.tokens.len()
     }
+    /// Positions the cache holds.
     pub fn n_ctx(&self) -> usize {
         self.kv.n_ctx
     }

@@ -10,17 +10,21 @@ use crate::quant::{self, GgmlType};
 /// What quantizing at load did, for `tern info`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Requantized {
+    /// The type float weights became.
     pub to: GgmlType,
     /// Matrices converted, and those left as they were (rows not a whole
     /// number of blocks, or already quantized).
     pub converted: usize,
+    /// Matrices left as they were.
     pub kept: usize,
+    /// Bytes of the converted copies.
     pub bytes: usize,
 }
 
 /// Q5_0 matrices rewritten as Q8_0 (`Model::widen_q5_0`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Widened {
+    /// Matrices rewritten.
     pub matrices: usize,
     /// Bytes of the Q8_0 copies.
     pub bytes: usize,

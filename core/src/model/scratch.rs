@@ -21,47 +21,49 @@ pub(super) fn per_head_room(c: &Config, n_ctx: usize) -> usize {
     MAX_GROUP.min(c.n_head / c.n_head_kv) * c.head_dim + n_ctx
 }
 
+/// A forward pass's working buffers, sized for a maximum batch and
+/// context (`Model::batch_scratch` makes one for `Model::forward_batch`).
 pub struct Scratch {
-    pub n_batch: usize,
+    pub(crate) n_batch: usize,
     /// Longest cache the attention scratch can serve.
-    pub n_ctx: usize,
+    pub(crate) n_ctx: usize,
     /// (n_batch) sequence index and position of each batch token
-    pub tok_seq: Vec<usize>,
-    pub tok_pos: Vec<usize>,
+    pub(crate) tok_seq: Vec<usize>,
+    pub(crate) tok_pos: Vec<usize>,
     /// (n_batch) the keys each batch token attends to: first position, count
-    pub kv_first: Vec<usize>,
-    pub kv_len: Vec<usize>,
+    pub(crate) kv_first: Vec<usize>,
+    pub(crate) kv_len: Vec<usize>,
     /// (n_batch) batch rows whose logits a call wants
-    pub out_rows: Vec<usize>,
+    pub(crate) out_rows: Vec<usize>,
     /// (n_batch, n_embd) residual stream
-    pub x: Vec<f32>,
+    pub(crate) x: Vec<f32>,
     /// (n_batch, n_embd) normed input of a sub-layer
-    pub xn: Vec<f32>,
+    pub(crate) xn: Vec<f32>,
     /// (n_batch, q_dim)
-    pub q: Vec<f32>,
+    pub(crate) q: Vec<f32>,
     /// (n_batch, kv_dim)
-    pub k: Vec<f32>,
+    pub(crate) k: Vec<f32>,
     /// (n_batch, kv_dim)
-    pub v: Vec<f32>,
+    pub(crate) v: Vec<f32>,
     /// (n_batch, q_dim) attention output
-    pub att: Vec<f32>,
+    pub(crate) att: Vec<f32>,
     /// (n_head, n_batch * head_dim + n_ctx): per head, outputs then scores
-    pub heads: Vec<f32>,
+    pub(crate) heads: Vec<f32>,
     /// (n_batch, n_ff)
-    pub gate: Vec<f32>,
+    pub(crate) gate: Vec<f32>,
     /// (n_batch, n_ff)
-    pub up: Vec<f32>,
+    pub(crate) up: Vec<f32>,
     /// (n_batch, n_embd) a sub-layer's output before the residual add
-    pub y: Vec<f32>,
+    pub(crate) y: Vec<f32>,
     /// matmul output by row: (rows, tokens), then transposed
-    pub mm: Vec<f32>,
+    pub(crate) mm: Vec<f32>,
     /// (n_batch, n_rot) RoPE cos/sin per position
-    pub rope: Vec<f32>,
-    pub acts: ActBufs,
+    pub(crate) rope: Vec<f32>,
+    pub(crate) acts: ActBufs,
 }
 
 impl Scratch {
-    pub fn new(c: &Config, n_batch: usize, n_ctx: usize) -> Scratch {
+    pub(crate) fn new(c: &Config, n_batch: usize, n_ctx: usize) -> Scratch {
         let b = n_batch;
         let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
         let mm_rows = (2 * c.n_ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd) * b;
@@ -93,6 +95,7 @@ impl Scratch {
         }
     }
 
+    /// Bytes the buffers hold.
     pub fn bytes(&self) -> usize {
         let f = self.x.len()
             + self.xn.len()

@@ -9,8 +9,8 @@
 use alloc::vec::Vec;
 
 use super::{Config, Session};
-use crate::error::{Error, Result};
 use crate::backend::KvRows;
+use crate::error::{Error, Result};
 use crate::sampler::Rng;
 
 const MAGIC: &[u8; 8] = b"TERNSES2";
@@ -18,6 +18,7 @@ const MAGIC: &[u8; 8] = b"TERNSES2";
 const HEADER: usize = 8 + 16 + 32;
 
 impl Session {
+    /// The session as bytes: its tokens, KV cache and RNG (`restore` reads them back).
     pub fn save(&self, c: &Config) -> Vec<u8> {
         let n = self.tokens.len();
         let kvd = self.kv.kv_dim;

@@ -5,9 +5,9 @@
 use alloc::string::ToString;
 use alloc::vec::Vec;
 
+use crate::backend::Scalar;
 use crate::error::Error;
 use crate::gguf::Value;
-use crate::backend::Scalar;
 use crate::model::tiny::Tiny;
 use crate::model::{Engine, Logits, Model};
 use crate::parallel::Serial;

@@ -11,9 +11,13 @@ use crate::gguf::write::{gguf, TensorData};
 use crate::gguf::Value;
 use crate::quant::GgmlType;
 
+/// Embedding width.
 pub const E: u64 = 64;
+/// Feed-forward width.
 pub const FF: u64 = 128;
+/// Vocabulary size.
 pub const VOCAB: u64 = 32;
+/// Layers.
 pub const LAYERS: usize = 2;
 
 fn f32_bytes(n: u64, seed: u64) -> Vec<u8> {
@@ -42,6 +46,7 @@ fn q8_0_bytes(n: u64, seed: u64) -> Vec<u8> {
 /// What to change in the tiny model.
 #[derive(Debug, Clone)]
 pub struct Tiny {
+    /// `general.architecture`.
     pub arch: &'static str,
     /// Metadata set over the defaults (replacing a key, else appended).
     pub meta: Vec<(String, Value<'static>)>,
@@ -85,6 +90,7 @@ impl Tiny {
         self
     }
 
+    /// The model as a GGUF file.
     pub fn gguf(&self) -> Vec<u8> {
         let a = self.arch;
         let k = |s: &str| format!("{a}.{s}");

@@ -16,46 +16,71 @@ use crate::tensors::{Located, TensorDir};
 /// A 2-D tensor inside the model's buffers: `n_rows` rows of `n_cols`.
 #[derive(Debug, Clone)]
 pub struct TensorRef {
+    /// The tensor's name in its file.
     pub name: String,
+    /// Its type.
     pub ty: GgmlType,
     /// Which of the model's buffers (a GGUF file has one; an HF directory
     /// one per shard) and the byte range in it.
     pub buf: usize,
+    /// Byte offset in the buffer.
     pub start: usize,
+    /// Bytes.
     pub len: usize,
+    /// Elements per row.
     pub n_cols: usize,
+    /// Rows.
     pub n_rows: usize,
     /// Where its widened scales are in the model's (`Model::widen_scales`);
     /// empty: none.
     pub scales: core::ops::Range<usize>,
 }
 
+/// One transformer block's weights.
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
+    /// RMSNorm before attention.
     pub attn_norm: Vec<f32>,
+    /// Query projection.
     pub wq: TensorRef,
+    /// Key projection.
     pub wk: TensorRef,
+    /// Value projection.
     pub wv: TensorRef,
+    /// Attention output projection.
     pub wo: TensorRef,
+    /// Query bias (Qwen2).
     pub bq: Option<Vec<f32>>,
+    /// Key bias (Qwen2).
     pub bk: Option<Vec<f32>>,
+    /// Value bias (Qwen2).
     pub bv: Option<Vec<f32>>,
     /// Qwen3: RMSNorm over each head of Q and K.
     pub q_norm: Option<Vec<f32>>,
+    /// Qwen3: RMSNorm over each head of K.
     pub k_norm: Option<Vec<f32>>,
+    /// RMSNorm before the feed-forward layer.
     pub ffn_norm: Vec<f32>,
+    /// Feed-forward gate projection.
     pub w_gate: TensorRef,
+    /// Feed-forward up projection.
     pub w_up: TensorRef,
+    /// Feed-forward down projection.
     pub w_down: TensorRef,
 }
 
+/// All of a model's weights.
 #[derive(Debug, Clone)]
 pub struct Weights {
+    /// The token embedding.
     pub token_embd: TensorRef,
+    /// The final RMSNorm.
     pub output_norm: Vec<f32>,
     /// The output head; `token_embd` itself when the model ties them.
     pub output: TensorRef,
+    /// Whether the head is the embedding.
     pub tied_output: bool,
+    /// The transformer blocks.
     pub layers: Vec<LayerWeights>,
 }
 
@@ -152,7 +177,7 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
 }
 
 /// Llama-3 style RoPE frequency factors, if the file has them.
-pub fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
+pub(crate) fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
     let Some(t) = dir.get("rope_freqs.weight") else {
         return Ok(None);
     };
@@ -170,7 +195,7 @@ pub fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
 
 /// What binding expects beyond the config's dimensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Expect {
+pub(crate) struct Expect {
     /// Whether the output head is the embedding: None = when the file has
     /// no head (GGUF); Some = as the config says (HF `tie_word_embeddings`;
     /// a stored head of a tied model is ignored, as transformers does).
@@ -189,13 +214,13 @@ impl Weights {
     /// Check every tensor the config needs (present, shape, type) and, with
     /// `strict`, that the directory holds nothing else; report all problems
     /// together. Reads no tensor data.
-    pub fn check(dir: &dyn TensorDir, c: &Config, x: Expect) -> Result<()> {
+    pub(crate) fn check(dir: &dyn TensorDir, c: &Config, x: Expect) -> Result<()> {
         Self::bind_with(dir, c, x, false).map(|_| ())
     }
 
     /// Check (as `check`), then bind: small vectors are read into memory,
     /// matrices stay views into the buffers.
-    pub fn bind(dir: &dyn TensorDir, c: &Config, x: Expect) -> Result<Weights> {
+    pub(crate) fn bind(dir: &dyn TensorDir, c: &Config, x: Expect) -> Result<Weights> {
         Self::check(dir, c, x)?;
         Self::bind_with(dir, c, x, true)
     }

@@ -8,25 +8,37 @@
 
 use super::QK_K;
 
+/// Elements of a 32-element block (and of a Q8_0/Q8_1 activation block).
 pub const QK8: usize = 32;
 
+/// A 32-element weight block unpacked: `x[i] = d * q[i] + m`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Unpacked32 {
+    /// The quants.
     pub q: [i8; QK8],
+    /// The scale.
     pub d: f32,
+    /// The min (0 for the symmetric formats).
     pub m: f32,
 }
 
+/// A K-quant super-block unpacked: `x[i] = d * sc[g] * q[i] - dmin * mn[g]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UnpackedK {
+    /// The quants.
     pub q: [i8; QK_K],
+    /// Each 16-group's scale.
     pub sc: [i16; 16],
+    /// Each 16-group's min.
     pub mn: [i16; 16],
+    /// The super-block scale.
     pub d: f32,
+    /// The super-block min scale.
     pub dmin: f32,
 }
 
 impl UnpackedK {
+    /// All zeros.
     pub const ZERO: UnpackedK = UnpackedK { q: [0; QK_K], sc: [0; 16], mn: [0; 16], d: 0.0, dmin: 0.0 };
 }
 
@@ -34,33 +46,44 @@ impl UnpackedK {
 /// ggml, `d` is rounded to f16 after quantizing with the unrounded scale.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ8_0 {
+    /// The scale (f16-rounded).
     pub d: f32,
+    /// The quants.
     pub qs: [i8; QK8],
 }
 
 /// Activations for Q4_1 / Q5_1 weights: as Q8_0 plus `s = d * Σ qs` (f16-rounded).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ8_1 {
+    /// The scale (f16-rounded).
     pub d: f32,
+    /// `d * Σ qs` (f16-rounded).
     pub s: f32,
+    /// The quants.
     pub qs: [i8; QK8],
 }
 
 /// Activations for K-quant weights: 256 values, with the sum of each group of 16.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockQ8K {
+    /// The scale.
     pub d: f32,
+    /// The quants.
     pub qs: [i8; QK_K],
+    /// Each 16-group's sum of quants.
     pub bsums: [i16; 16],
 }
 
 impl BlockQ8_0 {
+    /// All zeros.
     pub const ZERO: BlockQ8_0 = BlockQ8_0 { d: 0.0, qs: [0; QK8] };
 }
 impl BlockQ8_1 {
+    /// All zeros.
     pub const ZERO: BlockQ8_1 = BlockQ8_1 { d: 0.0, s: 0.0, qs: [0; QK8] };
 }
 impl BlockQ8K {
+    /// All zeros.
     pub const ZERO: BlockQ8K = BlockQ8K { d: 0.0, qs: [0; QK_K], bsums: [0; 16] };
 }
 
@@ -96,6 +119,7 @@ pub fn f16_round(v: f32) -> f32 {
     half::f16::from_f32(v).to_f32()
 }
 
+/// 32 values as a Q8_0 block.
 #[inline]
 pub fn quantize_q8_0(x: &[f32], out: &mut BlockQ8_0) {
     let (d, id) = scale_of(x);
@@ -105,6 +129,7 @@ pub fn quantize_q8_0(x: &[f32], out: &mut BlockQ8_0) {
     }
 }
 
+/// 32 values as a Q8_1 block.
 #[inline]
 pub fn quantize_q8_1(x: &[f32], out: &mut BlockQ8_1) {
     let (d, id) = scale_of(x);
@@ -117,6 +142,7 @@ pub fn quantize_q8_1(x: &[f32], out: &mut BlockQ8_1) {
     out.s = f16_round(d * sum as f32);
 }
 
+/// 256 values as a Q8_K super-block.
 #[inline]
 pub fn quantize_q8_k(x: &[f32], out: &mut BlockQ8K) {
     let (d, id) = scale_of(x);
@@ -141,6 +167,7 @@ pub fn dot_32_q8_0(w: &Unpacked32, a: &BlockQ8_0) -> f32 {
     (w.d * a.d) * idot(&w.q, &a.qs) as f32
 }
 
+/// As `dot_32_q8_0`, plus `m * s`.
 #[inline]
 pub fn dot_32_q8_1(w: &Unpacked32, a: &BlockQ8_1) -> f32 {
     (w.d * a.d) * idot(&w.q, &a.qs) as f32 + w.m * a.s

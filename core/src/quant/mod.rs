@@ -23,11 +23,13 @@ use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 
+/// The little-endian f16 at byte `i`, as f32.
 #[inline]
 pub fn f16_at(b: &[u8], i: usize) -> f32 {
     half::f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
 
+/// The little-endian bf16 at byte `i`, as f32.
 #[inline]
 pub fn bf16_at(b: &[u8], i: usize) -> f32 {
     half::bf16::from_le_bytes([b[i], b[i + 1]]).to_f32()

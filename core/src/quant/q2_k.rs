@@ -9,14 +9,18 @@ use super::{f16_at, UnpackedK};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const SCALES: usize = 0;
+/// The quants.
 pub const QS: usize = 16;
+/// The f16 scale `d`.
 pub const D: usize = 80;
+/// The f16 min scale `dmin`.
 pub const DMIN: usize = 82;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = DMIN + 2;
 const _: () = assert!(BLOCK_BYTES == 84);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> UnpackedK {
+pub(crate) fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     for g in 0..16 {
         u.sc[g] = (b[SCALES + g] & 0x0F) as i16;

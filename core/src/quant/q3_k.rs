@@ -9,9 +9,13 @@ use super::{f16_at, UnpackedK};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const HMASK: usize = 0;
+/// The quants' low two bits.
 pub const QS: usize = 32;
+/// The packed 6-bit scales.
 pub const SCALES: usize = 96;
+/// The f16 scale `d`.
 pub const D: usize = 108;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = D + 2;
 const _: () = assert!(BLOCK_BYTES == 110);
 
@@ -25,7 +29,7 @@ fn scale(s: &[u8], g: usize) -> i16 {
 }
 
 #[inline]
-pub fn unpack(b: &[u8]) -> UnpackedK {
+pub(crate) fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     let (hmask, qs, scales) = (&b[HMASK..QS], &b[QS..SCALES], &b[SCALES..D]);
     for g in 0..16 {

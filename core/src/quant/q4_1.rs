@@ -6,13 +6,16 @@ use super::{f16_at, Unpacked32};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const D: usize = 0;
+/// The f16 min `m`.
 pub const M: usize = 2;
+/// The packed nibbles.
 pub const QS: usize = 4;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = QS + 16;
 const _: () = assert!(BLOCK_BYTES == 20);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> Unpacked32 {
+pub(crate) fn unpack(b: &[u8]) -> Unpacked32 {
     let mut q = [0i8; 32];
     for j in 0..16 {
         q[j] = (b[QS + j] & 0x0F) as i8;

@@ -9,9 +9,13 @@ use super::{f16_at, UnpackedK};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const D: usize = 0;
+/// The f16 min scale `dmin`.
 pub const DMIN: usize = 2;
+/// The packed scales and mins.
 pub const SCALES: usize = 4;
+/// The packed nibbles.
 pub const QS: usize = 16;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = QS + 128;
 const _: () = assert!(BLOCK_BYTES == 144);
 
@@ -26,7 +30,7 @@ pub fn scale_min(j: usize, s: &[u8]) -> (u8, u8) {
 }
 
 #[inline]
-pub fn set_scales(u: &mut UnpackedK, scales: &[u8]) {
+pub(crate) fn set_scales(u: &mut UnpackedK, scales: &[u8]) {
     for j in 0..8 {
         let (sc, mn) = scale_min(j, scales);
         u.sc[2 * j] = sc as i16;
@@ -37,7 +41,7 @@ pub fn set_scales(u: &mut UnpackedK, scales: &[u8]) {
 }
 
 #[inline]
-pub fn unpack(b: &[u8]) -> UnpackedK {
+pub(crate) fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     set_scales(&mut u, &b[SCALES..QS]);
     let qs = &b[QS..BLOCK_BYTES];

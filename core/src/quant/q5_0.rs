@@ -7,13 +7,16 @@ use super::{f16_at, Unpacked32};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const D: usize = 0;
+/// The fifth bits.
 pub const QH: usize = 2;
+/// The packed nibbles.
 pub const QS: usize = 6;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = QS + 16;
 const _: () = assert!(BLOCK_BYTES == 22);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> Unpacked32 {
+pub(crate) fn unpack(b: &[u8]) -> Unpacked32 {
     let qh = u32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]);
     let mut q = [0i8; 32];
     for j in 0..16 {

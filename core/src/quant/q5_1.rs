@@ -6,14 +6,18 @@ use super::{f16_at, Unpacked32};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const D: usize = 0;
+/// The f16 min `m`.
 pub const M: usize = 2;
+/// The fifth bits.
 pub const QH: usize = 4;
+/// The packed nibbles.
 pub const QS: usize = 8;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = QS + 16;
 const _: () = assert!(BLOCK_BYTES == 24);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> Unpacked32 {
+pub(crate) fn unpack(b: &[u8]) -> Unpacked32 {
     let qh = u32::from_le_bytes([b[QH], b[QH + 1], b[QH + 2], b[QH + 3]]);
     let mut q = [0i8; 32];
     for j in 0..16 {

@@ -8,15 +8,20 @@ use super::{f16_at, q4_k, UnpackedK};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const D: usize = 0;
+/// The f16 min scale `dmin`.
 pub const DMIN: usize = 2;
+/// The packed scales and mins.
 pub const SCALES: usize = 4;
+/// The fifth bits.
 pub const QH: usize = 16;
+/// The packed nibbles.
 pub const QS: usize = 48;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = QS + 128;
 const _: () = assert!(BLOCK_BYTES == 176);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> UnpackedK {
+pub(crate) fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     q4_k::set_scales(&mut u, &b[SCALES..QH]);
     let (qh, qs) = (&b[QH..QS], &b[QS..BLOCK_BYTES]);

@@ -10,14 +10,18 @@ use super::{f16_at, UnpackedK};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const QL: usize = 0;
+/// The quants' high two bits.
 pub const QH: usize = 128;
+/// The 8-bit scales.
 pub const SCALES: usize = 192;
+/// The f16 scale `d`.
 pub const D: usize = 208;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = D + 2;
 const _: () = assert!(BLOCK_BYTES == 210);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> UnpackedK {
+pub(crate) fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
     for g in 0..16 {
         u.sc[g] = b[SCALES + g] as i8 as i16;

@@ -6,12 +6,14 @@ use super::{f16_at, Unpacked32};
 /// Byte offsets of the fields (the layout above): every backend reads
 /// the block through these.
 pub const D: usize = 0;
+/// The quants.
 pub const QS: usize = 2;
+/// Bytes of a block.
 pub const BLOCK_BYTES: usize = QS + 32;
 const _: () = assert!(BLOCK_BYTES == 34);
 
 #[inline]
-pub fn unpack(b: &[u8]) -> Unpacked32 {
+pub(crate) fn unpack(b: &[u8]) -> Unpacked32 {
     let mut q = [0i8; 32];
     for (o, &v) in q.iter_mut().zip(&b[QS..BLOCK_BYTES]) {
         *o = v as i8;

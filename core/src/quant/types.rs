@@ -4,37 +4,69 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[allow(non_camel_case_types)]
 pub enum GgmlType {
+    /// 32-bit float.
     F32,
+    /// IEEE half float.
     F16,
+    /// 4-bit, 32 per block, one scale.
     Q4_0,
+    /// 4-bit, 32 per block, scale and min.
     Q4_1,
+    /// 5-bit, 32 per block, one scale.
     Q5_0,
+    /// 5-bit, 32 per block, scale and min.
     Q5_1,
+    /// 8-bit, 32 per block, one scale.
     Q8_0,
+    /// 8-bit, 32 per block, scale and sum (activations).
     Q8_1,
+    /// 2-bit K-quant (256 per super-block).
     Q2_K,
+    /// 3-bit K-quant.
     Q3_K,
+    /// 4-bit K-quant.
     Q4_K,
+    /// 5-bit K-quant.
     Q5_K,
+    /// 6-bit K-quant.
     Q6_K,
+    /// 8-bit K-quant (activations).
     Q8_K,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ2_XXS,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ2_XS,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ3_XXS,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ1_S,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ4_NL,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ3_S,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ2_S,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ4_XS,
+    /// 8-bit integers.
     I8,
+    /// 16-bit integers.
     I16,
+    /// 32-bit integers.
     I32,
+    /// 64-bit integers.
     I64,
+    /// 64-bit float.
     F64,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     IQ1_M,
+    /// bfloat16.
     BF16,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     TQ1_0,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     TQ2_0,
+    /// An i-quant or other ggml type tern has no kernel for (named in errors).
     MXFP4,
 }
 
@@ -44,6 +76,7 @@ pub const QK_K: usize = 256;
 use GgmlType::*;
 
 impl GgmlType {
+    /// The type of ggml type number `id`.
     pub fn from_id(id: u32) -> Option<GgmlType> {
         Some(match id {
             0 => F32,
@@ -120,11 +153,13 @@ impl GgmlType {
     }
 
     #[inline]
+    /// Elements per block.
     pub fn block_size(self) -> usize {
         self.block().0
     }
 
     #[inline]
+    /// Bytes per block.
     pub fn type_size(self) -> usize {
         self.block().1
     }
@@ -136,6 +171,7 @@ impl GgmlType {
         n.is_multiple_of(bs).then(|| n / bs * ts)
     }
 
+    /// ggml's name of the type.
     pub fn name(self) -> &'static str {
         match self {
             F32 => "F32",

@@ -46,6 +46,7 @@ fn id_key(g: &Gguf, key: &str, n: usize) -> Result<Option<u32>> {
 }
 
 impl Tokenizer {
+    /// The tokenizer a GGUF file describes (`tokenizer.ggml.*`).
     pub fn from_gguf(g: &Gguf) -> Result<Tokenizer> {
         let model = g.require_str("tokenizer.ggml.model")?;
         if model != "gpt2" {

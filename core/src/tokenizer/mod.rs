@@ -13,18 +13,25 @@ use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 
+/// A model's tokenizer (the `tokenizers` crate underneath), with its special ids and chat template.
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     /// The bytes each token stands for (special tokens: their text).
     token_bytes: Vec<Vec<u8>>,
     is_control: Vec<bool>,
+    /// Beginning-of-sequence id.
     pub bos: Option<u32>,
+    /// End-of-sequence id.
     pub eos: Option<u32>,
     /// End-of-turn / other ids that end generation (EOS included).
     pub eog: Vec<u32>,
+    /// Whether encoding a prompt puts BOS first.
     pub add_bos: bool,
+    /// The chat template's source, if the model has one.
     pub chat_template: Option<String>,
+    /// The tokenizer model's name (`gpt2`, `BPE`, ...).
     pub model: String,
+    /// The pre-tokenizer's name (GGUF `tokenizer.ggml.pre`).
     pub pre: String,
     /// Control-token strings, to keep message content literal.
     literals: literal::Literals,
@@ -63,6 +70,7 @@ impl Tokenizer {
         literal::Literals::new(specials.collect())
     }
 
+    /// Tokens in the vocabulary.
     pub fn n_vocab(&self) -> usize {
         self.token_bytes.len()
     }
@@ -112,10 +120,12 @@ impl Tokenizer {
         self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
     }
 
+    /// Whether `id` is a control token.
     pub fn is_control(&self, id: u32) -> bool {
         self.is_control.get(id as usize).copied().unwrap_or(false)
     }
 
+    /// Whether `id` ends generation.
     pub fn is_eog(&self, id: u32) -> bool {
         self.eog.contains(&id)
     }

@@ -88,7 +88,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut ttft_ms = Vec::new();
     for &t in &a.threads {
         let threads = Threads::new(t);
-        let e = tern::engine(&threads, false);
+        let e = tern::engine(&threads, false)?;
         let mut session = m.session_kv(n_ctx, a.n_batch, a.kv_type);
         let depth = rand_tokens(a.n_depth);
         // an empty cache, then the depth tokens (untimed)
@@ -135,7 +135,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let rss = peak_rss_bytes();
     let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let kernels = tern::kernels().name();
+    let kernels = tern::kernels::select()?.name();
     let side = side_costs(&lm, a.n_prompt.max(1))?;
     if a.output == "json" {
         let rows: Vec<serde_json::Value> = samples
@@ -229,7 +229,7 @@ fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
     let tokenize_ms = t0.elapsed().as_secs_f64() * 1e3 / reps as f64;
 
     let threads = Threads::new(1);
-    let e = tern::engine(&threads, false);
+    let e = tern::engine(&threads, false)?;
     let m = &lm.model;
     let mut session = m.session(16, 16);
     let prompt = lm.tokenizer()?.encode(TEXT, false)?;

@@ -46,7 +46,7 @@ pub fn run(a: Args) -> Result<()> {
     let tok = lm.tokenizer()?;
     limits::check_sessions(&lm, 1, a.ctx, 512.min(a.ctx.max(1)), tern_core::KvType::F16)?;
     let threads = Threads::new(limits::check_threads(a.threads)?);
-    let engine = tern::engine(&threads, false);
+    let engine = tern::engine(&threads, false)?;
     let mut conv = Conversation::new(&lm.model, tok, a.ctx, a.system.as_deref())?;
     if a.drop_oldest {
         conv.overflow = Overflow::DropOldest;

@@ -39,7 +39,7 @@ pub fn run(a: Args) -> Result<()> {
     let bos = tok.add_bos.then_some(tok.bos).flatten();
     tern::limits::check_sessions(&lm, 1, a.ctx, a.ctx, tern_core::KvType::F16)?;
     let threads = Threads::new(tern::limits::check_threads(a.threads)?);
-    let engine = tern::engine(&threads, a.exact);
+    let engine = tern::engine(&threads, a.exact)?;
     let t0 = Instant::now();
     let r = perplexity(&lm.model, &engine, &tokens, a.ctx, bos, a.chunks, |c, p| {
         if !a.json {

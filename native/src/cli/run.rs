@@ -84,7 +84,7 @@ pub fn run(a: Args) -> Result<()> {
     let n_ctx = a.ctx.unwrap_or(needed + 1).max(needed);
     let seed = a.sampling.seed();
     let threads = Threads::new(limits::check_threads(a.threads)?);
-    let engine = tern::engine(&threads, a.exact);
+    let engine = tern::engine(&threads, a.exact)?;
     let kv = a.kv_type.unwrap_or(engine.kv_type());
     limits::check_sessions(&lm, 1, n_ctx, 512.min(n_ctx), kv)?;
     let mut session = lm.model.session_kv(n_ctx, 512, kv);

@@ -2,6 +2,8 @@
 //! CPU supports, or the one `TERN_KERNELS` names (`scalar`, `avx2`,
 //! `avx512` on x86-64; `neon`, `dotprod`, `i8mm` on aarch64). Every backend equals
 //! the scalar reference bit for bit.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(target_arch = "aarch64")]
 mod arm;

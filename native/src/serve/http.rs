@@ -240,8 +240,7 @@ fn tokenize_now(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError
         Prompt::Ids(ids) => Ok(ids.clone()),
         Prompt::Text(t) => tok()?.encode(t, true).map_err(|e| ApiError::invalid("prompt", e.to_string())),
         Prompt::Chat(msgs) => {
-            let t =
-                app.lm.template().map_err(|e| ApiError::invalid("messages", e.to_string()))?;
+            let t = app.lm.template().map_err(|e| ApiError::invalid("messages", e.to_string()))?;
             t.encode(tok()?, msgs, true, app.content_specials).map_err(|e| ApiError::invalid("messages", e.to_string()))
         }
     }

@@ -4,7 +4,7 @@
 //! Prometheus metrics: `metrics`.
 
 mod http;
-pub mod metrics;
+mod metrics;
 pub mod openai;
 mod scheduler;
 
@@ -13,13 +13,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use tern_core::Engine;
+
 use crate::{Loaded, Threads};
 
+/// How `tern serve` runs (its command-line options).
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// The name `/v1/models` gives (the model file's or directory's).
     pub model_id: String,
+    /// Address to listen on.
     pub host: IpAddr,
+    /// Port to listen on.
     pub port: u16,
     /// Sequences decoded together (slots, each with its own KV cache).
     pub parallel: usize,
@@ -27,11 +32,13 @@ pub struct ServeOptions {
     pub ctx: usize,
     /// Requests that may wait for a slot; past parallel + queue: 429.
     pub queue: usize,
+    /// A bearer key every request must carry, if set.
     pub api_key: Option<String>,
     /// Largest request body in bytes; larger: 413.
     pub max_body: usize,
     /// Tokens per forward pass (decodes first, then prefill chunks).
     pub n_batch: usize,
+    /// Worker threads for the forward passes (0: one per core).
     pub threads: usize,
     /// Binding beyond loopback must be asked for.
     pub allow_remote: bool,
@@ -81,6 +88,7 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
         });
     }
     crate::limits::check_threads(o.threads)?;
+    let kernels = crate::kernels::select()?;
     // the slots' sessions as the scheduler makes them (a cache of --ctx
     // and scratch for --batch each), before "listening"
     crate::limits::check_sessions(&lm, o.parallel, o.ctx, o.n_batch, tern_core::KvType::F16)?;
@@ -92,7 +100,7 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
         let (lm, metrics, threads) = (lm.clone(), metrics.clone(), Threads::new(o.threads));
         std::thread::Builder::new()
             .name("tern-engine".into())
-            .spawn(move || scheduler::run(lm, threads, limits, metrics, rx))
+            .spawn(move || scheduler::run(lm, Engine { kernels, par: &threads, exact: false }, limits, metrics, rx))
             .map_err(|e| Error::Serve { detail: format!("starting the engine thread: {e}") })?
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

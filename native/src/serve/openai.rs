@@ -11,19 +11,26 @@ use tern_core::sampler::SamplerConfig;
 /// A 4xx answer: OpenAI's error object, naming the parameter.
 #[derive(Debug)]
 pub struct ApiError {
+    /// HTTP status.
     pub status: u16,
+    /// What is wrong.
     pub message: String,
+    /// The request field it is about.
     pub param: Option<String>,
+    /// OpenAI's error type (`invalid_request_error`, ...).
     pub kind: &'static str,
 }
 
 impl ApiError {
+    /// A 400 about request field `param`.
     pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
         ApiError { status: 400, message: message.into(), param: Some(param.into()), kind: "invalid_request_error" }
     }
+    /// An error of this status and type.
     pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> ApiError {
         ApiError { status, message: message.into(), param: None, kind }
     }
+    /// The JSON body OpenAI's clients expect.
     pub fn body(&self) -> Value {
         json!({ "error": { "message": self.message, "type": self.kind, "param": self.param, "code": null } })
     }
@@ -31,18 +38,27 @@ impl ApiError {
 
 /// What a request asks to continue.
 pub enum Prompt {
+    /// Chat messages (`/v1/chat/completions`).
     Chat(Vec<Message>),
+    /// Text (`/v1/completions`).
     Text(String),
+    /// Token ids (`/v1/completions`).
     Ids(Vec<u32>),
 }
 
 /// A completion request, its fields checked.
 pub struct Request {
+    /// What to continue.
     pub prompt: Prompt,
+    /// `max_tokens` / `max_completion_tokens`.
     pub max_tokens: Option<usize>,
+    /// The sampler settings the request gives, over the model's defaults.
     pub sampler: SamplerConfig,
+    /// Stop strings.
     pub stop: Vec<String>,
+    /// Answer as server-sent events.
     pub stream: bool,
+    /// `stream_options.include_usage`: a last chunk with the usage.
     pub include_usage: bool,
 }
 
@@ -224,11 +240,11 @@ pub fn usage(r: &GenerationResult) -> Value {
 }
 
 /// The shape both endpoints share: id, object, created, model.
-pub struct Envelope<'a> {
-    pub id: &'a str,
-    pub created: u64,
-    pub model: &'a str,
-    pub chat: bool,
+pub(crate) struct Envelope<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) created: u64,
+    pub(crate) model: &'a str,
+    pub(crate) chat: bool,
 }
 
 impl Envelope<'_> {

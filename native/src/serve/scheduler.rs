@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use tern_core::generate::Sequence;
 use tern_core::generate::{prefill_start, FinishReason, GenerateConfig, GenerationResult, Vocab};
-use tern_core::Session;
+use tern_core::{Engine, Session};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::metrics::Metrics;
-use crate::{IdsOnly, Loaded, Threads};
+use crate::{IdsOnly, Loaded};
 
 /// What a request hears from the engine.
 pub enum Update {
@@ -67,8 +67,7 @@ struct Slot {
 }
 
 /// Run the engine until the channel closes or a drain completes.
-pub fn run(lm: Arc<Loaded>, threads: Threads, limits: Limits, metrics: Arc<Metrics>, rx: Receiver<Msg>) {
-    let engine = crate::engine(&threads, false);
+pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics>, rx: Receiver<Msg>) {
     let model = &lm.model;
     let eog = lm.eog();
     let ids_only = IdsOnly(&eog);
