@@ -3,9 +3,13 @@
 //! tensor data are zero-copy views into the input.
 
 mod model;
+#[cfg(test)]
+mod model_tests;
 mod reader;
 #[cfg(test)]
 mod tests;
+#[cfg(any(test, feature = "testing"))]
+pub mod tiny;
 mod value;
 #[cfg(any(test, feature = "testing"))]
 pub mod write;

@@ -11,10 +11,6 @@ mod requant;
 mod rope;
 mod scratch;
 mod snapshot;
-#[cfg(test)]
-mod tests;
-#[cfg(any(test, feature = "testing"))]
-pub mod tiny;
 pub(crate) mod weights;
 
 use alloc::vec::Vec;

@@ -53,23 +53,28 @@ pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
 /// four `d`, then — formats with a min — their four `m`; a row's last
 /// group padded with zeros. None for other types.
 pub fn wide_scales(ty: GgmlType, data: &[u8], n_cols: usize, n_rows: usize) -> Option<Vec<f32>> {
-    let min = match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => false,
-        GgmlType::Q4_1 | GgmlType::Q5_1 => true,
+    // the scale's offset, and the min's for the formats with one (all
+    // five put the scale first)
+    let (d, min) = match ty {
+        GgmlType::Q4_0 => (q4_0::D, None),
+        GgmlType::Q5_0 => (q5_0::D, None),
+        GgmlType::Q8_0 => (q8_0::D, None),
+        GgmlType::Q4_1 => (q4_1::D, Some(q4_1::M)),
+        GgmlType::Q5_1 => (q5_1::D, Some(q5_1::M)),
         _ => return None,
     };
     let (ts, nb) = (ty.type_size(), n_cols / 32);
     if nb == 0 {
         return Some(Vec::new());
     }
-    let per = if min { 8 } else { 4 };
+    let per = if min.is_some() { 8 } else { 4 };
     let mut out = Vec::with_capacity(n_rows * nb.div_ceil(4) * per);
     for row in data.chunks_exact(nb * ts).take(n_rows) {
         for g in (0..nb).step_by(4) {
             let at = |k: usize, off: usize| if g + k < nb { f16_at(&row[(g + k) * ts..], off) } else { 0.0 };
-            out.extend((0..4).map(|k| at(k, 0)));
-            if min {
-                out.extend((0..4).map(|k| at(k, 2)));
+            out.extend((0..4).map(|k| at(k, d)));
+            if let Some(m) = min {
+                out.extend((0..4).map(|k| at(k, m)));
             }
         }
     }

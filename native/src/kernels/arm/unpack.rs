@@ -3,7 +3,7 @@
 
 use core::arch::aarch64::*;
 
-use tern_core::quant::{f16_at, GgmlType};
+use tern_core::quant::{f16_at, q4_0, q4_1, q5_0, q5_1, q8_0, GgmlType};
 
 /// A block's weights as two 16-byte vectors, `d`, and `m` (0 without a min).
 pub struct Block {
@@ -51,33 +51,37 @@ fn signed(lo: uint8x16_t, hi: uint8x16_t, offset: i8) -> [int8x16_t; 2] {
 pub fn unpack(ty: GgmlType, b: &[u8]) -> Option<Block> {
     Some(match ty {
         GgmlType::Q4_0 => {
-            let (lo, hi) = nibbles(&b[2..18]);
-            Block { q: signed(lo, hi, 8), d: f16_at(b, 0), m: 0.0 }
+            let (lo, hi) = nibbles(&b[q4_0::QS..q4_0::BLOCK_BYTES]);
+            Block { q: signed(lo, hi, 8), d: f16_at(b, q4_0::D), m: 0.0 }
         }
         GgmlType::Q4_1 => {
-            let (lo, hi) = nibbles(&b[4..20]);
-            Block { q: signed(lo, hi, 0), d: f16_at(b, 0), m: f16_at(b, 2) }
+            let (lo, hi) = nibbles(&b[q4_1::QS..q4_1::BLOCK_BYTES]);
+            Block { q: signed(lo, hi, 0), d: f16_at(b, q4_1::D), m: f16_at(b, q4_1::M) }
         }
         GgmlType::Q5_0 => {
-            let (lo, hi) = nibbles(&b[6..22]);
-            let (h0, h1) = fifth_bits(u32::from_le_bytes([b[2], b[3], b[4], b[5]]));
+            let (lo, hi) = nibbles(&b[q5_0::QS..q5_0::BLOCK_BYTES]);
+            let (h0, h1) = fifth_bits(u32_at(b, q5_0::QH));
             // SAFETY: NEON baseline.
             let (lo, hi) = unsafe { (vorrq_u8(lo, h0), vorrq_u8(hi, h1)) };
-            Block { q: signed(lo, hi, 16), d: f16_at(b, 0), m: 0.0 }
+            Block { q: signed(lo, hi, 16), d: f16_at(b, q5_0::D), m: 0.0 }
         }
         GgmlType::Q5_1 => {
-            let (lo, hi) = nibbles(&b[8..24]);
-            let (h0, h1) = fifth_bits(u32::from_le_bytes([b[4], b[5], b[6], b[7]]));
+            let (lo, hi) = nibbles(&b[q5_1::QS..q5_1::BLOCK_BYTES]);
+            let (h0, h1) = fifth_bits(u32_at(b, q5_1::QH));
             // SAFETY: NEON baseline.
             let (lo, hi) = unsafe { (vorrq_u8(lo, h0), vorrq_u8(hi, h1)) };
-            Block { q: signed(lo, hi, 0), d: f16_at(b, 0), m: f16_at(b, 2) }
+            Block { q: signed(lo, hi, 0), d: f16_at(b, q5_1::D), m: f16_at(b, q5_1::M) }
         }
         GgmlType::Q8_0 => {
-            let q = &b[2..34];
+            let q = &b[q8_0::QS..q8_0::BLOCK_BYTES];
             // SAFETY: `q` has 32 bytes; NEON baseline.
             let q = unsafe { [vld1q_s8(q.as_ptr() as *const i8), vld1q_s8(q[16..].as_ptr() as *const i8)] };
-            Block { q, d: f16_at(b, 0), m: 0.0 }
+            Block { q, d: f16_at(b, q8_0::D), m: 0.0 }
         }
         _ => return None,
     })
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }

@@ -11,7 +11,7 @@ use core::arch::wasm32::*;
 use core::ops::Range;
 
 use tern_core::backend::QMatrix;
-use tern_core::quant::{q4_k, BlockQ8K, GgmlType, QK_K};
+use tern_core::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType, QK_K};
 
 use super::v;
 
@@ -62,16 +62,16 @@ fn field(x: v128, s: u32, mask: i16) -> [v128; 2] {
 
 impl KFormat for Q4K {
     const MINS: bool = true;
-    const BYTES: usize = 144;
+    const BYTES: usize = q4_k::BLOCK_BYTES;
     const OFFSET: i32 = 0;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
         let (mut sc, mut mn) = ([0; 16], [0; 16]);
         for j in 0..8 {
-            let (c, m) = q4_k::scale_min(j, &b[4..16]);
+            let (c, m) = q4_k::scale_min(j, &b[q4_k::SCALES..q4_k::QS]);
             (sc[2 * j], sc[2 * j + 1], mn[2 * j], mn[2 * j + 1]) = (c as i32, c as i32, m as i32, m as i32);
         }
-        (sc, mn, f16(b, 0), f16(b, 2))
+        (sc, mn, f16(b, q4_k::D), f16(b, q4_k::DMIN))
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
@@ -79,7 +79,7 @@ impl KFormat for Q4K {
         // one loop (not unrolled: V8 would start every load at once and spill)
         for c in 0..8 {
             let (i, h) = (c / 2, c % 2);
-            let x = v::load(b, 16 + 32 * i + 16 * h);
+            let x = v::load(b, q4_k::QS + 32 * i + 16 * h);
             let [e, o] = field(x, 0, M4);
             f(4 * i + h, e, o);
             let [e, o] = field(x, 4, M4);
@@ -90,7 +90,7 @@ impl KFormat for Q4K {
 
 impl KFormat for Q5K {
     const MINS: bool = true;
-    const BYTES: usize = 176;
+    const BYTES: usize = q5_k::BLOCK_BYTES;
     const OFFSET: i32 = 0;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
@@ -102,8 +102,8 @@ impl KFormat for Q5K {
         // of qh[l], of 64i+32+l in bit 2i+1
         for c in 0..8 {
             let (i, h) = (c / 2, c % 2);
-            let x = v::load(b, 48 + 32 * i + 16 * h);
-            let qh = v::load(b, 16 + 16 * h);
+            let x = v::load(b, q5_k::QS + 32 * i + 16 * h);
+            let qh = v::load(b, q5_k::QH + 16 * h);
             let ([e, o], [he, ho]) = (field(x, 0, M4), bit(qh, 2 * i as u32, 4));
             f(4 * i + h, v128_or(e, he), v128_or(o, ho));
             let ([e, o], [he, ho]) = (field(x, 4, M4), bit(qh, 2 * i as u32 + 1, 4));
@@ -114,20 +114,20 @@ impl KFormat for Q5K {
 
 impl KFormat for Q2K {
     const MINS: bool = true;
-    const BYTES: usize = 84;
+    const BYTES: usize = q2_k::BLOCK_BYTES;
     const OFFSET: i32 = 0;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
-        let sc = core::array::from_fn(|g| (b[g] & 0x0f) as i32);
-        let mn = core::array::from_fn(|g| (b[g] >> 4) as i32);
-        (sc, mn, f16(b, 80), f16(b, 82))
+        let sc = core::array::from_fn(|g| (b[q2_k::SCALES + g] & 0x0f) as i32);
+        let mn = core::array::from_fn(|g| (b[q2_k::SCALES + g] >> 4) as i32);
+        (sc, mn, f16(b, q2_k::D), f16(b, q2_k::DMIN))
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
         // element 128·half + 32·s + l: bits 2s of qs[32·half + l]
         for c in 0..4 {
             let (half, h) = (c / 2, c % 2);
-            let x = v::load(b, 16 + 32 * half + 16 * h);
+            let x = v::load(b, q2_k::QS + 32 * half + 16 * h);
             for s in 0..4 {
                 let [e, o] = field(x, 2 * s as u32, M2);
                 f(8 * half + 2 * s + h, e, o);
@@ -138,17 +138,17 @@ impl KFormat for Q2K {
 
 impl KFormat for Q3K {
     const MINS: bool = false;
-    const BYTES: usize = 110;
+    const BYTES: usize = q3_k::BLOCK_BYTES;
     const OFFSET: i32 = 4;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
-        let s = &b[96..108];
+        let s = &b[q3_k::SCALES..q3_k::D];
         let sc = core::array::from_fn(|g| {
             let lo = if g < 8 { s[g] & 0x0f } else { s[g - 8] >> 4 };
             let hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
             (lo | (hi << 4)) as i32 - 32
         });
-        (sc, [0; 16], f16(b, 108), 0.0)
+        (sc, [0; 16], f16(b, q3_k::D), 0.0)
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
@@ -156,8 +156,8 @@ impl KFormat for Q3K {
         // 4 unless bit k of hmask[l] is set: stored here as the bit times 4
         for c in 0..4 {
             let (half, h) = (c / 2, c % 2);
-            let x = v::load(b, 32 + 32 * half + 16 * h);
-            let hm = v::load(b, 16 * h);
+            let x = v::load(b, q3_k::QS + 32 * half + 16 * h);
+            let hm = v::load(b, q3_k::HMASK + 16 * h);
             for s in 0..4 {
                 let k = 4 * half + s;
                 let ([e, o], [he, ho]) = (field(x, 2 * s as u32, M2), bit(hm, k as u32, 2));
@@ -169,11 +169,11 @@ impl KFormat for Q3K {
 
 impl KFormat for Q6K {
     const MINS: bool = false;
-    const BYTES: usize = 210;
+    const BYTES: usize = q6_k::BLOCK_BYTES;
     const OFFSET: i32 = 32;
     #[inline(always)]
     fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
-        (core::array::from_fn(|g| b[192 + g] as i8 as i32), [0; 16], f16(b, 208), 0.0)
+        (core::array::from_fn(|g| b[q6_k::SCALES + g] as i8 as i32), [0; 16], f16(b, q6_k::D), 0.0)
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
@@ -182,9 +182,9 @@ impl KFormat for Q6K {
         for c in 0..4 {
             let (half, l0) = (c / 2, 16 * (c % 2));
             {
-                let ql = v::load(b, 64 * half + l0);
-                let ql2 = v::load(b, 64 * half + l0 + 32);
-                let qh = v::load(b, 128 + 32 * half + l0);
+                let ql = v::load(b, q6_k::QL + 64 * half + l0);
+                let ql2 = v::load(b, q6_k::QL + 64 * half + l0 + 32);
+                let qh = v::load(b, q6_k::QH + 32 * half + l0);
                 let g0 = 8 * half + l0 / 16;
                 for (k, (x, s)) in [(ql, 0), (ql2, 0), (ql, 4), (ql2, 4)].into_iter().enumerate() {
                     let ([e, o], [he, ho]) = (field(x, s, M4), field(qh, 2 * k as u32, M2));

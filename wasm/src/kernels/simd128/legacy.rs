@@ -6,14 +6,20 @@
 
 use core::arch::wasm32::*;
 
+use tern_core::quant::{q4_0, q4_1, q5_0, q5_1, q8_0};
+
 use super::v;
 
-/// A block format: its size, whether it has a min (f16 at byte 2), and how
-/// the quants of a block unpack into the four eo16 half-groups (even then
-/// odd elements of 0-15, even then odd of 16-31).
+/// A block format: its size, where its f16 scale and min are (core's
+/// offsets), whether it has a min, and how the quants of a block unpack
+/// into the four eo16 half-groups (even then odd elements of 0-15, even
+/// then odd of 16-31).
 pub trait Legacy {
     const BYTES: usize;
     const MIN: bool;
+    const D_AT: usize;
+    /// The min's offset (formats with one).
+    const M_AT: usize = Self::D_AT;
     /// # Safety
     /// `p` points to a whole block.
     unsafe fn unpack(p: *const u8) -> [v128; 4];
@@ -80,55 +86,62 @@ unsafe fn load(p: *const u8) -> v128 {
 }
 
 impl Legacy for Q4_0 {
-    const BYTES: usize = 18;
+    const BYTES: usize = q4_0::BLOCK_BYTES;
     const MIN: bool = false;
+    const D_AT: usize = q4_0::D;
     #[inline(always)]
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
         let eight = i16x8_splat(8);
-        // SAFETY: quants at bytes 2..18 of the block.
-        nibbles(unsafe { load(p.add(2)) }).map(|n| i16x8_sub(n, eight))
+        // SAFETY: `p` is a Q4_0 block; its 16 quant bytes start at QS.
+        nibbles(unsafe { load(p.add(q4_0::QS)) }).map(|n| i16x8_sub(n, eight))
     }
 }
 
 impl Legacy for Q4_1 {
-    const BYTES: usize = 20;
+    const BYTES: usize = q4_1::BLOCK_BYTES;
     const MIN: bool = true;
+    const D_AT: usize = q4_1::D;
+    const M_AT: usize = q4_1::M;
     #[inline(always)]
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
-        // SAFETY: quants at bytes 4..20 of the block.
-        nibbles(unsafe { load(p.add(4)) })
+        // SAFETY: `p` is a Q4_1 block; its 16 quant bytes start at QS.
+        nibbles(unsafe { load(p.add(q4_1::QS)) })
     }
 }
 
 impl Legacy for Q5_0 {
-    const BYTES: usize = 22;
+    const BYTES: usize = q5_0::BLOCK_BYTES;
     const MIN: bool = false;
+    const D_AT: usize = q5_0::D;
     #[inline(always)]
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
-        // SAFETY: high bits at bytes 2..6, quants at 6..22 of the block.
-        let (qh, qs) = unsafe { ((p.add(2) as *const u32).read_unaligned(), load(p.add(6))) };
+        // SAFETY: `p` is a Q5_0 block: 4 high-bit bytes at QH, 16 quant bytes at QS.
+        let (qh, qs) = unsafe { ((p.add(q5_0::QH) as *const u32).read_unaligned(), load(p.add(q5_0::QS))) };
         five_bit(qs, u32::from_le(qh), true)
     }
 }
 
 impl Legacy for Q5_1 {
-    const BYTES: usize = 24;
+    const BYTES: usize = q5_1::BLOCK_BYTES;
     const MIN: bool = true;
+    const D_AT: usize = q5_1::D;
+    const M_AT: usize = q5_1::M;
     #[inline(always)]
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
-        // SAFETY: high bits at bytes 4..8, quants at 8..24 of the block.
-        let (qh, qs) = unsafe { ((p.add(4) as *const u32).read_unaligned(), load(p.add(8))) };
+        // SAFETY: `p` is a Q5_1 block: 4 high-bit bytes at QH, 16 quant bytes at QS.
+        let (qh, qs) = unsafe { ((p.add(q5_1::QH) as *const u32).read_unaligned(), load(p.add(q5_1::QS))) };
         five_bit(qs, u32::from_le(qh), false)
     }
 }
 
 impl Legacy for Q8_0 {
-    const BYTES: usize = 34;
+    const BYTES: usize = q8_0::BLOCK_BYTES;
     const MIN: bool = false;
+    const D_AT: usize = q8_0::D;
     #[inline(always)]
     unsafe fn unpack(p: *const u8) -> [v128; 4] {
-        // SAFETY: quants at bytes 2..34 of the block.
-        let (x0, x1) = unsafe { (load(p.add(2)), load(p.add(18))) };
+        // SAFETY: `p` is a Q8_0 block; its 32 quant bytes start at QS.
+        let (x0, x1) = unsafe { (load(p.add(q8_0::QS)), load(p.add(q8_0::QS + 16))) };
         let ([e0, o0], [e1, o1]) = (split(x0), split(x1));
         [e0, o0, e1, o1]
     }
@@ -174,8 +187,8 @@ unsafe fn f16x4(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -> usize, off
 /// Each `w + at(k)` is a whole block.
 #[inline(always)]
 unsafe fn scales<L: Legacy>(t: &[f32; 65536], w: *const u8, at: impl Fn(usize) -> usize + Copy) -> (v128, v128) {
-    // SAFETY: the caller's contract (the min is at byte 2 of formats with one).
-    unsafe { (f16x4(t, w, at, 0), if L::MIN { f16x4(t, w, at, 2) } else { f32x4_splat(0.0) }) }
+    // SAFETY: the caller's contract (scale and min lie in the block).
+    unsafe { (f16x4(t, w, at, L::D_AT), if L::MIN { f16x4(t, w, at, L::M_AT) } else { f32x4_splat(0.0) }) }
 }
 
 /// The f32 scales (and mins) of one row's blocks, as `quant::wide_scales`

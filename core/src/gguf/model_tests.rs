@@ -5,10 +5,10 @@
 use alloc::string::ToString;
 use alloc::vec::Vec;
 
+use super::tiny::Tiny;
 use crate::backend::Scalar;
 use crate::error::Error;
 use crate::gguf::Value;
-use crate::model::tiny::Tiny;
 use crate::model::{Engine, Logits, Model};
 use crate::parallel::Serial;
 use crate::quant::GgmlType;
