@@ -104,8 +104,8 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
         self.problems.borrow_mut().push(e);
     }
 
-    fn find(&self, gguf: &str) -> Option<(String, Located<'_>)> {
-        let name = self.dir.naming().name(gguf);
+    fn find(&self, key: &str) -> Option<(String, Located<'_>)> {
+        let name = self.dir.naming().name(key);
         self.used.borrow_mut().insert(name.clone());
         match self.dir.get(&name) {
             Some(t) => Some((name, t)),
@@ -116,13 +116,13 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
         }
     }
 
-    fn has(&self, gguf: &str) -> bool {
-        self.dir.get(&self.dir.naming().name(gguf)).is_some()
+    fn has(&self, key: &str) -> bool {
+        self.dir.get(&self.dir.naming().name(key)).is_some()
     }
 
     /// A matrix of exactly `[n_cols, n_rows]` whose type has a kernel.
-    fn matrix(&self, gguf: &str, n_cols: usize, n_rows: usize) -> TensorRef {
-        let Some((name, t)) = self.find(gguf) else { return placeholder(gguf.into()) };
+    fn matrix(&self, key: &str, n_cols: usize, n_rows: usize) -> TensorRef {
+        let Some((name, t)) = self.find(key) else { return placeholder(key.into()) };
         let rows = t.dims.iter().skip(1).product::<u64>();
         if t.dims.len() > 2 || t.dims[0] != n_cols as u64 || rows != n_rows as u64 {
             self.problem(Error::TensorShape {
@@ -140,8 +140,8 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
     }
 
     /// A vector of `n` values, converted to f32 (when reading).
-    fn vector(&self, gguf: &str, n: usize) -> Vec<f32> {
-        let Some((name, t)) = self.find(gguf) else { return Vec::new() };
+    fn vector(&self, key: &str, n: usize) -> Vec<f32> {
+        let Some((name, t)) = self.find(key) else { return Vec::new() };
         if t.dims.len() != 1 || t.dims[0] != n as u64 {
             self.problem(Error::TensorShape { tensor: name, detail: format!("dims {:?}, expected [{n}]", t.dims) });
             return Vec::new();
@@ -164,8 +164,8 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
         v
     }
 
-    fn opt_vector(&self, gguf: &str, n: usize) -> Option<Vec<f32>> {
-        self.has(gguf).then(|| self.vector(gguf, n))
+    fn opt_vector(&self, key: &str, n: usize) -> Option<Vec<f32>> {
+        self.has(key).then(|| self.vector(key, n))
     }
 
     /// Every tensor of the directory that binding did not use.
