@@ -247,3 +247,28 @@ fn absurd_sizes_and_values_are_refused_at_once() {
         assert!(secs < 5.0, "{args:?} took {secs} s");
     }
 }
+
+/// llama.cpp's habits: `-f` reads the prompt from a file, `-s` seeds, and
+/// `--version` says which tern this is.
+#[test]
+fn llama_cpp_flags() {
+    let prompt = std::env::temp_dir().join(format!("tern-cli-prompt-{}.txt", std::process::id()));
+    std::fs::write(&prompt, "Once upon a time").unwrap();
+    let run = |args: &[&str]| {
+        let out = tern().args(["run", "-m", &smollm2(), "-n", "6", "-t", "1", "--json"]).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (j["prompt_ids"].clone(), j["ids"].clone(), j["seed"].clone())
+    };
+    let from_file = run(&["-f", prompt.to_str().unwrap(), "-s", "42"]);
+    std::fs::remove_file(&prompt).ok();
+    assert_eq!(from_file, run(&["-p", "Once upon a time", "--seed", "42"]));
+    assert_eq!(from_file.2, 42);
+
+    let out = tern().args(["run", "-m", &smollm2(), "-f", "/nonexistent/prompt.txt"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/nonexistent/prompt.txt"), "{err}");
+
+    let out = tern().arg("--version").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("tern {}", env!("CARGO_PKG_VERSION")));
+}

@@ -69,9 +69,24 @@ fn parse_quant(s: &str) -> std::result::Result<tern_core::quant::GgmlType, Strin
     }
 }
 
-/// Load a GGUF file or an HF directory as `l` asks.
+/// Load a GGUF file or an HF directory as `l` asks; on a terminal, a
+/// progress line says what is loading and how long it took.
 fn load(path: &std::path::Path, l: &LoadArgs) -> Result<tern::Loaded> {
-    tern::load_with(path, &tern::LoadOptions { quantize: l.quantize })
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    if tty {
+        eprint!("tern: loading {} ...", path.display());
+    }
+    let lm = tern::load_with(path, &tern::LoadOptions { quantize: l.quantize });
+    if tty {
+        match &lm {
+            Ok(lm) => {
+                eprintln!(" {:.2} s, {:.0} MiB", lm.load_time.as_secs_f64(), lm.model.n_bytes() as f64 / 1048576.0)
+            }
+            Err(_) => eprintln!(),
+        }
+    }
+    lm
 }
 
 /// `-m` if given, else the default model from the cache (fetched if absent).

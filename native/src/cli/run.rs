@@ -19,8 +19,11 @@ pub struct Args {
     #[arg(short, long)]
     model: Option<PathBuf>,
     /// Prompt text
-    #[arg(short, long, required_unless_present = "prompt_ids", conflicts_with = "prompt_ids")]
+    #[arg(short, long, required_unless_present_any = ["prompt_ids", "file"], conflicts_with_all = ["prompt_ids", "file"])]
     prompt: Option<String>,
+    /// Prompt text from a file (as llama.cpp's -f)
+    #[arg(short, long, conflicts_with = "prompt_ids")]
+    file: Option<PathBuf>,
     /// Prompt as comma-separated token ids, instead of text
     #[arg(long, value_delimiter = ',')]
     prompt_ids: Option<Vec<u32>>,
@@ -58,9 +61,13 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    let from_file = match &a.file {
+        Some(f) => Some(read_prompt(f)?),
+        None => None,
+    };
     let path = super::model_path(a.model)?;
     let lm = super::load(&path, &a.load)?;
-    let prompt = match (&a.prompt_ids, &a.prompt) {
+    let prompt = match (&a.prompt_ids, a.prompt.as_ref().or(from_file.as_ref())) {
         (Some(ids), _) => ids.clone(),
         (None, Some(text)) if a.chat => {
             let tok = lm.tokenizer()?;
@@ -162,4 +169,22 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Largest prompt file `-f` reads (a prompt of `MAX_CTX` tokens is far
+/// smaller).
+const MAX_PROMPT_FILE: u64 = 256 << 20;
+
+/// The prompt in `f`, refused before reading if larger than
+/// `MAX_PROMPT_FILE`.
+fn read_prompt(f: &std::path::Path) -> Result<String> {
+    let io = |source| Error::Io { path: f.to_path_buf(), source };
+    let len = std::fs::metadata(f).map_err(io)?.len();
+    if len > MAX_PROMPT_FILE {
+        return Err(limits::invalid(format!(
+            "prompt file {} has {len} bytes (at most {MAX_PROMPT_FILE})",
+            f.display()
+        )));
+    }
+    std::fs::read_to_string(f).map_err(io)
 }

@@ -35,7 +35,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = 64)]
     pub repeat_last_n: usize,
     /// RNG seed [default: from the clock; printed with --json]
-    #[arg(long)]
+    #[arg(short, long)]
     pub seed: Option<u64>,
     /// Stop string (repeatable); never part of the output
     #[arg(long)]
