@@ -4,7 +4,7 @@
 //! of its prompt the session's cache already holds (a chat's earlier turns).
 
 use serde_json::json;
-use tern_core::bundle::Bundle;
+use tern_core::bundle::{Bundle, Source};
 use tern_core::chat::{messages_from_json, ChatTemplate, Message};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts};
 use tern_core::model::Widened;
@@ -79,7 +79,11 @@ impl TernModel {
     /// per-block conversion) — unless the model would pass `WIDEN_LIMIT`
     /// or the memory cannot be had.
     fn new(mut b: Bundle<Vec<u8>>, widen: bool) -> Result<TernModel, JsValue> {
-        let tok = b.tokenizer.take().ok_or_else(|| js_error("unsupported", "the model has no tokenizer"))?;
+        let missing = match b.source {
+            Source::Hf(_) => "the model directory has no tokenizer.json",
+            Source::Gguf { .. } => "the GGUF file has no tokenizer (tokenizer.ggml.* keys)",
+        };
+        let tok = b.tokenizer.take().ok_or_else(|| js_error("unsupported", missing))?;
         let file_bytes = b.model.n_bytes();
         let (b, widened) = if widen {
             let (b, w) = b
