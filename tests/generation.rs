@@ -44,8 +44,7 @@ fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false).unwrap();
     let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, Some("Be brief.")).unwrap();
-    let r1 =
-        conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Name a color.", greedy(12), tern::clock, |_, _| {}).unwrap();
+    let r1 = conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Name a color.", greedy(12), tern::clock).unwrap();
     assert_eq!(r1.usage.cached_tokens, 0);
     let in_cache = conv.session.n_past();
     let prompt2 = {
@@ -76,17 +75,13 @@ fn saved_session_continues_identically() {
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false).unwrap();
     let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
-    conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Tell me a story.", sampled(10, Some(5)), tern::clock, |_, _| {})
-        .unwrap();
+    conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Tell me a story.", sampled(10, Some(5)), tern::clock).unwrap();
     let saved = conv.save(&lm.model);
     // seed None: the second turn draws from the session's RNG, saved with it
-    let a =
-        conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Go on.", sampled(12, None), tern::clock, |_, _| {}).unwrap();
+    let a = conv.reply(&lm.model, e, lm.tokenizer().unwrap(), "Go on.", sampled(12, None), tern::clock).unwrap();
     let mut other = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
     other.load(&lm.model, &saved).unwrap();
-    let b = other
-        .reply(&lm.model, e, lm.tokenizer().unwrap(), "Go on.", sampled(12, None), tern::clock, |_, _| {})
-        .unwrap();
+    let b = other.reply(&lm.model, e, lm.tokenizer().unwrap(), "Go on.", sampled(12, None), tern::clock).unwrap();
     assert_eq!(a.tokens, b.tokens);
     assert_eq!(a.usage, b.usage);
     // a damaged state is refused with a typed error
@@ -101,13 +96,13 @@ fn context_overflow_errors_unless_dropping_oldest_turns() {
     let e = tern::engine(threads(), false).unwrap();
     let long = "word ".repeat(60);
     let mut conv = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 128, Some("S.")).unwrap();
-    conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock, |_, _| {}).unwrap();
+    conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock).unwrap();
     let before = conv.messages.len();
     let err = conv.generator(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4)).err().unwrap();
     assert!(matches!(err, Error::ContextFull { n_ctx: 128, .. }), "{err}");
     assert_eq!(conv.messages.len(), before, "a refused turn leaves the history as it was");
     conv.overflow = Overflow::DropOldest;
-    let r = conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock, |_, _| {}).unwrap();
+    let r = conv.reply(&lm.model, e, lm.tokenizer().unwrap(), &long, greedy(4), tern::clock).unwrap();
     assert_eq!(r.usage.completion_tokens, 4);
     assert_eq!(conv.messages[0].role, "system");
     assert_eq!(conv.messages.len(), 3, "system, the new user turn, its reply");

@@ -112,8 +112,9 @@ impl Conversation {
         self.messages.push(Message::new("assistant", text));
     }
 
-    /// A whole turn: user message in, streamed reply out, reply recorded.
-    #[allow(clippy::too_many_arguments)]
+    /// A whole turn: the user message in, the reply generated (timings by
+    /// `clock`) and recorded. To stream the reply, step `generator`
+    /// instead and `push_reply` its text.
     pub fn reply<B: AsRef<[u8]>>(
         &mut self,
         model: &Model<B>,
@@ -122,9 +123,8 @@ impl Conversation {
         user: &str,
         cfg: GenerateConfig,
         clock: Clock,
-        on_token: impl FnMut(u32, &str),
     ) -> Result<GenerationResult> {
-        let r = self.generator(model, engine, tok, user, cfg)?.with_clock(clock).run(on_token)?;
+        let r = self.generator(model, engine, tok, user, cfg)?.with_clock(clock).run(|_, _| {})?;
         self.push_reply(&r.text);
         Ok(r)
     }
