@@ -11,7 +11,7 @@ while getopts "m:t:p:n:r:d:" o; do
   case $o in m) model=$OPTARG;; t) threads=$OPTARG;; p) np=$OPTARG;; n) ng=$OPTARG;; r) reps=$OPTARG;; d) depth=$OPTARG;; *) exit 2;; esac
 done
 peer=$(bench/peer.sh)
-cargo build --release --quiet -p tern
+cargo build --release --quiet -p tern-llm
 tern=target/release/tern
 out=$(mktemp -d)
 for r in $(seq "$reps"); do

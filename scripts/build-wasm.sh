@@ -12,14 +12,14 @@ cd "$(dirname "$0")/.."
 # became an `i32.add` that V8 computes apart (bench/NOTES.md, W19)
 lsr="-C llvm-args=-disable-lsr"
 RUSTFLAGS="-C target-feature=+simd128 $lsr" \
-  cargo build --locked --profile wasm -p tern-wasm --target wasm32-unknown-unknown
+  cargo build --locked --profile wasm -p tern-llm-wasm --target wasm32-unknown-unknown
 
 threads_link="--shared-memory --import-memory --max-memory=4294967296 --export=__wasm_init_tls
   --export=__tls_size --export=__tls_align --export=__tls_base"
 flags="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals $lsr"
 for a in $threads_link; do flags+=" -C link-arg=$a"; done
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" \
-  cargo build --locked --profile wasm -p tern-wasm --features threads --target wasm32-unknown-unknown \
+  cargo build --locked --profile wasm -p tern-llm-wasm --features threads --target wasm32-unknown-unknown \
   -Z build-std=std,panic_abort --target-dir target/wasm-threads
 
 rm -rf npm/dist

@@ -19,3 +19,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # clippy, for the kernels' unsafe-block lints in the test command
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+# the declared minimum Rust (Cargo.toml's rust-version), which the test
+# command checks the crates with
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$(dirname "$0")/../Cargo.toml")
+rustup toolchain list | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal

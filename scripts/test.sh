@@ -13,27 +13,32 @@ scripts/fetch-models.sh all
 scripts/make-test-models.sh
 scripts/install-cross.sh
 scripts/install-wasm-tools.sh
-cargo build --locked -p tern-core --no-default-features --target wasm32-unknown-unknown
+cargo build --locked -p tern-llm-core --no-default-features --target wasm32-unknown-unknown
 cargo test --locked --release --workspace
 # the documentation builds without a warning (every public item documented,
 # every link resolves); in the kernels every unsafe block carries its SAFETY
 # comment and unsafe fns use unsafe blocks (x86-64, aarch64, wasm32)
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace
 kernel_lints=(-- -A clippy::all -D clippy::undocumented_unsafe_blocks -D unsafe_op_in_unsafe_fn)
-cargo clippy --locked --release -p tern --all-targets --features serve "${kernel_lints[@]}"
-cargo clippy --locked --release -p tern --target aarch64-unknown-linux-gnu "${kernel_lints[@]}"
-cargo clippy --locked --release -p tern-wasm --target wasm32-unknown-unknown "${kernel_lints[@]}"
+cargo clippy --locked --release -p tern-llm --all-targets --features serve "${kernel_lints[@]}"
+cargo clippy --locked --release -p tern-llm --target aarch64-unknown-linux-gnu "${kernel_lints[@]}"
+cargo clippy --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown "${kernel_lints[@]}"
+# the published crates package (and build from their packages), and build
+# with the minimum Rust they declare
+cargo package --locked --workspace --exclude tern-llm-wasm --exclude tern-tests
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+cargo "+$msrv" check --locked -p tern-llm --features serve --all-targets
 # every fuzz target for 10 s (fuzz/README.md has the long campaigns)
 scripts/fuzz-smoke.sh 10
 
 # aarch64 (runner and linker: .cargo/config.toml)
 aarch64=(--locked --release --target aarch64-unknown-linux-gnu)
-cargo test "${aarch64[@]}" -p tern-core
-cargo test "${aarch64[@]}" -p tern --lib widening
-cargo test "${aarch64[@]}" -p tern --test kernels -- every_available logits_bits default_backend model_logits_identical
+cargo test "${aarch64[@]}" -p tern-llm-core
+cargo test "${aarch64[@]}" -p tern-llm --lib widening
+cargo test "${aarch64[@]}" -p tern-llm --test kernels -- every_available logits_bits default_backend model_logits_identical
 
 # wasm: SIMD128 kernels against the reference (in Node), then the package
-cargo test --locked --release -p tern-wasm --target wasm32-unknown-unknown
+cargo test --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown
 scripts/build-wasm.sh
 (cd npm && node --test test/*.test.js)
 (cd npm/test-browser && node --test *.test.js)

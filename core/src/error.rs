@@ -1,4 +1,4 @@
-//! The one error type of tern-core. Every variant names what was wrong.
+//! The one error type of tern-llm-core. Every variant names what was wrong.
 
 use alloc::string::String;
 use core::fmt;
@@ -278,5 +278,5 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// tern-core's result.
+/// tern-llm-core's result.
 pub type Result<T> = core::result::Result<T, Error>;

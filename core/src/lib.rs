@@ -1,4 +1,4 @@
-//! tern-core: everything an inference needs that is not I/O or a specific
+//! tern-llm-core: everything an inference needs that is not I/O or a specific
 //! CPU, `no_std` (with `alloc`; the `std` feature adds tokenizers, chat
 //! templates and HF directories).
 //!
@@ -44,3 +44,8 @@ pub mod utf8;
 
 pub use error::{Error, Result};
 pub use model::{Engine, KvType, Logits, Model, Session};
+
+/// The README's examples, run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -2,7 +2,7 @@
 //! a `Parallel` runs a closure over disjoint chunks of an output buffer.
 //! Core provides the serial runner; native provides a threaded one.
 
-/// A runner of parallel regions (core's `Serial`, tern-threads' pool).
+/// A runner of parallel regions (core's `Serial`, tern-llm-threads' pool).
 pub trait Parallel: Sync {
     /// Workers available (used to size chunks).
     fn n_workers(&self) -> usize;

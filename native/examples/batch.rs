@@ -2,7 +2,7 @@
 //! for all of them, each with its own sampler; prints aggregate tokens/s
 //! for N = 1, 4 and 8 (or the sizes given).
 //!
-//!     cargo run --release -p tern --example batch MODEL.gguf [N...]
+//!     cargo run --release -p tern-llm --example batch MODEL.gguf [N...]
 
 use tern::Options;
 

@@ -1,7 +1,7 @@
 //! A scripted multi-turn chat: the model's template, one live session, the
 //! second turn prefilling only its new tokens; then save and restore.
 //!
-//!     cargo run --release -p tern --example chat MODEL.gguf
+//!     cargo run --release -p tern-llm --example chat MODEL.gguf
 
 use tern::{Event, Options};
 

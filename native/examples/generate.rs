@@ -1,6 +1,6 @@
 //! One-shot generation with the front door, `tern::Model`.
 //!
-//!     cargo run --release -p tern --example generate MODEL.gguf [PROMPT]
+//!     cargo run --release -p tern-llm --example generate MODEL.gguf [PROMPT]
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -1,7 +1,7 @@
 //! Streaming: iterate over token events, print text as it comes, stop at a
 //! stop string, cancel from another thread after two seconds.
 //!
-//!     cargo run --release -p tern --example stream MODEL.gguf
+//!     cargo run --release -p tern-llm --example stream MODEL.gguf
 
 use std::io::Write;
 use std::sync::atomic::Ordering;

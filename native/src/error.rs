@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// An error from tern-core (a bad file, an argument out of range, ...).
+    /// An error from tern-llm-core (a bad file, an argument out of range, ...).
     Core(tern_core::Error),
     /// A file could not be read or mapped.
     Io {

@@ -1,5 +1,5 @@
 //! tern: native inference. Loads GGUF files and HF directories by mmap, runs them with the
-//! kernels of `tern-core` on a thread pool, and backs the `tern` CLI.
+//! kernels of `tern-llm-core` on a thread pool, and backs the `tern` CLI.
 //!
 //! The front door is [`Model`]: load, then generate, stream or chat.
 //!
@@ -69,3 +69,9 @@ pub fn clock_seed() -> u64 {
 pub fn engine(par: &Threads, exact: bool) -> Result<Engine<'_>> {
     Ok(Engine { kernels: kernels::select()?, par, exact })
 }
+
+/// The README's examples, compiled as doc-tests (its program is
+/// `examples/generate.rs`, which the tests run).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

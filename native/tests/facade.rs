@@ -80,3 +80,15 @@ fn batch_equals_single_runs() {
         assert_eq!(model.generate(p, &o).unwrap().tokens, b.tokens, "{p:?}");
     }
 }
+
+/// The crate README's program is `examples/generate.rs`, which
+/// `examples_run` runs.
+#[test]
+fn readme_program_is_the_generate_example() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{dir}/README.md")).unwrap();
+    let example = std::fs::read_to_string(format!("{dir}/examples/generate.rs")).unwrap();
+    let code: String =
+        example.lines().skip_while(|l| l.starts_with("//!") || l.is_empty()).map(|l| format!("{l}\n")).collect();
+    assert!(readme.contains(&code), "README.md's program differs from examples/generate.rs");
+}

@@ -1,4 +1,4 @@
-//! tern-threads: a `Parallel` over a persistent rayon pool: workers are started once and
+//! tern-llm-threads: a `Parallel` over a persistent rayon pool: workers are started once and
 //! reused for every parallel region (no per-call thread spawn). A small
 //! region (decode) gives each worker one contiguous run of output chunks,
 //! the calling thread taking the first; a large one (prefill) hands its
@@ -107,3 +107,8 @@ fn spread<'s>(
     }
     f(0, mine);
 }
+
+/// The README's examples, run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,4 +1,4 @@
-//! tern-wasm: tern-core in WebAssembly. `ModelLoader` takes a GGUF file in
+//! tern-llm-wasm: tern-llm-core in WebAssembly. `ModelLoader` takes a GGUF file in
 //! chunks (straight into wasm memory), `TernModel` tokenizes, applies chat
 //! templates and steps generations one event per call, so the JS side can
 //! stream, yield to its event loop and cancel between tokens. The forward

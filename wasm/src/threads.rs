@@ -4,7 +4,7 @@
 //! module on the shared memory, calls `run_thread()`, which takes one and
 //! runs it (for the life of the worker). The forward pass runs on the
 //! calling thread, which posts its parallel regions to the pool's threads
-//! spinning beside it (tern-threads' `spinning_beside`).
+//! spinning beside it (tern-llm-threads' `spinning_beside`).
 
 use std::sync::{Mutex, OnceLock};
 

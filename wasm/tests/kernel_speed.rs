@@ -2,7 +2,7 @@
 //! default): 16 MiB of random blocks per type, decode GB/s and prefill
 //! row·tok/µs (16 tokens), best of 5, beside the scalar reference; then
 //! SmolLM2's shapes (rows of 576, scales widened as `widen` loads them).
-//!   cargo test --release -p tern-wasm --target wasm32-unknown-unknown \
+//!   cargo test --release -p tern-llm-wasm --target wasm32-unknown-unknown \
 //!     --test kernel_speed -- --include-ignored --nocapture
 
 use tern_core::backend::speed::{random_matrix, time_matmul, TYPES};

@@ -8,7 +8,7 @@ use tern::{Error, Result};
 
 pub(super) const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 const SMOLLM2: &str = "smollm2-135m-instruct-q4_1.gguf";
-const FETCH_SCRIPT: &str = include_str!("../../../scripts/fetch-models.sh");
+const FETCH_SCRIPT: &str = include_str!("../../fetch-models.sh");
 
 /// `$TERN_MODELS`, else `~/.cache/tern/models`.
 fn cache_dir() -> PathBuf {

@@ -84,6 +84,6 @@ pub fn run(a: Args) -> Result<()> {
 #[cfg(not(feature = "serve"))]
 pub fn run(_: Args) -> Result<()> {
     Err(tern::Error::Serve {
-        detail: "this tern was built without the server: cargo build --release -p tern --features serve".into(),
+        detail: "this tern was built without the server: cargo build --release -p tern-llm --features serve".into(),
     })
 }
