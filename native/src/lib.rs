@@ -53,6 +53,16 @@ pub use tern_core::generate::{Event, GenerationResult};
 use tern_core::Engine;
 pub use tern_threads::Threads;
 
+/// Where models are kept: `$TERN_MODELS`, else `~/.cache/tern/models`
+/// (where the CLI and `scripts/fetch-models.sh` put them).
+pub fn models_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("TERN_MODELS") {
+        return d.into();
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("."), std::path::PathBuf::from);
+    home.join(".cache/tern/models")
+}
+
 /// Nanoseconds since the first call: the clock given to generators.
 pub fn clock() -> u64 {
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();

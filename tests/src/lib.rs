@@ -70,18 +70,8 @@ pub fn prompt_case(model: &str, p: &'static str) -> PromptCase {
     }
 }
 
-/// `$TERN_MODELS`, else `~/.cache/tern/models` (where
-/// `scripts/fetch-models.sh` puts the models).
-pub fn models_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("TERN_MODELS") {
-        return PathBuf::from(d);
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".cache/tern/models")
-}
-
 pub fn model_path(file: &str) -> PathBuf {
-    let p = models_dir().join(file);
+    let p = tern::models_dir().join(file);
     assert!(p.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", p.display());
     p
 }

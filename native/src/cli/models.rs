@@ -10,15 +10,6 @@ pub(super) const DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 const SMOLLM2: &str = "smollm2-135m-instruct-q4_1.gguf";
 const FETCH_SCRIPT: &str = include_str!("../../fetch-models.sh");
 
-/// `$TERN_MODELS`, else `~/.cache/tern/models`.
-fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("TERN_MODELS") {
-        return PathBuf::from(d);
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".cache/tern/models")
-}
-
 /// The path of a known model in the cache, fetched (and verified) if absent.
 pub(super) fn ensure(name: &str) -> Result<PathBuf> {
     let which = match name {
@@ -26,17 +17,17 @@ pub(super) fn ensure(name: &str) -> Result<PathBuf> {
         SMOLLM2 => "smollm2",
         other => return Err(Error::Fetch { detail: format!("{other} is not a model the fetch script knows") }),
     };
-    let path = cache_dir().join(name);
+    let path = tern::models_dir().join(name);
     if path.exists() {
         return Ok(path);
     }
-    eprintln!("tern: fetching {name} into {}", cache_dir().display());
+    eprintln!("tern: fetching {name} into {}", tern::models_dir().display());
     let status = Command::new("bash")
         .arg("-c")
         .arg(FETCH_SCRIPT)
         .arg("fetch-models.sh")
         .arg(which)
-        .env("TERN_MODELS", cache_dir())
+        .env("TERN_MODELS", tern::models_dir())
         .status()
         .map_err(|e| Error::Fetch { detail: format!("running bash: {e}") })?;
     if !status.success() || !path.exists() {
