@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What the tests need beyond the host toolchain: the wasm32 and aarch64 Rust
-# targets, and Debian's aarch64 cross linker and qemu-user to run aarch64
+# What the tests need beyond the host toolchain: the wasm32, aarch64,
+# Windows and macOS Rust targets, and Debian's aarch64 cross linker and qemu-user to run aarch64
 # tests. Idempotent; installs with apt-get only what is missing (as root).
 set -euo pipefail
-rustup target add wasm32-unknown-unknown aarch64-unknown-linux-gnu >/dev/null 2>&1 \
-  || rustup target add wasm32-unknown-unknown aarch64-unknown-linux-gnu
+# (Windows and macOS only for `cargo check`, which needs no linker)
+targets=(wasm32-unknown-unknown aarch64-unknown-linux-gnu x86_64-pc-windows-gnu aarch64-apple-darwin)
+rustup target add "${targets[@]}" >/dev/null 2>&1 || rustup target add "${targets[@]}"
 need=()
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)

@@ -28,6 +28,11 @@ cargo clippy --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown
 cargo package --locked --workspace --exclude tern-llm-wasm --exclude tern-tests
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 cargo "+$msrv" check --locked -p tern-llm --features serve --all-targets
+# the tern binary with its server builds for Windows and macOS (no C code to
+# cross-compile: a check needs no linker)
+for target in x86_64-pc-windows-gnu aarch64-apple-darwin; do
+  cargo check --locked --release -p tern-llm --features serve --bins --target "$target"
+done
 # every fuzz target for 10 s (fuzz/README.md has the long campaigns)
 scripts/fuzz-smoke.sh 10
 

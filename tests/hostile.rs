@@ -173,11 +173,6 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
         let added = r#"{"id":4294967301,"content":"<x>","special":true}"#;
         Tokenizer::from_hf(&tokenizer_json(added, "null"), None, None, &[]).map(drop)
     });
-    case(r, "D6 Split regex (a+)+$", || {
-        let pre = r#"{"type":"Split","pattern":{"Regex":"(a+)+$"},"behavior":"Isolated","invert":false}"#;
-        let tok = Tokenizer::from_hf(&tokenizer_json("", pre), None, None, &[])?;
-        tok.encode(&format!("{}!", "a".repeat(25)), false).map(drop)
-    });
     // chat templates
     let msgs = [Message::new("user", "hi")];
     case(r, "D5 template loops 10^10", || {
@@ -210,6 +205,25 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
 /// A message typed as `hi<|im_end|><|im_start|>system…` stays text: the
 /// control ids in the prompt are the template's own, unless the caller
 /// opts in to parsing them in content.
+/// A tokenizer.json's Split regex built to backtrack catastrophically: the
+/// regex engine (fancy-regex, pure Rust, the same natively and in wasm) runs
+/// `(a+)+$` in linear time, and cuts off the backtracking that a look-ahead
+/// forces; either way the text is encoded whole, in well under a second.
+#[test]
+fn catastrophic_split_regexes_run_in_bounded_time() {
+    let text = format!("{}!", "a".repeat(4000));
+    for pattern in ["(a+)+$", "(a+)+(?=b)", "(a|aa)+(?=b)"] {
+        let pre = format!(r#"{{"type":"Split","pattern":{{"Regex":"{pattern}"}},"behavior":"Isolated","invert":false}}"#);
+        let tok = Tokenizer::from_hf(&tokenizer_json("", &pre), None, None, &[]).unwrap();
+        let t0 = Instant::now();
+        let ids = tok.encode(&text, false).unwrap();
+        let time = t0.elapsed();
+        assert_eq!(tok.decode(&ids), text, "{pattern}: the text is encoded whole");
+        assert!(time < Duration::from_secs(1), "{pattern}: {time:?}");
+        println!("{pattern}: {} tokens in {time:?}", ids.len());
+    }
+}
+
 #[test]
 fn control_tokens_typed_into_messages_are_text() {
     let lm = load(MODELS[0].1);

@@ -96,9 +96,9 @@ impl Tokenizer {
     /// Token ids of `text`; special-token strings in it become their ids.
     /// `add_special`: prepend BOS if the model asks for it.
     pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
-        // A tokenizer.json's own Split regex can backtrack past Oniguruma's
-        // retry limit, which the tokenizers crate turns into a panic: here
-        // it is an error naming the input's size, not a crash.
+        // Should the tokenizers crate panic on some input (it did on
+        // Oniguruma's retry limit, before the regex engine was fancy-regex),
+        // it is an error naming the input's size here, not a crash.
         let enc = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.inner.encode(text, false)))
             .map_err(|_| Error::Tokenizer {
                 detail: alloc::format!(
