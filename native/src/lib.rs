@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod fetch;
 pub mod kernels;
 pub mod limits;
 pub mod load;
@@ -54,7 +55,7 @@ use tern_core::Engine;
 pub use tern_threads::Threads;
 
 /// Where models are kept: `$TERN_MODELS`, else `~/.cache/tern/models`
-/// (where the CLI and `scripts/fetch-models.sh` put them).
+/// (where [`fetch::Fetcher`] puts them).
 pub fn models_dir() -> std::path::PathBuf {
     if let Some(d) = std::env::var_os("TERN_MODELS") {
         return d.into();

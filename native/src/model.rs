@@ -114,12 +114,22 @@ impl Options {
 }
 
 impl Model {
-    /// Load a GGUF file or an HF model directory. Kernels: the fastest this
-    /// CPU runs (`TERN_KERNELS` naming one it cannot is an error); threads:
-    /// one per core.
-    pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+    /// Load a GGUF file or an HF model directory, or fetch one first: a
+    /// path that does not exist is taken as a reference
+    /// ([`crate::fetch`]: an http(s) URL, `owner/repo:QUANT`,
+    /// `owner/repo/file.gguf`, `owner/repo`, a built-in name), fetched
+    /// into the cache by [`Fetcher::new`](crate::fetch::Fetcher::new)
+    /// (progress on a terminal). Kernels: the fastest this CPU runs
+    /// (`TERN_KERNELS` naming one it cannot is an error); threads: one per
+    /// core.
+    pub fn load(model: impl AsRef<Path>) -> Result<Model> {
         let kernels = crate::kernels::select()?;
-        let loaded = crate::load(path.as_ref())?;
+        let p = model.as_ref();
+        let path = match p.to_str() {
+            Some(reference) if !p.exists() => crate::fetch::Fetcher::new().get(reference)?,
+            _ => p.to_path_buf(),
+        };
+        let loaded = crate::load(&path)?;
         let n_ctx = loaded.model.config.n_ctx_train.min(DEFAULT_CTX);
         Ok(Model { loaded, threads: Threads::new(0), kernels, n_ctx })
     }

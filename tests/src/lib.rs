@@ -1,5 +1,5 @@
 //! Shared helpers of the cross-crate tests: the oracle fixtures and the
-//! real models (fetched by scripts/fetch-models.sh; a missing model fails
+//! real models (fetched by scripts/fetch-models.sh, which runs `tern pull`; a missing model fails
 //! the test, it is never skipped).
 
 pub mod hfdir;

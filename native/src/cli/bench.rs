@@ -5,7 +5,6 @@
 //! passes (no tokenization, no sampling). `-o json` uses llama-bench's
 //! field names so one script reads both tools.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use tern::{Result, Threads};
@@ -16,9 +15,6 @@ use tern_core::Logits;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
-    #[arg(short, long)]
-    model: Option<PathBuf>,
     /// Prompt tokens for the pp test (0 = skip)
     #[arg(short = 'p', long, default_value_t = 512)]
     n_prompt: usize,
@@ -70,7 +66,7 @@ fn peak_rss_bytes() -> u64 {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let path = super::model_path(a.model)?;
+    let path = a.load.model_path()?;
     let t_load = Instant::now();
     let lm = super::load(&path, &a.load)?;
     let load_ms = t_load.elapsed().as_secs_f64() * 1e3;

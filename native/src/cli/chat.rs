@@ -4,7 +4,6 @@
 //! reply being written (and quits at the prompt).
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -18,9 +17,6 @@ use super::sampling::SamplingArgs;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
-    #[arg(short, long)]
-    model: Option<PathBuf>,
     /// System message
     #[arg(long)]
     system: Option<String>,
@@ -41,7 +37,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let path = super::model_path(a.model)?;
+    let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
     let tok = lm.tokenizer()?;
     limits::check_sessions(&lm, 1, a.ctx, 512.min(a.ctx.max(1)), tern_core::KvType::F16)?;

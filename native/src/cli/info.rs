@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use tern::Result;
 use tern_core::bundle::Source as Format;
@@ -12,8 +11,8 @@ use tern_core::bundle::Source as Format;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
-    model: Option<PathBuf>,
+    /// The model, as -m takes it (a path, a URL, owner/repo[:QUANT], ...)
+    reference: Option<String>,
 }
 
 /// One line of the report (written at the end: a closed pipe, as with
@@ -26,7 +25,7 @@ macro_rules! line {
 
 pub fn run(a: Args) -> Result<()> {
     let mut out = String::new();
-    let path = super::model_path(a.model)?;
+    let path = a.load.clone().with_model(a.reference).model_path()?;
     let lm = super::load(&path, &a.load)?;
     let (c, w) = (&lm.model.config, &lm.model.weights);
     let n_bytes = lm.model.n_bytes() - lm.requantized.map_or(0, |r| r.bytes);

@@ -3,7 +3,7 @@
 mod bench;
 mod chat;
 mod info;
-mod models;
+mod pull;
 mod perplexity;
 mod run;
 mod sampling;
@@ -35,6 +35,8 @@ enum Cmd {
     Perplexity(perplexity::Args),
     /// OpenAI-compatible HTTP server with continuous batching.
     Serve(serve::Args),
+    /// Fetch a model into the cache without running it (like ollama pull).
+    Pull(pull::Args),
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
@@ -46,6 +48,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Info(a) => info::run(a),
         Cmd::Perplexity(a) => perplexity::run(a),
         Cmd::Serve(a) => serve::run(a),
+        Cmd::Pull(a) => pull::run(a),
     }
 }
 
@@ -54,12 +57,39 @@ fn parse_kv_type(s: &str) -> std::result::Result<tern_core::KvType, String> {
     tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16, f16-wide or f32)"))
 }
 
-/// How to load the model (shared by every subcommand).
+/// Which model and how to load it (shared by every subcommand).
 #[derive(clap::Args, Clone, Default)]
 pub struct LoadArgs {
+    /// The model: a GGUF file or HF directory, an http(s) URL of a GGUF
+    /// file, a hub reference (owner/repo:Q4_K_M, owner/repo/file.gguf,
+    /// owner/repo), or a built-in name (qwen2.5-coder-0.5b, smollm2-135m)
+    /// [default: qwen2.5-coder-0.5b]
+    #[arg(short, long, global = true)]
+    model: Option<String>,
+    /// Use only models already in the cache (TERN_OFFLINE=1 does the same)
+    #[arg(long, global = true)]
+    offline: bool,
+    /// No download progress
+    #[arg(long, global = true)]
+    quiet: bool,
     /// Quantize float (f32/f16/bf16) weights at load: q8_0
     #[arg(long, value_parser = parse_quant)]
     quantize: Option<tern_core::quant::GgmlType>,
+}
+
+impl LoadArgs {
+    /// The same, with the model named by `reference` if given.
+    fn with_model(mut self, reference: Option<String>) -> Self {
+        self.model = reference.or(self.model);
+        self
+    }
+
+    /// The model's local path: fetched into the cache first if it is a
+    /// URL or hub reference not there yet (the default model too).
+    fn model_path(&self) -> Result<PathBuf> {
+        let fetcher = tern::fetch::Fetcher::new().offline(self.offline).quiet(self.quiet);
+        fetcher.get(self.model.as_deref().unwrap_or(tern::fetch::known::QWEN.names[0]))
+    }
 }
 
 fn parse_quant(s: &str) -> std::result::Result<tern_core::quant::GgmlType, String> {
@@ -89,10 +119,3 @@ fn load(path: &std::path::Path, l: &LoadArgs) -> Result<tern::Loaded> {
     lm
 }
 
-/// `-m` if given, else the default model from the cache (fetched if absent).
-fn model_path(m: Option<PathBuf>) -> Result<PathBuf> {
-    match m {
-        Some(p) => Ok(p),
-        None => models::ensure(models::DEFAULT_MODEL),
-    }
-}

@@ -10,9 +10,6 @@ use tern_core::perplexity::perplexity;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
-    #[arg(short, long)]
-    model: Option<PathBuf>,
     /// Text file to score
     #[arg(short, long)]
     file: PathBuf,
@@ -31,7 +28,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let path = super::model_path(a.model)?;
+    let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
     let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io { path: a.file.clone(), source })?;
     let tok = lm.tokenizer()?;

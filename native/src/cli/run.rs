@@ -15,9 +15,6 @@ use super::sampling::SamplingArgs;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
-    #[arg(short, long)]
-    model: Option<PathBuf>,
     /// Prompt text
     #[arg(short, long, required_unless_present_any = ["prompt_ids", "file"], conflicts_with_all = ["prompt_ids", "file"])]
     prompt: Option<String>,
@@ -65,7 +62,7 @@ pub fn run(a: Args) -> Result<()> {
         Some(f) => Some(read_prompt(f)?),
         None => None,
     };
-    let path = super::model_path(a.model)?;
+    let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
     let prompt = match (&a.prompt_ids, a.prompt.as_ref().or(from_file.as_ref())) {
         (Some(ids), _) => ids.clone(),

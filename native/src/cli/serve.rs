@@ -1,14 +1,10 @@
 //! `tern serve`: the OpenAI-compatible server (built with `--features serve`).
 
-use std::path::PathBuf;
 
 use tern::Result;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// GGUF file or HF model directory [default: the Qwen2.5-Coder-0.5B model in the cache]
-    #[arg(short, long)]
-    model: Option<PathBuf>,
     #[command(flatten)]
     load: super::LoadArgs,
     /// Address to listen on (loopback unless --allow-remote)
@@ -58,7 +54,7 @@ pub struct Args {
 
 #[cfg(feature = "serve")]
 pub fn run(a: Args) -> Result<()> {
-    let path = super::model_path(a.model)?;
+    let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
     let model_id = path.file_name().map_or_else(|| "tern".into(), |n| n.to_string_lossy().into_owned());
     let o = tern::serve::ServeOptions {

@@ -1,5 +1,8 @@
 //! What the native tests share: where the test models are.
 
+#[allow(dead_code)]
+pub mod hub;
+
 use std::path::PathBuf;
 
 /// SmolLM2-135M-Instruct Q4_1, the small test model.

