@@ -29,7 +29,8 @@ export type ModelFiles = Record<string, FileSource> | Map<string, FileSource>;
 
 /**
  * A GGUF file, or an HF directory as a map of its files (in Node also a
- * directory path).
+ * directory path), or a string naming a model on the HuggingFace hub
+ * (`owner/repo:Q4_K_M`, `owner/repo/file.gguf`, `owner/repo`).
  */
 export type ModelSource = FileSource | ModelFiles;
 
@@ -46,6 +47,8 @@ export interface LoadOptions {
   onProgress?: (p: Progress) => void;
   /** Keep a URL's bytes in the Cache API (browsers) and load from there next time. */
   cache?: boolean;
+  /** Where hub references (`owner/repo:Q4_K_M`) are resolved (default https://huggingface.co). */
+  hubEndpoint?: string;
   signal?: AbortSignal;
   /** KV cache positions (default: the trained context, at most 4096). */
   contextSize?: number;

@@ -13,6 +13,7 @@ import { TernError } from './errors.js';
 import { WorkerEngine } from './client.js';
 import { isNode } from './runtime.js';
 import { isFileMap } from './source.js';
+import { resolveReference } from './hub.js';
 
 export { TernError };
 
@@ -30,10 +31,13 @@ function cloneable(source) {
 
 /**
  * Load a model: a GGUF file from a URL, a path (Node), bytes or a Blob/File;
- * or an HF directory as a map of file names to any of those (or, in Node, a
- * directory path).
+ * an HF directory as a map of file names to any of those (or, in Node, a
+ * directory path); or a HuggingFace hub reference (`owner/repo:Q4_K_M`,
+ * `owner/repo/file.gguf`, `owner/repo`), resolved with the hub's API
+ * (`hubEndpoint`) to its download URLs.
  */
 export async function loadModel(source, options = {}) {
+  source = await resolveReference(source, options);
   const {
     worker = canUseWorker(),
     onProgress,
