@@ -39,8 +39,8 @@ const TYPES = {
 };
 
 /** The file a URL path names, or null if it leaves its mount. */
-function resolve(path) {
-  for (const [prefix, dir] of MOUNTS) {
+function resolve(path, mounts) {
+  for (const [prefix, dir] of mounts) {
     if (!path.startsWith(prefix)) continue;
     const rel = normalize(decodeURIComponent(path.slice(prefix.length)));
     if (rel.startsWith('..') || rel.includes(`${sep}..${sep}`)) return null;
@@ -49,10 +49,14 @@ function resolve(path) {
   return null;
 }
 
-export function serve({ port = 8080, host = '127.0.0.1', isolation = true } = {}) {
+/**
+ * Serve `mounts` (URL prefix → folder; by default the repository's pages
+ * and the models) on loopback, cross-origin isolated unless told.
+ */
+export function serve({ port = 8080, host = '127.0.0.1', isolation = true, mounts = MOUNTS } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
-    let file = resolve(url.pathname);
+    let file = resolve(url.pathname, mounts);
     const headers = { 'Cache-Control': 'no-cache' };
     if (isolation) {
       headers['Cross-Origin-Opener-Policy'] = 'same-origin';

@@ -13,9 +13,9 @@ import { serve } from '../../web-demo/serve.js';
 
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
-/** Start the server (isolated unless told) and a browser; `close()` ends both. */
-export async function start({ isolation = true, viewport = { width: 1200, height: 820 } } = {}) {
-  const server = await serve({ port: 0, isolation });
+/** Start the server (isolated unless told; `mounts` as serve() takes them) and a browser; `close()` ends both. */
+export async function start({ isolation = true, viewport = { width: 1200, height: 820 }, mounts } = {}) {
+  const server = await serve({ port: 0, isolation, mounts });
   const base = `http://127.0.0.1:${server.address().port}`;
   const profile = mkdtempSync(join(tmpdir(), 'tern-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {

@@ -1,6 +1,6 @@
 //! The kernel trait every backend implements, and the views it works on.
 //! `scalar` is the reference: every method of every backend must equal it
-//! bit for bit (see ARCHITECTURE.md, numerics contract). This module is
+//! bit for bit (docs/ARCHITECTURE.md, the numerics contract). This module is
 //! for backend authors: implement `Kernels`, then run the conformance
 //! suite against the reference.
 //!
