@@ -4,6 +4,10 @@
 #   tiny-qwen3.gguf         the tiny Qwen3 oracle model written as GGUF
 #   qwen2.5-hf-f32/         the Qwen2.5 GGUF dequantized to an HF directory
 #   smollm2-hf-f32/         the same for SmolLM2 (llama: Q/K un-permuted)
+#   ggml-vocab-{llama-spm,phi-3}.gguf(.inp)  llama.cpp's vocabulary-only
+#                           GGUFs (Llama 2's and Phi-3's SentencePiece
+#                           vocabularies) and their test strings, from the
+#                           llama-cpp-python 0.3.9 sdist, SHA-256 checked
 # Idempotent: each is made once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +31,20 @@ to_hf() { # gguf oracle-name out-name
 }
 to_hf qwen2.5-coder-0.5b-instruct-q4_k_m.gguf qwen2.5-coder-0.5b qwen2.5-hf-f32
 to_hf smollm2-135m-instruct-q4_1.gguf smollm2-135m smollm2-hf-f32
+vocab() { # file sha256
+  [ -f "$out/$1" ] && echo "$2  $out/$1" | sha256sum --check --status && return
+  if [ ! -f "$out/llama-cpp-python.tar.gz" ]; then
+    curl -sSfL -o "$out/llama-cpp-python.tar.gz.part" \
+      https://files.pythonhosted.org/packages/de/6d/4a20e676bdf7d9d3523be3a081bf327af958f9bdfe2a564f5cf485faeaec/llama_cpp_python-0.3.9.tar.gz
+    echo "a3a985f558385e2f5de5b663f4e9b0817506d6af98122450142cd98e79216370  $out/llama-cpp-python.tar.gz.part" \
+      | sha256sum --check --status || { echo "sha256 mismatch for the llama-cpp-python sdist" >&2; exit 1; }
+    mv "$out/llama-cpp-python.tar.gz.part" "$out/llama-cpp-python.tar.gz"
+  fi
+  tar -xzf "$out/llama-cpp-python.tar.gz" -O "llama_cpp_python-0.3.9/vendor/llama.cpp/models/$1" > "$out/$1.part"
+  echo "$2  $out/$1.part" | sha256sum --check --status || { echo "sha256 mismatch for $1" >&2; exit 1; }
+  mv "$out/$1.part" "$out/$1"
+}
+vocab ggml-vocab-llama-spm.gguf 16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69
+vocab ggml-vocab-llama-spm.gguf.inp ef7a25a263fba141f64a8a842ceb1c572cdb8e1313f592d974f7a06bbd3a4934
+vocab ggml-vocab-phi-3.gguf 967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
 echo "test models in $out"

@@ -1,5 +1,6 @@
 //! A tokenizer from a GGUF's embedded vocabulary: byte-level BPE with the
-//! pre-tokenizer the file names.
+//! pre-tokenizer the file names (`gpt2`), or SentencePiece (`llama`, in
+//! `spm`).
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -12,7 +13,7 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
 
-use super::{byte_chars, ends_turns, tok_err, Tokenizer};
+use super::{byte_chars, ends_turns, spm, tok_err, Tokenizer};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::model::config::MAX_VOCAB;
@@ -49,18 +50,6 @@ impl Tokenizer {
     /// The tokenizer a GGUF file describes (`tokenizer.ggml.*`).
     pub fn from_gguf(g: &Gguf) -> Result<Tokenizer> {
         let model = g.require_str("tokenizer.ggml.model")?;
-        if model != "gpt2" {
-            return Err(Error::UnsupportedTokenizer { model: model.to_string() });
-        }
-        let pre = g.get_str("tokenizer.ggml.pre")?.unwrap_or("default");
-        let pre_tok: PreTokenizerWrapper = match pre {
-            "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_REGEX)?,
-            "llama3" | "llama-bpe" | "smaug-bpe" => split_then_bytes(LLAMA3_REGEX)?,
-            "smollm" | "gpt2" | "default" => ByteLevel::new(false, true, true).into(),
-            other => {
-                return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") })
-            }
-        };
         let tokens = strings(g, "tokenizer.ggml.tokens", MAX_VOCAB)?;
         let n = tokens.len();
         let types: Vec<i64> = match g.get_array("tokenizer.ggml.token_type")? {
@@ -70,57 +59,42 @@ impl Tokenizer {
                 return Err(Error::Tokenizer { detail: alloc::format!("{} token types for {n} tokens", a.len()) })
             }
         };
-        let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges", 2 * MAX_VOCAB)?
-            .into_iter()
-            .map(|m| {
-                m.split_once(' ')
-                    .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| Error::Tokenizer { detail: alloc::format!("merge {m:?} has no space") })
-            })
-            .collect::<Result<_>>()?;
-
-        let mut vocab = tokenizers::models::bpe::Vocab::default();
-        for (i, t) in tokens.iter().enumerate() {
-            vocab.entry(t.to_string()).or_insert(i as u32);
+        let pre = g.get_str("tokenizer.ggml.pre")?.unwrap_or("default");
+        let (mut inner, token_bytes) = match model {
+            "gpt2" => byte_level(g, pre, &tokens, &types)?,
+            "llama" => {
+                let scores: Vec<f32> = match g.get_array("tokenizer.ggml.scores")? {
+                    Some(a) if a.len() == n => a.iter().map(|v| v.as_f32().unwrap_or(0.0)).collect(),
+                    Some(a) => {
+                        return Err(Error::Tokenizer { detail: alloc::format!("{} scores for {n} tokens", a.len()) })
+                    }
+                    None => return Err(Error::MissingKey { key: "tokenizer.ggml.scores".into() }),
+                };
+                let unk = id_key(g, "tokenizer.ggml.unknown_token_id", n)?.map(|i| tokens[i as usize]);
+                let flavor = spm::Flavor::of(g.get_str("general.architecture")?.unwrap_or(""));
+                spm::build(flavor, &tokens, &scores, &types, unk)?
+            }
+            other => return Err(Error::UnsupportedTokenizer { model: other.to_string() }),
+        };
+        // control tokens, and the ones the file names BOS, EOS, UNK or padding
+        // (a SentencePiece `<unk>` is typed UNKNOWN, yet matched whole)
+        let mut named = Vec::new();
+        for key in ["bos", "eos", "unknown", "padding"] {
+            named.extend(id_key(g, &alloc::format!("tokenizer.ggml.{key}_token_id"), n)?);
         }
-        let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(tok_err)?;
-        let mut inner = tokenizers::Tokenizer::new(bpe);
-        inner.with_pre_tokenizer(Some(pre_tok));
-        inner.with_decoder(Some(ByteLevelDecoder::default()));
-
         let special: Vec<AddedToken> = (0..n)
-            .filter(|&i| types[i] == TOKEN_CONTROL)
+            .filter(|&i| types[i] == TOKEN_CONTROL || named.contains(&(i as u32)))
             .map(|i| AddedToken::from(tokens[i].to_string(), true).normalized(false))
             .collect();
+        inner.add_special_tokens(&special);
+        // user-defined tokens match whole in the text, as llama.cpp does —
+        // those the vocabulary spells as they are (as transformers does:
+        // Gemma's runs of spaces are `▁`s in it)
         let user: Vec<AddedToken> = (0..n)
-            .filter(|&i| types[i] == TOKEN_USER_DEFINED)
+            .filter(|&i| types[i] == TOKEN_USER_DEFINED && inner.token_to_id(tokens[i]).is_some())
             .map(|i| AddedToken::from(tokens[i].to_string(), false).normalized(false))
             .collect();
-        inner.add_special_tokens(&special);
         inner.add_tokens(&user);
-
-        let chars = byte_chars();
-        let mut char_byte: HashMap<char, u8> = HashMap::new();
-        for (b, &c) in chars.iter().enumerate() {
-            char_byte.insert(c, b as u8);
-        }
-        let token_bytes = tokens
-            .iter()
-            .zip(&types)
-            .map(|(t, &ty)| {
-                if ty == TOKEN_CONTROL || ty == TOKEN_USER_DEFINED {
-                    return t.as_bytes().to_vec();
-                }
-                let mut out = Vec::with_capacity(t.len());
-                for c in t.chars() {
-                    match char_byte.get(&c) {
-                        Some(&b) => out.push(b),
-                        None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-                    }
-                }
-                out
-            })
-            .collect();
 
         let bos = id_key(g, "tokenizer.ggml.bos_token_id", n)?;
         let eos = id_key(g, "tokenizer.ggml.eos_token_id", n)?;
@@ -136,13 +110,15 @@ impl Tokenizer {
         eog.dedup();
         let tok = Tokenizer {
             literals: Tokenizer::literals(&inner)?,
+            strip_first_space: super::strips_first_space(&inner),
             inner,
             token_bytes,
             is_control: types.iter().map(|&t| t == TOKEN_CONTROL).collect(),
             bos,
             eos,
             eog,
-            add_bos: g.get_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(false),
+            // a SentencePiece file that does not say adds BOS (llama.cpp, transformers)
+            add_bos: g.get_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(model == "llama"),
             chat_template: g.get_str("tokenizer.chat_template")?.map(str::to_string),
             model: model.to_string(),
             pre: pre.to_string(),
@@ -152,6 +128,57 @@ impl Tokenizer {
         }
         Ok(tok)
     }
+}
+
+/// Byte-level BPE (`gpt2`): the merges the file lists, the pre-tokenizer
+/// it names; each token's bytes through GPT-2's byte alphabet.
+fn byte_level(g: &Gguf, pre: &str, tokens: &[&str], types: &[i64]) -> Result<(tokenizers::Tokenizer, Vec<Vec<u8>>)> {
+    let pre_tok: PreTokenizerWrapper = match pre {
+        "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_REGEX)?,
+        "llama3" | "llama-bpe" | "smaug-bpe" => split_then_bytes(LLAMA3_REGEX)?,
+        "smollm" | "gpt2" | "default" => ByteLevel::new(false, true, true).into(),
+        other => return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") }),
+    };
+    let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges", 2 * MAX_VOCAB)?
+        .into_iter()
+        .map(|m| {
+            m.split_once(' ')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .ok_or_else(|| Error::Tokenizer { detail: alloc::format!("merge {m:?} has no space") })
+        })
+        .collect::<Result<_>>()?;
+    let mut vocab = tokenizers::models::bpe::Vocab::default();
+    for (i, t) in tokens.iter().enumerate() {
+        vocab.entry(t.to_string()).or_insert(i as u32);
+    }
+    let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(tok_err)?;
+    let mut inner = tokenizers::Tokenizer::new(bpe);
+    inner.with_pre_tokenizer(Some(pre_tok));
+    inner.with_decoder(Some(ByteLevelDecoder::default()));
+
+    let chars = byte_chars();
+    let mut char_byte: HashMap<char, u8> = HashMap::new();
+    for (b, &c) in chars.iter().enumerate() {
+        char_byte.insert(c, b as u8);
+    }
+    let token_bytes = tokens
+        .iter()
+        .zip(types)
+        .map(|(t, &ty)| {
+            if ty == TOKEN_CONTROL || ty == TOKEN_USER_DEFINED {
+                return t.as_bytes().to_vec();
+            }
+            let mut out = Vec::with_capacity(t.len());
+            for c in t.chars() {
+                match char_byte.get(&c) {
+                    Some(&b) => out.push(b),
+                    None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                }
+            }
+            out
+        })
+        .collect();
+    Ok((inner, token_bytes))
 }
 
 fn split_then_bytes(regex: &str) -> Result<PreTokenizerWrapper> {

@@ -327,6 +327,20 @@ impl Tokenizer {
             None => config_template(&cfg)?,
         };
         let literals = Tokenizer::literals(&inner)?;
-        Ok(Tokenizer { inner, token_bytes, is_control, bos, eos, eog, add_bos, chat_template, model, pre, literals })
+        let strip_first_space = super::strips_first_space(&inner);
+        Ok(Tokenizer {
+            inner,
+            token_bytes,
+            is_control,
+            bos,
+            eos,
+            eog,
+            add_bos,
+            chat_template,
+            model,
+            pre,
+            literals,
+            strip_first_space,
+        })
     }
 }

@@ -3,6 +3,7 @@
 //! bytes each token stands for, special tokens and end-of-generation ids.
 
 mod gguf;
+mod spm;
 mod hf;
 mod literal;
 
@@ -35,6 +36,9 @@ pub struct Tokenizer {
     pub pre: String,
     /// Control-token strings, to keep message content literal.
     literals: literal::Literals,
+    /// Whether decoding a whole sequence drops its first space
+    /// (SentencePiece's prefix space: the decoder's `Strip`).
+    strip_first_space: bool,
 }
 
 pub(super) fn tok_err(e: impl core::fmt::Display) -> Error {
@@ -61,6 +65,16 @@ pub(super) fn byte_chars() -> [char; 256] {
 /// name as EOS.
 pub(super) fn ends_turns(token: &str) -> bool {
     matches!(token, "<|im_end|>" | "<|endoftext|>" | "<|eot_id|>" | "<|end_of_text|>" | "<end_of_turn>")
+}
+
+/// Whether a decoder drops the text's first space (a `Strip` of one
+/// leading `" "`, alone or in a sequence).
+fn strips_first_space(inner: &tokenizers::Tokenizer) -> bool {
+    fn has_strip(v: &serde_json::Value) -> bool {
+        let strip = v["type"] == "Strip" && v["content"] == " " && v["start"].as_u64().is_some_and(|n| n >= 1);
+        strip || v["decoders"].as_array().is_some_and(|ds| ds.iter().any(has_strip))
+    }
+    inner.get_decoder().and_then(|d| serde_json::to_value(d).ok()).is_some_and(|v| has_strip(&v))
 }
 
 impl Tokenizer {
@@ -130,10 +144,17 @@ impl Tokenizer {
         self.eog.contains(&id)
     }
 
-    /// Text of `ids`, special tokens included; invalid UTF-8 becomes U+FFFD.
+    /// Text of `ids` as a whole sequence, special tokens included (as the
+    /// tokenizer's decoder gives it: a SentencePiece prefix space dropped);
+    /// invalid UTF-8 becomes U+FFFD. Streamed text is the tokens' bytes
+    /// ([`Tokenizer::token_bytes`]), prefix space included.
     pub fn decode(&self, ids: &[u32]) -> String {
         let bytes: Vec<u8> = ids.iter().flat_map(|&i| self.token_bytes(i).iter().copied()).collect();
-        String::from_utf8_lossy(&bytes).into_owned()
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        match text.strip_prefix(' ') {
+            Some(rest) if self.strip_first_space => rest.to_string(),
+            _ => text,
+        }
     }
 
     /// The token string as stored in the vocabulary.

