@@ -60,8 +60,11 @@ impl Tokenizer {
             }
         };
         let pre = g.get_str("tokenizer.ggml.pre")?.unwrap_or("default");
-        let (mut inner, token_bytes) = match model {
-            "gpt2" => byte_level(g, pre, &tokens, &types)?,
+        let (mut inner, token_bytes, strip_first_space) = match model {
+            "gpt2" => {
+                let (inner, bytes) = byte_level(g, pre, &tokens, &types)?;
+                (inner, bytes, false)
+            }
             "llama" => {
                 let scores: Vec<f32> = match g.get_array("tokenizer.ggml.scores")? {
                     Some(a) if a.len() == n => a.iter().map(|v| v.as_f32().unwrap_or(0.0)).collect(),
@@ -72,7 +75,8 @@ impl Tokenizer {
                 };
                 let unk = id_key(g, "tokenizer.ggml.unknown_token_id", n)?.map(|i| tokens[i as usize]);
                 let flavor = spm::Flavor::of(g.get_str("general.architecture")?.unwrap_or(""));
-                spm::build(flavor, &tokens, &scores, &types, unk)?
+                let (inner, bytes) = spm::build(flavor, &tokens, &scores, &types, unk)?;
+                (inner, bytes, flavor.strips_first_space())
             }
             other => return Err(Error::UnsupportedTokenizer { model: other.to_string() }),
         };
@@ -110,7 +114,7 @@ impl Tokenizer {
         eog.dedup();
         let tok = Tokenizer {
             literals: Tokenizer::literals(&inner)?,
-            strip_first_space: super::strips_first_space(&inner),
+            strip_first_space,
             inner,
             token_bytes,
             is_control: types.iter().map(|&t| t == TOKEN_CONTROL).collect(),

@@ -233,6 +233,13 @@ fn config_template(cfg: &Value) -> Result<Option<String>> {
     }
 }
 
+/// Whether a decoder drops the text's first space (a `Strip` of one
+/// leading `" "`, alone or in a sequence).
+fn strips_first_space(v: &Value) -> bool {
+    let strip = v["type"] == "Strip" && v["content"] == " " && v["start"].as_u64().is_some_and(|n| n >= 1);
+    strip || v["decoders"].as_array().is_some_and(|ds| ds.iter().any(strips_first_space))
+}
+
 impl Tokenizer {
     /// `tokenizer_json`: tokenizer.json; `config`: tokenizer_config.json;
     /// `template`: chat_template.jinja (wins over the config's);
@@ -327,7 +334,7 @@ impl Tokenizer {
             None => config_template(&cfg)?,
         };
         let literals = Tokenizer::literals(&inner)?;
-        let strip_first_space = super::strips_first_space(&inner);
+        let strip_first_space = json.get("decoder").is_some_and(strips_first_space);
         Ok(Tokenizer {
             inner,
             token_bytes,

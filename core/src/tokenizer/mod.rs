@@ -67,16 +67,6 @@ pub(super) fn ends_turns(token: &str) -> bool {
     matches!(token, "<|im_end|>" | "<|endoftext|>" | "<|eot_id|>" | "<|end_of_text|>" | "<end_of_turn>")
 }
 
-/// Whether a decoder drops the text's first space (a `Strip` of one
-/// leading `" "`, alone or in a sequence).
-fn strips_first_space(inner: &tokenizers::Tokenizer) -> bool {
-    fn has_strip(v: &serde_json::Value) -> bool {
-        let strip = v["type"] == "Strip" && v["content"] == " " && v["start"].as_u64().is_some_and(|n| n >= 1);
-        strip || v["decoders"].as_array().is_some_and(|ds| ds.iter().any(has_strip))
-    }
-    inner.get_decoder().and_then(|d| serde_json::to_value(d).ok()).is_some_and(|v| has_strip(&v))
-}
-
 impl Tokenizer {
     /// The control tokens' strings (what message content must not forge).
     fn literals(inner: &tokenizers::Tokenizer) -> Result<literal::Literals> {

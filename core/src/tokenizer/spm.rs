@@ -53,6 +53,12 @@ impl Flavor {
             _ => Flavor::Llama,
         }
     }
+
+    /// Whether decoding a whole sequence drops its first space (the
+    /// decoder's `Strip`, which Gemma's lacks).
+    pub(super) fn strips_first_space(self) -> bool {
+        self != Flavor::Gemma
+    }
 }
 
 /// The tokenizer of a SentencePiece vocabulary (`tokens`, `scores`), and
