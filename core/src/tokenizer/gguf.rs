@@ -6,7 +6,6 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::collections::HashMap;
 
-use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::sequence::Sequence;
@@ -158,7 +157,6 @@ fn byte_level(g: &Gguf, pre: &str, tokens: &[&str], types: &[i64]) -> Result<(to
     let bpe = BPE::builder().vocab_and_merges(vocab, merges).build().map_err(tok_err)?;
     let mut inner = tokenizers::Tokenizer::new(bpe);
     inner.with_pre_tokenizer(Some(pre_tok));
-    inner.with_decoder(Some(ByteLevelDecoder::default()));
 
     let chars = byte_chars();
     let mut char_byte: HashMap<char, u8> = HashMap::new();

@@ -9,15 +9,11 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::collections::HashMap;
 
-use tokenizers::decoders::byte_fallback::ByteFallback;
-use tokenizers::decoders::fuse::Fuse;
-use tokenizers::decoders::sequence::Sequence as DecoderSequence;
-use tokenizers::decoders::strip::Strip;
 use tokenizers::models::bpe::BPE;
 use tokenizers::normalizers::{Prepend, Replace};
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
-use tokenizers::{DecoderWrapper, NormalizerWrapper, SplitDelimiterBehavior};
+use tokenizers::{NormalizerWrapper, SplitDelimiterBehavior};
 
 use super::tok_err;
 use crate::error::Result;
@@ -92,18 +88,15 @@ pub(super) fn build(
         bpe = bpe.unk_token(unk.to_string());
     }
     let mut inner = tokenizers::Tokenizer::new(bpe.build().map_err(tok_err)?);
+    // (decoding is tern's own, from the tokens' bytes: no decoder is set)
     let replace = || Replace::new(" ", SPACE.to_string()).map_err(tok_err);
-    let undo = Replace::new(SPACE.to_string(), " ").map_err(tok_err)?;
-    let mut decoders: Vec<DecoderWrapper> = alloc::vec![undo.into(), ByteFallback::default().into(), Fuse::default().into()];
     match flavor {
         Flavor::Llama => {
             inner.with_pre_tokenizer(Some(Metaspace::new(SPACE, PrependScheme::First, false)));
-            decoders.push(Strip::new(' ', 1, 0).into());
         }
         Flavor::Phi3 => {
             let norms: Vec<NormalizerWrapper> = alloc::vec![Prepend::new(SPACE.to_string()).into(), replace()?.into()];
             inner.with_normalizer(Some(tokenizers::normalizers::Sequence::new(norms)));
-            decoders.push(Strip::new(' ', 1, 0).into());
         }
         Flavor::Gemma => {
             inner.with_normalizer(Some(replace()?));
@@ -112,7 +105,6 @@ pub(super) fn build(
             inner.with_pre_tokenizer(Some(split));
         }
     }
-    inner.with_decoder(Some(DecoderSequence::new(decoders)));
 
     let token_bytes = tokens.iter().zip(types).map(|(t, &ty)| bytes_of(t, ty)).collect();
     Ok((inner, token_bytes))
