@@ -72,3 +72,30 @@ fn llama2_vocabulary_equals_transformers() {
 fn phi3_vocabulary_equals_transformers() {
     check("phi-3");
 }
+
+/// A hostile SentencePiece vocabulary: megabyte-long tokens would cost
+/// time quadratic in their length to split into merges; they take no part
+/// in merges, so the tokenizer builds (and encodes) in bounded time.
+#[test]
+fn megabyte_tokens_build_in_bounded_time() {
+    use tern_core::gguf::Value;
+    let long: Vec<String> = (0..16).map(|i| format!("{i}{}", "a".repeat(1 << 20))).collect();
+    let mut tokens: Vec<Value> = vec![Value::Str("<unk>"), Value::Str("a"), Value::Str("aa")];
+    tokens.extend(long.iter().map(|t| Value::Str(String::leak(t.clone()))));
+    let n = tokens.len();
+    let meta: Vec<(&str, Value)> = vec![
+        ("general.architecture", Value::Str("llama")),
+        ("tokenizer.ggml.model", Value::Str("llama")),
+        ("tokenizer.ggml.tokens", Value::Array(tokens.into())),
+        ("tokenizer.ggml.scores", Value::Array(vec![Value::F32(0.0); n].into())),
+        ("tokenizer.ggml.token_type", Value::Array(vec![Value::I32(1); n].into())),
+    ];
+    let bytes = tern_core::gguf::write::gguf(&meta, &[]);
+    let t0 = std::time::Instant::now();
+    let tok = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap();
+    let ids = tok.encode("aaaa", false).unwrap();
+    let time = t0.elapsed();
+    println!("{} MiB vocabulary: built and encoded in {time:?}", bytes.len() >> 20);
+    assert_eq!(tok.decode(&ids), "aaaa");
+    assert!(time < std::time::Duration::from_secs(3), "{time:?}");
+}
