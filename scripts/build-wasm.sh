@@ -11,19 +11,28 @@ cd "$(dirname "$0")/.."
 # addresses without their no-wrap flag, so every load's constant offset
 # became an `i32.add` that V8 computes apart (bench/NOTES.md, W19)
 lsr="-C llvm-args=-disable-lsr"
-RUSTFLAGS="-C target-feature=+simd128 $lsr" \
-  cargo build --locked --profile wasm -p tern-llm-wasm --target wasm32-unknown-unknown
+# std rebuilt with panic=immediate-abort: a panic traps at once, without
+# formatting a message. wasm32-unknown-unknown prints panic messages
+# nowhere anyway (no hook), and the formatting machinery is ~67 KB gzip per
+# module (the npm package stays under 2 MB). Both builds are unstable-flag
+# builds on the stable toolchain (RUSTC_BOOTSTRAP), each in its own target
+# directory.
+abort="-Zunstable-options -Cpanic=immediate-abort"
+build_std=(-Z build-std=std,panic_abort)
+RUSTC_BOOTSTRAP=1 RUSTFLAGS="-C target-feature=+simd128 $lsr $abort" \
+  cargo build --locked --profile wasm -p tern-llm-wasm --target wasm32-unknown-unknown \
+  "${build_std[@]}" --target-dir target/wasm-single
 
 threads_link="--shared-memory --import-memory --max-memory=4294967296 --export=__wasm_init_tls
   --export=__tls_size --export=__tls_align --export=__tls_base"
-flags="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals $lsr"
+flags="-C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals $lsr $abort"
 for a in $threads_link; do flags+=" -C link-arg=$a"; done
 RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" \
   cargo build --locked --profile wasm -p tern-llm-wasm --features threads --target wasm32-unknown-unknown \
-  -Z build-std=std,panic_abort --target-dir target/wasm-threads
+  "${build_std[@]}" --target-dir target/wasm-threads
 
 rm -rf npm/dist
 bindgen() { wasm-bindgen --target web --no-typescript --remove-producers-section --remove-name-section --out-dir "$@"; }
-bindgen npm/dist target/wasm32-unknown-unknown/wasm/tern_wasm.wasm
+bindgen npm/dist target/wasm-single/wasm32-unknown-unknown/wasm/tern_wasm.wasm
 bindgen npm/dist/threads target/wasm-threads/wasm32-unknown-unknown/wasm/tern_wasm.wasm
 ls -l npm/dist npm/dist/threads
