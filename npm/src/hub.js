@@ -77,7 +77,10 @@ export async function resolveReference(source, { hubEndpoint = DEFAULT_ENDPOINT,
   if (text.length > 64 << 20) throw new TernError('fetch_failed', `${repo}: the hub's file list is over 64 MiB`);
   let files;
   try {
-    files = JSON.parse(text).siblings.slice(0, 10000).map((s) => s.rfilename).filter((f) => typeof f === 'string');
+    files = JSON.parse(text)
+      .siblings.slice(0, 10000)
+      .map((s) => s.rfilename)
+      .filter((f) => typeof f === 'string' && !f.includes('\\') && f.split('/').every((c) => c && c !== '.' && c !== '..'));
   } catch {
     throw new TernError('fetch_failed', `${repo}: the hub's answer lists no files`);
   }

@@ -42,7 +42,15 @@ pub(crate) fn parse_listing(repo: &Repo, body: &[u8]) -> Result<Vec<String>> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| fetch(format!("{repo}: the hub's file list is not JSON: {e}")))?;
     let siblings = v["siblings"].as_array().ok_or_else(|| fetch(format!("{repo}: the hub's answer lists no files")))?;
-    Ok(siblings.iter().take(MAX_FILES).filter_map(|s| s["rfilename"].as_str().map(str::to_string)).collect())
+    // names become paths in the cache: one that could climb out of it
+    // (`..`, a backslash, a drive) is not a file tern will fetch
+    Ok(siblings
+        .iter()
+        .take(MAX_FILES)
+        .filter_map(|s| s["rfilename"].as_str())
+        .filter(|f| super::reference::check_file(f).is_ok())
+        .map(str::to_string)
+        .collect())
 }
 
 /// What to download from a repository, given its files.
@@ -179,6 +187,12 @@ mod tests {
         assert_eq!(choose(&repo(), &Pick::Default, &lower).unwrap(), Choice::Gguf(lower[0].clone()));
         let split = files(&["m-Q4_K_M-00001-of-00003.gguf"]);
         assert!(choose(&repo(), &Pick::Default, &split).unwrap_err().to_string().contains("3 split GGUF parts"));
+    }
+
+    #[test]
+    fn listed_names_that_climb_out_are_dropped() {
+        let body = br#"{"siblings":[{"rfilename":"../../evil.gguf"},{"rfilename":"a\\..\\b.gguf"},{"rfilename":"ok/m.gguf"}]}"#;
+        assert_eq!(parse_listing(&repo(), body).unwrap(), files(&["ok/m.gguf"]));
     }
 
     #[test]
