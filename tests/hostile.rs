@@ -213,7 +213,8 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
 fn catastrophic_split_regexes_run_in_bounded_time() {
     let text = format!("{}!", "a".repeat(4000));
     for pattern in ["(a+)+$", "(a+)+(?=b)", "(a|aa)+(?=b)"] {
-        let pre = format!(r#"{{"type":"Split","pattern":{{"Regex":"{pattern}"}},"behavior":"Isolated","invert":false}}"#);
+        let pre =
+            format!(r#"{{"type":"Split","pattern":{{"Regex":"{pattern}"}},"behavior":"Isolated","invert":false}}"#);
         let tok = Tokenizer::from_hf(&tokenizer_json("", &pre), None, None, &[]).unwrap();
         let t0 = Instant::now();
         let ids = tok.encode(&text, false).unwrap();

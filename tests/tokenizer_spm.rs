@@ -54,8 +54,18 @@ fn check(name: &str) {
         let same = streamed == decoded || streamed.strip_prefix(' ') == Some(&decoded[..]);
         assert!(same, "{name} case {i}: streamed {streamed:?}, decoded {decoded:?}");
     }
-    assert!(failures.is_empty(), "{name}: {} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
-    println!("{name}: {}/{} cases equal transformers (ids, decoding, streaming); built in {built:?}", cases.len(), cases.len());
+    assert!(
+        failures.is_empty(),
+        "{name}: {} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    println!(
+        "{name}: {}/{} cases equal transformers (ids, decoding, streaming); built in {built:?}",
+        cases.len(),
+        cases.len()
+    );
 }
 
 #[test]

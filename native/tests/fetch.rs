@@ -89,7 +89,10 @@ fn hub_reference_is_resolved_resumed_verified_and_runs() {
 
     // and it runs
     let model = Model::load(&path).unwrap();
-    assert_eq!(model.generate("The capital of France is", &Options::greedy().max_tokens(4)).unwrap().text, " Paris.\n\n");
+    assert_eq!(
+        model.generate("The capital of France is", &Options::greedy().max_tokens(4)).unwrap().text,
+        " Paris.\n\n"
+    );
 }
 
 #[test]
@@ -106,7 +109,10 @@ fn a_wrong_hash_leaves_nothing_in_the_cache() {
 #[test]
 fn unknown_references_and_non_models_are_clear_errors() {
     let hub = Hub::start();
-    hub.route("/api/models/o/r", Route::Json(r#"{"siblings":[{"rfilename":"m-Q8_0.gguf"},{"rfilename":"m-Q4_0.gguf"}]}"#.into()));
+    hub.route(
+        "/api/models/o/r",
+        Route::Json(r#"{"siblings":[{"rfilename":"m-Q8_0.gguf"},{"rfilename":"m-Q4_0.gguf"}]}"#.into()),
+    );
     hub.route("/api/models/o/gated", Route::Status(401));
     hub.route("/page.gguf", Route::Json("<!DOCTYPE html><html>not a model</html>".into()));
     let dir = tempdir("errors");
@@ -214,7 +220,10 @@ fn tern_pull_prints_the_path_and_progress_only_on_a_terminal() {
     let path = String::from_utf8(out.stdout).unwrap();
     assert_eq!(path.trim(), dir.join("hf/test/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf").to_str().unwrap());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.starts_with("tern: the connection broke after 10485760 bytes") && stderr.ends_with("; resuming\n"), "{stderr}");
+    assert!(
+        stderr.starts_with("tern: the connection broke after 10485760 bytes") && stderr.ends_with("; resuming\n"),
+        "{stderr}"
+    );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
     let out = pull(&["--offline", "test/SmolLM2-GGUF:Q8_0"]);

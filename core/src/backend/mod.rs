@@ -182,6 +182,11 @@ pub trait Kernels: Sync {
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         scalar::swiglu(g, u)
     }
+
+    /// `g[i] = gelu_tanh(g[i]) * u[i]`.
+    fn geglu(&self, g: &mut [f32], u: &[f32]) {
+        scalar::geglu(g, u)
+    }
 }
 
 /// The scalar reference as a backend.

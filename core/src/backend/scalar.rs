@@ -277,3 +277,22 @@ pub fn swiglu(g: &mut [f32], u: &[f32]) {
         *g = silu(*g) * u;
     }
 }
+
+/// GELU, tanh form: `x/2 · (1 + tanh(√(2/π) (x + 0.044715 x³)))`, computed
+/// as `x / (1 + exp(−z))` with `z = 2√(2/π) · x · (1 + 0.044715 x²)` (the
+/// same value: `(1 + tanh(y))/2 = 1/(1 + exp(−2y))`), so it shares silu's
+/// exp.
+#[inline]
+pub fn gelu_tanh(x: f32) -> f32 {
+    const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_2;
+    let z = TWO_SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x);
+    x / (1.0 + libm::expf(-z))
+}
+
+/// `g = gelu_tanh(g) · u`, element by element.
+#[inline]
+pub fn geglu(g: &mut [f32], u: &[f32]) {
+    for (g, &u) in g.iter_mut().zip(u) {
+        *g = gelu_tanh(*g) * u;
+    }
+}

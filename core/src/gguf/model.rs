@@ -5,7 +5,7 @@ use alloc::string::ToString;
 
 use super::Gguf;
 use crate::error::{Error, Result};
-use crate::model::config::{check_heads, inv_freq, Arch, Config, RopeStyle};
+use crate::model::config::{check_heads, every_nth_global, inv_freq, Act, Arch, Config, RopeStyle, Window};
 use crate::model::weights::{self, Expect, Weights};
 use crate::model::Model;
 use crate::tensors;
@@ -82,12 +82,30 @@ impl Config {
                 *f /= d;
             }
         }
+        let n_layer = usize_key(g, &k("block_count"))?;
+        let gemma = arch == Arch::Gemma3;
+        // what llama.cpp fills in for gemma3, the GGUF not saying it: the
+        // 27B (62 layers) scales scores by (n_embd/n_head)^-½, the others by
+        // head_dim^-½; every 6th layer global, the others windowed with
+        // their own RoPE base 10 000 and no position scaling
+        let attn_scale = match (arch, n_layer) {
+            (Arch::Gemma3, 62) => 1.0 / libm::sqrtf((n_embd / n_head) as f32),
+            _ => 1.0 / libm::sqrtf(head_dim as f32),
+        };
+        let window = match arch {
+            Arch::Gemma3 => Some(Window {
+                size: usize_key(g, &k("attention.sliding_window"))?,
+                layers: every_nth_global(n_layer, 6),
+                rope_inv_freq: Some(inv_freq(10000.0, n_rot)),
+            }),
+            _ => None,
+        };
         Ok(Config {
             arch,
             name: g.get_str("general.name")?.unwrap_or("").to_string(),
             n_vocab,
             n_embd,
-            n_layer: usize_key(g, &k("block_count"))?,
+            n_layer,
             n_head,
             n_head_kv,
             head_dim,
@@ -96,12 +114,18 @@ impl Config {
             norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
             rope_style: match arch {
                 Arch::Llama => RopeStyle::Adjacent,
-                Arch::Qwen2 | Arch::Qwen3 => RopeStyle::Neox,
+                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 => RopeStyle::Neox,
             },
             rope_base,
             n_rot,
             rope_pos_scale,
             rope_inv_freq,
+            attn_scale,
+            act: if gemma { Act::GeluTanh } else { Act::Silu },
+            // transformers' normalizer: √n_embd as an f32 (llama.cpp: sqrtf)
+            embd_scale: gemma.then(|| libm::sqrtf(n_embd as f32)),
+            post_norms: gemma,
+            window,
         })
     }
 }

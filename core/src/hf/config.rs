@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::model::config::{check_heads, inv_freq, Arch, Config, RopeStyle};
+use crate::model::config::{check_heads, every_nth_global, inv_freq, Act, Arch, Config, RopeStyle, Window};
 use crate::model::weights::Expect;
 use crate::quant::GgmlType;
 
@@ -113,9 +113,108 @@ fn arch(f: &Fields) -> Result<(Arch, String)> {
         "LlamaForCausalLM" | "llama" => Arch::Llama,
         "Qwen2ForCausalLM" | "qwen2" => Arch::Qwen2,
         "Qwen3ForCausalLM" | "qwen3" => Arch::Qwen3,
+        "Gemma3ForCausalLM" | "gemma3_text" | "Gemma3ForConditionalGeneration" | "gemma3" => Arch::Gemma3,
         _ => return Err(Error::UnsupportedArch { arch: name }),
     };
     Ok((arch, name))
+}
+
+/// Gemma 3's fields: `Gemma3TextConfig`'s defaults (hub configs leave
+/// most out), under the file's own, which for
+/// `Gemma3ForConditionalGeneration` are its `text_config` (the language
+/// model; the vision tower is not run) and the top level's dtype and tying.
+fn gemma3_fields(top: &Map<String, Value>) -> Result<Map<String, Value>> {
+    let mut m: Map<String, Value> = serde_json::from_str(
+        r#"{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+            "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+            "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+            "tie_word_embeddings": true, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+            "sliding_window_pattern": 6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+            "eos_token_id": 1}"#,
+    )
+    .map_err(|e| bad("(defaults)", e.to_string()))?;
+    let text = match top.get("text_config") {
+        Some(Value::Object(t)) => t,
+        Some(v) => return Err(bad("text_config", alloc::format!("{v} is not an object"))),
+        None => top,
+    };
+    for k in ["dtype", "torch_dtype", "tie_word_embeddings", "eos_token_id", "_name_or_path"] {
+        if let Some(v) = top.get(k).filter(|v| !v.is_null()) {
+            m.insert(k.into(), v.clone());
+        }
+    }
+    for (k, v) in text {
+        if !v.is_null() {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(m)
+}
+
+/// Gemma 3's attention: the windowed layers (`layer_types`, else every
+/// `sliding_window_pattern`-th layer global), their RoPE, the global
+/// layers' RoPE (which alone takes `rope_scaling`), the score scale.
+fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> Result<Gemma3Attention> {
+    for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
+        if f.get(k).is_some() {
+            return Err(Error::Unsupported { what: alloc::format!("{FILE}: {k} (Gemma 2's softcaps)") });
+        }
+    }
+    if f.opt_bool("use_bidirectional_attention")? == Some(true) {
+        return Err(Error::Unsupported { what: alloc::format!("{FILE}: use_bidirectional_attention true") });
+    }
+    let layers = match f.get("layer_types") {
+        Some(Value::Array(kinds)) if kinds.len() == n_layer => kinds
+            .iter()
+            .map(|k| match k.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some("full_attention") => Ok(false),
+                _ => Err(bad("layer_types", alloc::format!("{k} is not sliding_attention or full_attention"))),
+            })
+            .collect::<Result<Vec<bool>>>()?,
+        Some(v) => return Err(bad("layer_types", alloc::format!("{v} is not a list of {n_layer} layer types"))),
+        None => every_nth_global(n_layer, f.usize("sliding_window_pattern")?),
+    };
+    let no_params = Map::new();
+    let (global, local) = match f.get("rope_parameters") {
+        Some(Value::Object(p)) if p.contains_key("full_attention") => {
+            let part = |k: &str| match p.get(k) {
+                Some(Value::Object(m)) => Ok(m),
+                None => Ok(&no_params),
+                Some(v) => Err(bad("rope_parameters", alloc::format!("{k}: {v} is not an object"))),
+            };
+            (part("full_attention")?, part("sliding_attention")?)
+        }
+        Some(Value::Object(p)) => (p, &no_params),
+        Some(v) => return Err(bad("rope_parameters", alloc::format!("{v} is not an object"))),
+        None => match f.get("rope_scaling") {
+            Some(Value::Object(p)) => (p, &no_params),
+            Some(v) => return Err(bad("rope_scaling", alloc::format!("{v} is not an object"))),
+            None => (&no_params, &no_params),
+        },
+    };
+    let theta = |p: &Map<String, Value>, key: &str| -> Result<f32> {
+        Ok(Fields(p).opt_f64("rope_theta")?.map_or_else(|| f.opt_f64(key).map(|t| t.unwrap_or(0.0)), Ok)? as f32)
+    };
+    let global = rope_params(&Fields(global), "rope_parameters", theta(global, "rope_theta")?, n_rot, n_ctx)?;
+    let local = rope_params(&Fields(local), "rope_parameters", theta(local, "rope_local_base_freq")?, n_rot, n_ctx)?;
+    if local.2 != 1.0 {
+        return Err(Error::Unsupported {
+            what: alloc::format!("{FILE}: position scaling of the sliding layers' RoPE"),
+        });
+    }
+    let scalar = f.usize("query_pre_attn_scalar")?;
+    Ok(Gemma3Attention {
+        window: Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: Some(local.1) },
+        rope: global,
+        attn_scale: (1.0 / (scalar as f64).sqrt()) as f32,
+    })
+}
+
+struct Gemma3Attention {
+    window: Window,
+    rope: (f32, Vec<f32>, f32),
+    attn_scale: f32,
 }
 
 /// RoPE parameters: transformers 5's `rope_parameters`, or the older
@@ -128,8 +227,12 @@ fn rope(f: &Fields, n_rot: usize, n_ctx_train: usize) -> Result<(f32, Vec<f32>, 
         Some(Value::Object(m)) => m.clone(),
         Some(v) => return Err(bad(field, alloc::format!("{v} is not an object"))),
     };
-    let p = Fields(&p);
-    let base = p.opt_f64("rope_theta")?.or(f.opt_f64("rope_theta")?).unwrap_or(10000.0) as f32;
+    let base = Fields(&p).opt_f64("rope_theta")?.or(f.opt_f64("rope_theta")?).unwrap_or(10000.0) as f32;
+    rope_params(&Fields(&p), field, base, n_rot, n_ctx_train)
+}
+
+/// The RoPE of `p` (one `rope_parameters` entry) at base `base`.
+fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: usize) -> Result<(f32, Vec<f32>, f32)> {
     let mut freq = inv_freq(base, n_rot);
     let kind = p.opt_str("rope_type")?.or(p.opt_str("type")?).unwrap_or("default");
     let factor = || -> Result<f32> {
@@ -169,14 +272,18 @@ impl HfConfig {
     /// Parse and check a config.json.
     pub fn parse(bytes: &[u8]) -> Result<HfConfig> {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad("(file)", e.to_string()))?;
-        let Value::Object(m) = v else { return Err(bad("(file)", "not a JSON object")) };
+        let Value::Object(top) = v else { return Err(bad("(file)", "not a JSON object")) };
+        let (arch, architecture) = arch(&Fields(&top))?;
+        let gemma = arch == Arch::Gemma3;
+        let m = if gemma { gemma3_fields(&top)? } else { top };
         let f = Fields(&m);
-        let (arch, architecture) = arch(&f)?;
-        if let Some(act) = f.opt_str("hidden_act")? {
-            if act != "silu" {
-                return Err(Error::Unsupported { what: alloc::format!("{FILE}: hidden_act {act:?} (tern runs silu)") });
-            }
-        }
+        let act_key = if f.get("hidden_activation").is_some() { "hidden_activation" } else { "hidden_act" };
+        let act = match f.opt_str(act_key)? {
+            None => Act::Silu,
+            Some(a) => Act::parse_hf(a).ok_or_else(|| Error::Unsupported {
+                what: alloc::format!("{FILE}: {act_key} {a:?} (tern runs silu and gelu_pytorch_tanh)"),
+            })?,
+        };
         // a GGUF-derived config keeps `quant_method: gguf` over float weights
         if let Some(q) = f.get("quantization_config") {
             let method = q.get("quant_method").and_then(Value::as_str).unwrap_or("?");
@@ -194,7 +301,7 @@ impl HfConfig {
         if f.opt_bool("use_sliding_window")? == Some(true) {
             return Err(Error::Unsupported { what: alloc::format!("{FILE}: use_sliding_window true") });
         }
-        if let Some(Value::Array(kinds)) = f.get("layer_types") {
+        if let (false, Some(Value::Array(kinds))) = (gemma, f.get("layer_types")) {
             if let Some(k) = kinds.iter().find(|k| k.as_str() != Some("full_attention")) {
                 return Err(Error::Unsupported { what: alloc::format!("{FILE}: layer_types has {k}") });
             }
@@ -205,7 +312,15 @@ impl HfConfig {
         let head_dim = f.opt_usize("head_dim")?.unwrap_or(n_embd / n_head);
         check_heads(n_head, n_head_kv, head_dim, head_dim).map_err(|e| bad("head_dim", e.to_string()))?;
         let n_ctx_train = f.opt_usize("max_position_embeddings")?.unwrap_or(2048);
-        let (rope_base, rope_inv_freq, rope_pos_scale) = rope(&f, head_dim, n_ctx_train)?;
+        let n_layer = f.usize("num_hidden_layers")?;
+        let (rope, window, attn_scale) = match arch {
+            Arch::Gemma3 => {
+                let g = gemma3_attention(&f, n_layer, head_dim, n_ctx_train)?;
+                (g.rope, Some(g.window), g.attn_scale)
+            }
+            _ => (rope(&f, head_dim, n_ctx_train)?, None, (1.0 / (head_dim as f64).sqrt()) as f32),
+        };
+        let (rope_base, rope_inv_freq, rope_pos_scale) = rope;
         let dtype = match f.opt_str("dtype")?.or(f.opt_str("torch_dtype")?) {
             Some(d) => Some(dtype(d)?),
             None => None,
@@ -215,7 +330,7 @@ impl HfConfig {
             name: f.opt_str("_name_or_path")?.unwrap_or("").to_string(),
             n_vocab: f.usize("vocab_size")?,
             n_embd,
-            n_layer: f.usize("num_hidden_layers")?,
+            n_layer,
             n_head,
             n_head_kv,
             head_dim,
@@ -229,10 +344,16 @@ impl HfConfig {
             n_rot: head_dim,
             rope_pos_scale,
             rope_inv_freq,
+            attn_scale,
+            act,
+            // transformers' `hidden_size**0.5`, as an f32 tensor
+            embd_scale: gemma.then(|| (n_embd as f64).sqrt() as f32),
+            post_norms: gemma,
+            window,
         };
         let qkv_bias = match arch {
             Arch::Qwen2 => true,
-            Arch::Llama | Arch::Qwen3 => f.opt_bool("attention_bias")?.unwrap_or(false),
+            Arch::Llama | Arch::Qwen3 | Arch::Gemma3 => f.opt_bool("attention_bias")?.unwrap_or(false),
         };
         Ok(HfConfig {
             config,
@@ -240,6 +361,7 @@ impl HfConfig {
                 tied: Some(f.opt_bool("tie_word_embeddings")?.unwrap_or(false)),
                 qkv_bias: Some(qkv_bias),
                 strict: true,
+                norm_plus_one: gemma,
             },
             dtype,
             architecture,

@@ -19,7 +19,7 @@ pub(super) fn attention<'c>(
 ) {
     let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
     let group = c.n_head / c.n_head_kv;
-    let scale = 1.0 / libm::sqrtf(hd as f32);
+    let scale = c.attn_scale;
     let (q, tok_seq, first, len) = (&s.q, &s.tok_seq, &s.kv_first, &s.kv_len);
     // a run of queries of one sequence whose keys start at its first
     // position shares the keys' reading

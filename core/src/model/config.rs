@@ -17,6 +17,10 @@ pub enum Arch {
     Qwen2,
     /// Qwen3 (Q/K norms).
     Qwen3,
+    /// Gemma 3 (text): Q/K norms, norms after attention and MLP too,
+    /// GELU-tanh, scaled embeddings, local (sliding-window) and global
+    /// layers with their own RoPE bases.
+    Gemma3,
 }
 
 impl Arch {
@@ -26,6 +30,7 @@ impl Arch {
             "llama" => Ok(Arch::Llama),
             "qwen2" => Ok(Arch::Qwen2),
             "qwen3" => Ok(Arch::Qwen3),
+            "gemma3" => Ok(Arch::Gemma3),
             _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
         }
     }
@@ -35,6 +40,7 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
+            Arch::Gemma3 => "gemma3",
         }
     }
 }
@@ -47,6 +53,28 @@ pub enum RopeStyle {
     Adjacent,
     /// ggml NEOX / HF `rotate_half`: pairs (i, i + n_rot/2).
     Neox,
+}
+
+/// The feed-forward layer's gate activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// `silu(gate) · up` (Llama, Qwen).
+    Silu,
+    /// `gelu_tanh(gate) · up` (Gemma).
+    GeluTanh,
+}
+
+/// Sliding-window attention: the layers that see only the last `size`
+/// positions (a query at p sees p − size + 1 ..= p), and their own RoPE.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Positions a windowed layer sees, its query's own included.
+    pub size: usize,
+    /// Per layer: whether it is windowed.
+    pub layers: Vec<bool>,
+    /// The windowed layers' RoPE `inv_freq` (position scale 1), when it
+    /// is not the global layers' (Gemma 3: base 10 000 against 1 000 000).
+    pub rope_inv_freq: Option<Vec<f32>>,
 }
 
 /// The hyper-parameters a forward pass needs.
@@ -84,6 +112,30 @@ pub struct Config {
     pub rope_pos_scale: f32,
     /// `inv_freq[i] = 1 / (base^(2i/n_rot) * freq_factor[i])`, i < n_rot/2.
     pub rope_inv_freq: Vec<f32>,
+    /// Scale of the attention scores (1/√head_dim, or Gemma's
+    /// `query_pre_attn_scalar`^−½).
+    pub attn_scale: f32,
+    /// The feed-forward activation.
+    pub act: Act,
+    /// Embedding rows are multiplied by this (Gemma: √n_embd, rounded to
+    /// f32, as transformers' `normalizer`).
+    pub embd_scale: Option<f32>,
+    /// RMSNorms after attention and after the MLP, before each residual
+    /// add (Gemma 2/3).
+    pub post_norms: bool,
+    /// Sliding-window layers, if any.
+    pub window: Option<Window>,
+}
+
+impl Act {
+    /// The activation's name in config.json (`hidden_act`/`hidden_activation`).
+    pub fn parse_hf(s: &str) -> Option<Act> {
+        match s {
+            "silu" | "swish" => Some(Act::Silu),
+            "gelu_pytorch_tanh" | "gelu_tanh" => Some(Act::GeluTanh),
+            _ => None,
+        }
+    }
 }
 
 /// Limits no real checkpoint comes near (the largest have ~128 layers,
@@ -117,6 +169,7 @@ pub enum Param {
     NormEps,
     RopeBase,
     RopeScale,
+    Window,
 }
 
 impl Param {
@@ -132,6 +185,7 @@ impl Param {
             Param::NormEps => ("attention.layer_norm_rms_epsilon", "rms_norm_eps"),
             Param::RopeBase => ("rope.freq_base", "rope_theta"),
             Param::RopeScale => ("rope.scaling.factor", "rope_scaling"),
+            Param::Window => ("attention.sliding_window", "sliding_window"),
         }
     }
 }
@@ -169,7 +223,21 @@ impl Config {
         }
         positive(Param::RopeBase, self.rope_base)?;
         positive(Param::RopeScale, self.rope_pos_scale)?;
-        if let Some(f) = self.rope_inv_freq.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+        if !(self.attn_scale.is_finite() && self.attn_scale > 0.0) {
+            return Err(bad(
+                Param::Heads,
+                alloc::format!("(attention scale {})", self.attn_scale),
+                "gives an attention scale that is not a finite number above 0",
+            ));
+        }
+        if let Some(w) = &self.window {
+            if w.size == 0 || w.layers.len() != self.n_layer {
+                let why = alloc::format!("{} window flags for {} layers", w.layers.len(), self.n_layer);
+                return Err(bad(Param::Window, w.size.to_string(), &why));
+            }
+        }
+        let local = self.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()).unwrap_or(&[]);
+        if let Some(f) = self.rope_inv_freq.iter().chain(local).find(|f| !(f.is_finite() && **f > 0.0)) {
             let why = "gives a RoPE frequency that is not a finite number above 0";
             return Err(bad(Param::RopeScale, alloc::format!("(frequency {f})"), why));
         }
@@ -242,6 +310,13 @@ pub(crate) fn check_heads(n_head: usize, n_head_kv: usize, head_dim: usize, n_ro
         });
     }
     Ok(())
+}
+
+/// Gemma 3's layer pattern: every `period`-th layer global, the others
+/// windowed (transformers' `sliding_window_pattern`, llama.cpp's
+/// `LLAMA_SWA_TYPE_STANDARD` with period 6 for `gemma3`).
+pub(crate) fn every_nth_global(n_layer: usize, period: usize) -> Vec<bool> {
+    (0..n_layer).map(|i| (i + 1) % period != 0).collect()
 }
 
 /// RoPE's `inv_freq[i] = 1 / base^(2i/n_rot)`, i < n_rot/2.

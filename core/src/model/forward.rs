@@ -5,6 +5,7 @@
 //! is in the batch, so results are batch-invariant bit for bit.
 
 use super::attention::attention;
+use super::config::Act;
 use super::engine::Engine;
 use super::kv_cache::KvCache;
 use super::matmul::matmul;
@@ -49,19 +50,30 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
     let mut t = 0;
     for (i, q) in seqs.iter().enumerate() {
         for (j, &id) in q.tokens.iter().enumerate() {
-            quant::dequantize_row(emb.ty, emb.row(id as usize), &mut s.x[t * ne..(t + 1) * ne])?;
-            let pos = q.pos0 + j;
-            s.tok_seq[t] = i;
-            s.tok_pos[t] = pos;
-            // keys visible to the query at `pos`: 0..=pos
-            (s.kv_first[t], s.kv_len[t]) = (0, pos + 1);
+            let x = &mut s.x[t * ne..(t + 1) * ne];
+            quant::dequantize_row(emb.ty, emb.row(id as usize), x)?;
+            if let Some(scale) = c.embd_scale {
+                x.iter_mut().for_each(|v| *v *= scale);
+            }
+            (s.tok_seq[t], s.tok_pos[t]) = (i, q.pos0 + j);
             t += 1;
         }
     }
-    rope::tables(c, s.tok_pos[..n].iter().copied(), &mut s.rope);
+    let positions = || s.tok_pos[..n].iter().copied();
+    rope::tables(&c.rope_inv_freq, c.rope_pos_scale, positions(), &mut s.rope);
+    if let Some(local) = c.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()) {
+        rope::tables(local, 1.0, positions(), &mut s.rope_local);
+    }
 
+    let mut spans_of = None;
     for (l, lw) in w.layers.iter().enumerate() {
-        layer(m, e, s, seqs, l, lw, n);
+        // the keys each query sees in this layer: its window's, or all
+        let window = c.window.as_ref().filter(|w| w.layers[l]).map(|w| w.size);
+        if spans_of != Some(window) {
+            spans(s, n, window);
+            spans_of = Some(window);
+        }
+        layer(m, e, s, seqs, l, lw, n, window.is_some());
     }
 
     // final norm and output head, for the requested rows only
@@ -79,8 +91,19 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
     Ok(())
 }
 
+/// Keys visible to the query at `pos`: `pos + 1 - window ..= pos`, or
+/// `0..=pos` without a window.
+fn spans(s: &mut Scratch, n: usize, window: Option<usize>) {
+    for t in 0..n {
+        let seen = s.tok_pos[t] + 1;
+        let first = window.map_or(0, |w| seen.saturating_sub(w));
+        (s.kv_first[t], s.kv_len[t]) = (first, seen - first);
+    }
+}
+
 /// One transformer block, in place on the residual stream `s.x`.
-fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize) {
+#[allow(clippy::too_many_arguments)]
+fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize, local: bool) {
     let c = m.config;
     let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
     let k = e.kernels;
@@ -97,7 +120,9 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     ];
     matmul(e, &qkv, xn, n, acts, mm, &mut [&mut s.q, &mut s.k, &mut s.v]);
 
-    // qwen3: RMSNorm of each head of Q and K; then RoPE
+    // qwen3, gemma: RMSNorm of each head of Q and K; then RoPE (a windowed
+    // layer's own, if it has one)
+    let table = if local && !s.rope_local.is_empty() { &s.rope_local } else { &s.rope };
     for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
         let row = buf.len() / n;
         for (t, head) in buf.chunks_exact_mut(hd).enumerate() {
@@ -108,7 +133,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
                 k.rms_norm(tmp, w, c.norm_eps, head);
             }
             let tok = t * hd / row;
-            rope::apply(c.rope_style, c.n_rot, &s.rope[tok * c.n_rot..(tok + 1) * c.n_rot], head);
+            rope::apply(c.rope_style, c.n_rot, &table[tok * c.n_rot..(tok + 1) * c.n_rot], head);
         }
     }
 
@@ -121,11 +146,11 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     }
     attention(c, e, s, n, &|i| seqs[i].kv.layer(l));
 
-    // output projection and residual
+    // output projection (gemma: normed) and residual
     matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
-    add(&mut s.x[..n * ne], &s.y[..n * ne]);
+    residual(e, s, n, lw.post_attn_norm.as_deref(), c.norm_eps);
 
-    // ffn rmsnorm, then w_down(silu(w_gate(x)) * w_up(x)), residual
+    // ffn rmsnorm, then w_down(act(w_gate(x)) * w_up(x)), residual
     rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
     let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
     let gate_up = [(m.matrix(&lw.w_gate), None), (m.matrix(&lw.w_up), None)];
@@ -133,9 +158,24 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     // element-wise: an equal share per worker, even of one token's row
     let (nf, up) = (c.n_ff, &s.up);
     let per = (n * nf).div_ceil(e.par.n_workers()).next_multiple_of(16);
-    e.par.for_each_run(&mut s.gate[..n * nf], per, &|i, g| k.swiglu(g, &up[i * per..]));
+    e.par.for_each_run(&mut s.gate[..n * nf], per, &|i, g| match c.act {
+        Act::Silu => k.swiglu(g, &up[i * per..]),
+        Act::GeluTanh => k.geglu(g, &up[i * per..]),
+    });
     matmul(e, &[(m.matrix(&lw.w_down), None)], &s.gate, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
-    add(&mut s.x[..n * ne], &s.y[..n * ne]);
+    residual(e, s, n, lw.post_ffn_norm.as_deref(), c.norm_eps);
+}
+
+/// `x += y`, or `x += rms_norm(y)` with a post-norm.
+fn residual(e: &Engine, s: &mut Scratch, n: usize, post_norm: Option<&[f32]>, eps: f32) {
+    let ne = s.x.len() / s.n_batch;
+    match post_norm {
+        None => add(&mut s.x[..n * ne], &s.y[..n * ne]),
+        Some(w) => {
+            rms_norm_rows(e, &s.y[..n * ne], w, eps, &mut s.xn);
+            add(&mut s.x[..n * ne], &s.xn[..n * ne]);
+        }
+    }
 }
 
 fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {

@@ -1,14 +1,14 @@
 //! Rotary position embedding: cos/sin tables per position, applied in place.
 
-use super::config::{Config, RopeStyle};
+use super::config::RopeStyle;
 
 /// Fill `cs` with (cos, sin) of every rotated pair for each position:
-/// `cs[t * n_rot + 2i] = cos(pos_t * inv_freq_i)`, `... + 2i + 1] = sin`.
-pub fn tables(c: &Config, positions: impl Iterator<Item = usize>, cs: &mut [f32]) {
-    let half = c.n_rot / 2;
+/// `cs[t * n_rot + 2i] = cos(pos_t · scale · inv_freq_i)`, `... + 2i + 1] = sin`.
+pub fn tables(inv_freq: &[f32], pos_scale: f32, positions: impl Iterator<Item = usize>, cs: &mut [f32]) {
+    let half = inv_freq.len();
     for (t, pos) in positions.enumerate() {
-        let p = pos as f32 * c.rope_pos_scale;
-        for (i, &f) in c.rope_inv_freq.iter().enumerate() {
+        let p = pos as f32 * pos_scale;
+        for (i, &f) in inv_freq.iter().enumerate() {
             let a = p * f;
             cs[t * 2 * half + 2 * i] = libm::cosf(a);
             cs[t * 2 * half + 2 * i + 1] = libm::sinf(a);

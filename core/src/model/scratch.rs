@@ -59,6 +59,8 @@ pub struct Scratch {
     pub(crate) mm: Vec<f32>,
     /// (n_batch, n_rot) RoPE cos/sin per position
     pub(crate) rope: Vec<f32>,
+    /// (n_batch, n_rot) the same for windowed layers with their own RoPE; else empty
+    pub(crate) rope_local: Vec<f32>,
     pub(crate) acts: ActBufs,
 }
 
@@ -87,6 +89,10 @@ impl Scratch {
             y: vec![0.0; b * c.n_embd],
             mm: vec![0.0; mm_rows.max(c.n_vocab * HEAD_TOKENS.min(b))],
             rope: vec![0.0; b * c.n_rot],
+            rope_local: match c.window.as_ref().and_then(|w| w.rope_inv_freq.as_ref()) {
+                Some(_) => vec![0.0; b * c.n_rot],
+                None => Vec::new(),
+            },
             acts: ActBufs {
                 q8_0: vec![BlockQ8_0::ZERO; b * widest.div_ceil(QK8)],
                 q8_1: vec![BlockQ8_1::ZERO; b * widest.div_ceil(QK8)],
@@ -108,7 +114,8 @@ impl Scratch {
             + self.up.len()
             + self.y.len()
             + self.mm.len()
-            + self.rope.len();
+            + self.rope.len()
+            + self.rope_local.len();
         f * 4
             + self.acts.q8_0.len() * core::mem::size_of::<BlockQ8_0>()
             + self.acts.q8_1.len() * core::mem::size_of::<BlockQ8_1>()

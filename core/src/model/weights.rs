@@ -59,8 +59,12 @@ pub struct LayerWeights {
     pub q_norm: Option<Vec<f32>>,
     /// Qwen3: RMSNorm over each head of K.
     pub k_norm: Option<Vec<f32>>,
+    /// Gemma: RMSNorm of the attention output, before the residual add.
+    pub post_attn_norm: Option<Vec<f32>>,
     /// RMSNorm before the feed-forward layer.
     pub ffn_norm: Vec<f32>,
+    /// Gemma: RMSNorm of the feed-forward output, before the residual add.
+    pub post_ffn_norm: Option<Vec<f32>>,
     /// Feed-forward gate projection.
     pub w_gate: TensorRef,
     /// Feed-forward up projection.
@@ -204,10 +208,14 @@ pub(crate) struct Expect {
     pub qkv_bias: Option<bool>,
     /// Every tensor of the file must be used (HF checkpoints).
     pub strict: bool,
+    /// Norm weights are stored as w for a norm that scales by 1 + w
+    /// (transformers' Gemma); binding adds the 1, so they read as GGUF's,
+    /// whose converter added it.
+    pub norm_plus_one: bool,
 }
 
 impl Expect {
-    pub const GGUF: Expect = Expect { tied: None, qkv_bias: None, strict: false };
+    pub const GGUF: Expect = Expect { tied: None, qkv_bias: None, strict: false, norm_plus_one: false };
 }
 
 impl Weights {
@@ -237,17 +245,25 @@ impl Weights {
         let mut layers = Vec::with_capacity(c.n_layer);
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
-            let qk_norm = |s: &str| match c.arch {
-                Arch::Qwen3 => Some(b.vector(&n(s), c.head_dim)),
-                _ => b.opt_vector(&n(s), c.head_dim),
+            let norm = |s: &str, len: usize| {
+                let mut v = b.vector(&n(s), len);
+                if x.norm_plus_one {
+                    v.iter_mut().for_each(|w| *w += 1.0);
+                }
+                v
             };
+            let qk_norm = |s: &str| match c.arch {
+                Arch::Qwen3 | Arch::Gemma3 => Some(norm(s, c.head_dim)),
+                _ => b.has(&n(s)).then(|| norm(s, c.head_dim)),
+            };
+            let post_norm = |s: &str| c.post_norms.then(|| norm(s, e));
             let bias = |s: &str, len: usize| match x.qkv_bias {
                 None => b.opt_vector(&n(s), len),
                 Some(true) => Some(b.vector(&n(s), len)),
                 Some(false) => None,
             };
             layers.push(LayerWeights {
-                attn_norm: b.vector(&n("attn_norm.weight"), e),
+                attn_norm: norm("attn_norm.weight", e),
                 wq: b.matrix(&n("attn_q.weight"), e, q),
                 wk: b.matrix(&n("attn_k.weight"), e, kv),
                 wv: b.matrix(&n("attn_v.weight"), e, kv),
@@ -257,13 +273,18 @@ impl Weights {
                 bv: bias("attn_v.bias", kv),
                 q_norm: qk_norm("attn_q_norm.weight"),
                 k_norm: qk_norm("attn_k_norm.weight"),
-                ffn_norm: b.vector(&n("ffn_norm.weight"), e),
+                post_attn_norm: post_norm("post_attention_norm.weight"),
+                ffn_norm: norm("ffn_norm.weight", e),
+                post_ffn_norm: post_norm("post_ffw_norm.weight"),
                 w_gate: b.matrix(&n("ffn_gate.weight"), e, ff),
                 w_up: b.matrix(&n("ffn_up.weight"), e, ff),
                 w_down: b.matrix(&n("ffn_down.weight"), ff, e),
             });
         }
-        let output_norm = b.vector("output_norm.weight", e);
+        let mut output_norm = b.vector("output_norm.weight", e);
+        if x.norm_plus_one {
+            output_norm.iter_mut().for_each(|w| *w += 1.0);
+        }
         if x.strict {
             for name in b.unused() {
                 b.problem(Error::UnexpectedTensor { name });

@@ -140,7 +140,9 @@ fn byte_level(g: &Gguf, pre: &str, tokens: &[&str], types: &[i64]) -> Result<(to
         "qwen2" | "deepseek-r1-qwen" => split_then_bytes(QWEN2_REGEX)?,
         "llama3" | "llama-bpe" | "smaug-bpe" => split_then_bytes(LLAMA3_REGEX)?,
         "smollm" | "gpt2" | "default" => ByteLevel::new(false, true, true).into(),
-        other => return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") }),
+        other => {
+            return Err(Error::UnsupportedTokenizer { model: alloc::format!("gpt2 with pre-tokenizer {other:?}") })
+        }
     };
     let merges: Vec<(String, String)> = strings(g, "tokenizer.ggml.merges", 2 * MAX_VOCAB)?
         .into_iter()

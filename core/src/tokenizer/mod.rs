@@ -3,9 +3,9 @@
 //! bytes each token stands for, special tokens and end-of-generation ids.
 
 mod gguf;
-mod spm;
 mod hf;
 mod literal;
+mod spm;
 
 pub use literal::Escaper;
 

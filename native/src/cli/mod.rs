@@ -3,8 +3,8 @@
 mod bench;
 mod chat;
 mod info;
-mod pull;
 mod perplexity;
+mod pull;
 mod run;
 mod sampling;
 mod serve;
@@ -118,4 +118,3 @@ fn load(path: &std::path::Path, l: &LoadArgs) -> Result<tern::Loaded> {
     }
     lm
 }
-

@@ -1,6 +1,5 @@
 //! `tern serve`: the OpenAI-compatible server (built with `--features serve`).
 
-
 use tern::Result;
 
 #[derive(clap::Args)]

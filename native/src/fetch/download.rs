@@ -124,18 +124,25 @@ fn transfer(client: &Client, job: &Job, part: &Path, bar: &Bar) -> std::result::
         false => Failure::Final(fetch(t.detail)),
     })?;
     let status = got.response.status();
-    let header = |h: header::HeaderName| got.response.headers().get(h).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let header =
+        |h: header::HeaderName| got.response.headers().get(h).and_then(|v| v.to_str().ok()).map(str::to_string);
     let content_range = header(header::CONTENT_RANGE);
     let length = header(header::CONTENT_LENGTH).and_then(|v| v.parse::<u64>().ok());
     let (start, total) = match status {
         StatusCode::OK => (0, length),
         StatusCode::PARTIAL_CONTENT => match content_range.as_deref().and_then(parse_content_range) {
             Some((s, _, t)) if s == from => (s, t),
-            _ => return Err(Failure::Final(fetch(format!("{}: a 206 answer with Content-Range {content_range:?} for bytes {from}-", job.url)))),
+            _ => {
+                return Err(Failure::Final(fetch(format!(
+                    "{}: a 206 answer with Content-Range {content_range:?} for bytes {from}-",
+                    job.url
+                ))))
+            }
         },
         StatusCode::RANGE_NOT_SATISFIABLE => {
             // what we hold is already whole, or longer than the file: restart
-            let total = content_range.as_deref().and_then(|c| c.strip_prefix("bytes */")).and_then(|t| t.parse::<u64>().ok());
+            let total =
+                content_range.as_deref().and_then(|c| c.strip_prefix("bytes */")).and_then(|t| t.parse::<u64>().ok());
             if total == Some(from) {
                 return Ok(got.sha256);
             }

@@ -9,7 +9,6 @@ use ureq::Body;
 
 use crate::{Error, Result};
 
-
 const MAX_REDIRECTS: usize = 10;
 
 /// The HTTP client of a [`super::Fetcher`].
@@ -61,7 +60,8 @@ impl Client {
                     req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
                 }
             }
-            let response = req.call().map_err(|e| Transport { transient: transient(&e), detail: format!("GET {url}: {e}") })?;
+            let response =
+                req.call().map_err(|e| Transport { transient: transient(&e), detail: format!("GET {url}: {e}") })?;
             if sha256.is_none() {
                 sha256 = declared_sha256(&response);
             }
@@ -110,7 +110,10 @@ fn transient(e: &ureq::Error) -> bool {
     match e {
         ureq::Error::Timeout(_) => true,
         ureq::Error::Io(io) => {
-            matches!(io.kind(), ConnectionReset | ConnectionAborted | UnexpectedEof | TimedOut | BrokenPipe | Interrupted)
+            matches!(
+                io.kind(),
+                ConnectionReset | ConnectionAborted | UnexpectedEof | TimedOut | BrokenPipe | Interrupted
+            )
         }
         _ => false,
     }

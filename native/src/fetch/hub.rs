@@ -75,8 +75,10 @@ pub(crate) fn choose(repo: &Repo, pick: &Pick, files: &[String]) -> Result<Choic
             Err(fetch(format!("{repo} has no file {f}")))
         };
     }
-    let ggufs: Vec<&String> =
-        files.iter().filter(|f| f.to_ascii_lowercase().ends_with(".gguf") && !f.to_ascii_lowercase().contains("mmproj")).collect();
+    let ggufs: Vec<&String> = files
+        .iter()
+        .filter(|f| f.to_ascii_lowercase().ends_with(".gguf") && !f.to_ascii_lowercase().contains("mmproj"))
+        .collect();
     if ggufs.is_empty() {
         if let Pick::Quant(q) = pick {
             return Err(fetch(format!("{repo} has no GGUF files, so no {q}")));
@@ -118,8 +120,11 @@ fn directory(repo: &Repo, files: &[String]) -> Result<Choice> {
         "special_tokens_map.json",
         "model.safetensors.index.json",
     ];
-    let take: Vec<String> =
-        files.iter().filter(|f| WANT.contains(&f.as_str()) || !f.contains('/') && f.ends_with(".safetensors")).cloned().collect();
+    let take: Vec<String> = files
+        .iter()
+        .filter(|f| WANT.contains(&f.as_str()) || !f.contains('/') && f.ends_with(".safetensors"))
+        .cloned()
+        .collect();
     let has = |n: &str| take.iter().any(|f| f == n);
     if !has("config.json") || !has("tokenizer.json") || !take.iter().any(|f| f.ends_with(".safetensors")) {
         let shown: Vec<&str> = files.iter().take(12).map(String::as_str).collect();
@@ -144,7 +149,10 @@ fn names_quant(file: &str, q: &str) -> bool {
 fn quant_of(file: &str) -> Option<String> {
     let name = file.rsplit('/').next().unwrap_or(file).to_ascii_uppercase();
     let stem = name.strip_suffix(".GGUF").unwrap_or(&name).to_string();
-    stem.split(['-', '.']).rev().find(|w| w.starts_with("Q") || w.starts_with("IQ") || ["F16", "BF16", "F32"].contains(w)).map(str::to_string)
+    stem.split(['-', '.'])
+        .rev()
+        .find(|w| w.starts_with("Q") || w.starts_with("IQ") || ["F16", "BF16", "F32"].contains(w))
+        .map(str::to_string)
 }
 
 /// `N` for a file named like `x-00001-of-0000N.gguf`.

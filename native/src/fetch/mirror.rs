@@ -31,7 +31,9 @@ fn write_then_rename(dest: &Path, write: impl FnOnce(&Path, &mut File) -> Result
     let result = File::create(&part)
         .map_err(|e| fetch(format!("creating {}: {e}", part.display())))
         .and_then(|mut f| write(&part, &mut f))
-        .and_then(|()| fs::rename(&part, dest).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display()))));
+        .and_then(|()| {
+            fs::rename(&part, dest).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display())))
+        });
     if result.is_err() {
         let _ = fs::remove_file(&part);
     }

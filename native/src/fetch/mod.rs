@@ -27,12 +27,12 @@ pub mod reference;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
+use crate::Result;
 use download::{Expect, Job};
 use http::{fetch, Client};
 use hub::Choice;
 use known::Known;
 use reference::{Pick, Reference, Repo};
-use crate::Result;
 
 /// How models are fetched: where they are cached, from where, whether the
 /// network may be used, whether progress is shown.
@@ -198,7 +198,13 @@ impl Fetcher {
     fn hub(&self, repo: &Repo, pick: &Pick) -> Result<PathBuf> {
         let root = self.dir.join("hf").join(&repo.owner).join(&repo.name);
         let files = if self.offline { cached_files(&root) } else { self.listing(repo)? };
-        let choice = hub::choose(repo, pick, &files).map_err(|e| if self.offline { self.offline_miss(&repo.to_string()) } else { e })?;
+        let choice = hub::choose(repo, pick, &files).map_err(|e| {
+            if self.offline {
+                self.offline_miss(&repo.to_string())
+            } else {
+                e
+            }
+        })?;
         let client = self.client();
         match choice {
             Choice::Gguf(file) => {

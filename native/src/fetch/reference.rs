@@ -155,7 +155,10 @@ mod tests {
 
     #[test]
     fn llama_cpp_forms() {
-        assert_eq!(hub("bartowski/Qwen2.5-0.5B-Instruct-GGUF:q4_k_m"), ("bartowski/Qwen2.5-0.5B-Instruct-GGUF".into(), Pick::Quant("Q4_K_M".into())));
+        assert_eq!(
+            hub("bartowski/Qwen2.5-0.5B-Instruct-GGUF:q4_k_m"),
+            ("bartowski/Qwen2.5-0.5B-Instruct-GGUF".into(), Pick::Quant("Q4_K_M".into()))
+        );
         assert_eq!(hub("Qwen/Qwen3-0.6B"), ("Qwen/Qwen3-0.6B".into(), Pick::Default));
         assert_eq!(hub("o/r/sub/x.gguf"), ("o/r".into(), Pick::File("sub/x.gguf".into())));
         assert_eq!(parse("https://example.com/m.gguf").unwrap(), Reference::Url("https://example.com/m.gguf".into()));

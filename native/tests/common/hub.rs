@@ -113,13 +113,21 @@ fn serve(conn: TcpStream, routes: &Mutex<HashMap<String, Route>>, log: &Mutex<Ve
         }
         Some(Route::File { bytes, etag, cut_once_at }) => {
             let etag = etag.map(|e| format!("X-Linked-Etag: \"{e}\"\r\n")).unwrap_or_default();
-            let from = range.as_deref().and_then(|r| r.strip_prefix("bytes=")?.strip_suffix('-')?.parse::<usize>().ok());
+            let from =
+                range.as_deref().and_then(|r| r.strip_prefix("bytes=")?.strip_suffix('-')?.parse::<usize>().ok());
             let (status, extra, body) = match from {
                 Some(f) if f >= bytes.len() => {
-                    let _ = out.write_all(head("416 Range Not Satisfiable", &format!("Content-Range: bytes */{}\r\n", bytes.len()), 0).as_bytes());
+                    let _ = out.write_all(
+                        head("416 Range Not Satisfiable", &format!("Content-Range: bytes */{}\r\n", bytes.len()), 0)
+                            .as_bytes(),
+                    );
                     return;
                 }
-                Some(f) => ("206 Partial Content", format!("Content-Range: bytes {f}-{}/{}\r\n{etag}", bytes.len() - 1, bytes.len()), &bytes[f..]),
+                Some(f) => (
+                    "206 Partial Content",
+                    format!("Content-Range: bytes {f}-{}/{}\r\n{etag}", bytes.len() - 1, bytes.len()),
+                    &bytes[f..],
+                ),
                 None => ("200 OK", etag, &bytes[..]),
             };
             let _ = out.write_all(head(status, &format!("Accept-Ranges: bytes\r\n{extra}"), body.len()).as_bytes());

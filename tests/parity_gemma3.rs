@@ -1,0 +1,100 @@
+//! Gemma 3 270M (Q4_K_M GGUF) on the exact path against its HF
+//! transformers oracle (fixtures/oracle/gemma3, made by
+//! make_gemma3_oracle.py from the same file): full-vocabulary rows within
+//! 1e-3·max|logit| and the same top-1 at every stored position; the
+//! oracle's top-20 and logsumexp at every prompt position and at the first
+//! four decode steps; cached decode bit-identical to a full recompute.
+//! Prompt p6 (661 tokens) runs past the 512-position sliding window.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tern_tests::*;
+
+const FILE: &str = "gemma-3-270m-q4_k_m.gguf";
+const TOL: f64 = 1e-3;
+const STEPS: usize = 4;
+
+fn gemma_dir() -> std::path::PathBuf {
+    oracle_dir().join("gemma3")
+}
+
+fn manifest() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(gemma_dir().join("manifest.json")).unwrap()).unwrap()
+}
+
+/// A stored row, checked against the manifest's sha256.
+fn row(man: &Value, rel: &str) -> Option<Vec<f32>> {
+    let entry = man["files"].as_array().unwrap().iter().find(|f| f["file"] == rel)?;
+    let bytes = std::fs::read(gemma_dir().join(rel)).unwrap();
+    assert_eq!(format!("{:x}", Sha256::digest(&bytes)), entry["sha256"].as_str().unwrap(), "{rel} was changed");
+    Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
+}
+
+/// Every top-20 entry within TOL·max|row|, the logsumexp too, same top-1.
+fn check_topk(what: &str, got: &[f32], want: &Value) {
+    let scale = got.iter().fold(0.0f64, |a, &b| a.max((b as f64).abs()));
+    let top = ids(&want["topk_ids"]);
+    for (id, l) in top.iter().zip(want["topk_logits"].as_array().unwrap()) {
+        let d = (got[*id as usize] as f64 - l.as_f64().unwrap()).abs();
+        assert!(d <= TOL * scale, "{what} id {id}: |Δ| {d:.2e} > {TOL}·{scale:.1}");
+    }
+    let lse = tern_core::perplexity::nll(got, 0) + got[0] as f64;
+    let want_lse = want["logsumexp"].as_f64().unwrap();
+    assert!((lse - want_lse).abs() <= TOL * scale, "{what}: logsumexp {lse} vs {want_lse}");
+    assert_eq!(argmax(got), top[0], "{what}: top-1 differs");
+}
+
+#[test]
+fn exact_matches_oracle_gemma3() {
+    let man = manifest();
+    let path = model_path(FILE);
+    let sha = format!("{:x}", Sha256::digest(std::fs::read(&path).unwrap()));
+    assert_eq!(sha, man["gguf"]["sha256"].as_str().unwrap(), "not the GGUF the oracle was made from");
+    let lm = load(FILE);
+    let e = tern::engine(threads(), true).unwrap();
+    let nv = lm.model.config.n_vocab;
+    let mut worst = (0.0f64, String::new());
+    for (p, case) in man["prompts"].as_object().unwrap() {
+        let input = ids(&case["input_ids"]);
+        let generated = ids(&case["generated_ids"]);
+        let n = input.len();
+        let mut s = lm.model.session_kv(n + STEPS, 512, e.kv_type());
+        let run = run_cached(&lm, &e, &mut s, &input, &generated[..STEPS]);
+
+        // full rows where stored
+        let mut rows = vec![("last".to_string(), &run.prompt_rows[(n - 1) * nv..])];
+        rows.extend(run.steps.iter().enumerate().map(|(k, r)| (format!("gen{}", k + 1), &r[..])));
+        for (kind, got) in rows {
+            let Some(want) = row(&man, &format!("logits/{p}.{kind}.bin")) else { continue };
+            let err = rel_err(got, &want);
+            assert!(err <= TOL, "{p} {kind}: max|Δ|/max|logit| = {err:.2e}");
+            assert_eq!(argmax(got), argmax(&want), "{p} {kind}: top-1 differs");
+            if err > worst.0 {
+                worst = (err, format!("{p} {kind}"));
+            }
+        }
+
+        // top-20 and logsumexp: every prompt position, the first decode steps
+        let topk: Value =
+            serde_json::from_str(&std::fs::read_to_string(gemma_dir().join(format!("topk/{p}.json"))).unwrap())
+                .unwrap();
+        for pos in topk["positions"].as_array().unwrap() {
+            let i = pos["pos"].as_u64().unwrap() as usize;
+            check_topk(&format!("{p} pos {i}"), &run.prompt_rows[i * nv..(i + 1) * nv], pos);
+        }
+        for st in topk["steps"].as_array().unwrap() {
+            let k = st["step"].as_u64().unwrap() as usize;
+            check_topk(&format!("{p} step {k}"), &run.steps[k - 1], st);
+        }
+
+        // cached decode == one forward over the whole prefix, bit for bit
+        let mut seq = input.clone();
+        seq.extend_from_slice(&generated[..STEPS]);
+        let full = run_full(&lm, &e, &seq);
+        assert!(bits_equal(&run.prompt_rows, &full[..n * nv]), "{p}: prompt rows differ from recompute");
+        for (k, r) in run.steps.iter().enumerate() {
+            assert!(bits_equal(r, &full[(n + k) * nv..(n + k + 1) * nv]), "{p}: step {} differs", k + 1);
+        }
+    }
+    println!("gemma3-270m: exact path worst max|Δ|/max|logit| = {:.3e} ({})", worst.0, worst.1);
+}
