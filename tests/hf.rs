@@ -14,10 +14,17 @@ use tern_core::{Engine, Logits};
 use tern_tests::hfdir;
 use tern_tests::*;
 
-const TINY: [&str; 3] = ["tiny-qwen2", "tiny-qwen3", "tiny-llama"];
+const TINY: [&str; 5] = ["tiny-qwen2", "tiny-qwen3", "tiny-llama", "tiny-gemma3", "tiny-gemma3-mm"];
 
+/// The shared oracle's tiny models, then the newer families'
+/// (fixtures/tiny, made by make_tiny_families.py).
 fn tiny(name: &str) -> PathBuf {
-    oracle_dir().join("tiny").join(name)
+    let shared = oracle_dir().join("tiny").join(name);
+    if shared.exists() {
+        shared
+    } else {
+        fixtures().join("tiny").join(name)
+    }
 }
 
 /// Made by scripts/make-test-models.sh (the test command runs it).

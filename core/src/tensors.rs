@@ -26,20 +26,56 @@ pub struct Located<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Naming {
     Gguf,
-    /// `model.layers.N.self_attn.q_proj.weight`, … as transformers saves them.
-    Hf,
+    /// `model.layers.N.self_attn.q_proj.weight`, … as transformers saves
+    /// them; `gemma`: Gemma's norm names (`pre_feedforward_layernorm`…).
+    Hf {
+        layout: HfLayout,
+        gemma: bool,
+    },
+}
+
+/// Where a transformers checkpoint keeps the language model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HfLayout {
+    /// `*ForCausalLM`: `model.…`, `lm_head.weight`.
+    CausalLm,
+    /// A multimodal checkpoint as transformers 5 saves it:
+    /// `model.language_model.…`, `lm_head.weight`.
+    LanguageModel,
+    /// …as the hub's first Gemma 3 checkpoints are:
+    /// `language_model.model.…`, `language_model.lm_head.weight`.
+    LanguageModelFirst,
+}
+
+impl HfLayout {
+    /// The layout whose embedding `names` holds (CausalLm if none does).
+    pub fn detect(names: &[&str]) -> HfLayout {
+        [HfLayout::LanguageModel, HfLayout::LanguageModelFirst]
+            .into_iter()
+            .find(|l| names.contains(&format!("{}embed_tokens.weight", l.prefixes().0).as_str()))
+            .unwrap_or(HfLayout::CausalLm)
+    }
+    /// (the model's prefix, the head's name)
+    fn prefixes(self) -> (&'static str, &'static str) {
+        match self {
+            HfLayout::CausalLm => ("model.", "lm_head.weight"),
+            HfLayout::LanguageModel => ("model.language_model.", "lm_head.weight"),
+            HfLayout::LanguageModelFirst => ("language_model.model.", "language_model.lm_head.weight"),
+        }
+    }
 }
 
 impl Naming {
     /// The format's name of a tensor given by its GGUF name.
     pub fn name(self, gguf: &str) -> String {
-        if self == Naming::Gguf {
+        let Naming::Hf { layout, gemma } = self else {
             return gguf.to_string();
-        }
+        };
+        let (model, head) = layout.prefixes();
         match gguf {
-            "token_embd.weight" => return "model.embed_tokens.weight".into(),
-            "output_norm.weight" => return "model.norm.weight".into(),
-            "output.weight" => return "lm_head.weight".into(),
+            "token_embd.weight" => return format!("{model}embed_tokens.weight"),
+            "output_norm.weight" => return format!("{model}norm.weight"),
+            "output.weight" => return head.into(),
             _ => {}
         }
         let Some((layer, part)) = gguf.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
@@ -56,18 +92,31 @@ impl Naming {
             "attn_output.weight" => "self_attn.o_proj.weight",
             "attn_q_norm.weight" => "self_attn.q_norm.weight",
             "attn_k_norm.weight" => "self_attn.k_norm.weight",
+            "ffn_norm.weight" if gemma => "pre_feedforward_layernorm.weight",
             "ffn_norm.weight" => "post_attention_layernorm.weight",
+            "post_attention_norm.weight" => "post_attention_layernorm.weight",
+            "post_ffw_norm.weight" => "post_feedforward_layernorm.weight",
             "ffn_gate.weight" => "mlp.gate_proj.weight",
             "ffn_up.weight" => "mlp.up_proj.weight",
             "ffn_down.weight" => "mlp.down_proj.weight",
             other => other,
         };
-        format!("model.layers.{layer}.{hf}")
+        format!("{model}layers.{layer}.{hf}")
     }
 
-    /// Tensors a checkpoint may hold that the forward pass does not use.
+    /// Tensors a checkpoint may hold that the forward pass does not use:
+    /// RoPE buffers; a multimodal checkpoint's vision tower and projector.
     pub(crate) fn ignorable(self, name: &str) -> bool {
-        self == Naming::Hf && name.ends_with(".rotary_emb.inv_freq")
+        let Naming::Hf { layout, .. } = self else { return false };
+        let vision = ["vision_tower.", "multi_modal_projector."];
+        let unused_part = match layout {
+            HfLayout::CausalLm => false,
+            HfLayout::LanguageModel => {
+                vision.iter().any(|v| name.strip_prefix("model.").is_some_and(|n| n.starts_with(v)))
+            }
+            HfLayout::LanguageModelFirst => vision.iter().any(|v| name.starts_with(v)),
+        };
+        unused_part || name.ends_with(".rotary_emb.inv_freq")
     }
 }
 

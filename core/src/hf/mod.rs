@@ -64,6 +64,7 @@ pub fn load<B: AsRef<[u8]>>(
     let (weights, info) = {
         let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
         let (dir, mut problems) = Shards::read(&views, index, hc.dtype)?;
+        let dir = if hc.config.arch == crate::model::Arch::Gemma3 { dir.gemma_names() } else { dir };
         if let Err(e) = Weights::check(&dir, &hc.config, hc.expect) {
             flatten(e, &mut problems);
         }

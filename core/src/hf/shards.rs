@@ -11,7 +11,7 @@ use safetensors::tensor::{Dtype, SafeTensors};
 
 use crate::error::{Error, Result};
 use crate::quant::GgmlType;
-use crate::tensors::{Located, Naming, TensorDir};
+use crate::tensors::{HfLayout, Located, Naming, TensorDir};
 
 /// The index file of a sharded checkpoint.
 pub const INDEX: &str = "model.safetensors.index.json";
@@ -75,6 +75,7 @@ struct Entry {
 pub struct Shards<'a> {
     bufs: Vec<&'a [u8]>,
     tensors: BTreeMap<String, Entry>,
+    naming: Naming,
 }
 
 fn ggml_type(d: Dtype) -> Option<GgmlType> {
@@ -186,7 +187,17 @@ impl<'a> Shards<'a> {
                 }
             }
         }
-        Ok((Shards { bufs: shards.iter().map(|s| s.1).collect(), tensors }, problems))
+        let layout = HfLayout::detect(&tensors.keys().map(String::as_str).collect::<Vec<_>>());
+        let naming = Naming::Hf { layout, gemma: false };
+        Ok((Shards { bufs: shards.iter().map(|s| s.1).collect(), tensors, naming }, problems))
+    }
+
+    /// Name the norms as Gemma's checkpoints do.
+    pub fn gemma_names(mut self) -> Self {
+        if let Naming::Hf { layout, .. } = self.naming {
+            self.naming = Naming::Hf { layout, gemma: true };
+        }
+        self
     }
 
     /// The dtype each tensor was saved in, counted (for reporting).
@@ -201,7 +212,7 @@ impl<'a> Shards<'a> {
 
 impl TensorDir for Shards<'_> {
     fn naming(&self) -> Naming {
-        Naming::Hf
+        self.naming
     }
     fn get(&self, name: &str) -> Option<Located<'_>> {
         let e = self.tensors.get(name)?;
