@@ -155,12 +155,22 @@ impl ChatTemplate {
         content_specials: bool,
     ) -> Result<Vec<u32>> {
         if content_specials {
-            return tok.encode(&self.render(messages, add_generation_prompt, None)?, true);
+            return tok.encode(self.once_bos(tok, &self.render(messages, add_generation_prompt, None)?), true);
         }
         let mut esc = tok.escaper();
         let escaped: Vec<Message> =
             messages.iter().map(|m| Message { role: m.role.clone(), content: esc.escape(&m.content) }).collect();
-        esc.encode(&self.render(&escaped, add_generation_prompt, None)?, true)
+        esc.encode(self.once_bos(tok, &self.render(&escaped, add_generation_prompt, None)?), true)
+    }
+
+    /// The rendering without the template's own BOS when the tokenizer adds
+    /// one (as llama.cpp's chat code does), so the prompt has one BOS.
+    fn once_bos<'r>(&self, tok: &Tokenizer, rendered: &'r str) -> &'r str {
+        match (tok.add_bos && tok.bos.is_some() && !self.bos_token.is_empty(), rendered.strip_prefix(&*self.bos_token))
+        {
+            (true, Some(rest)) => rest,
+            _ => rendered,
+        }
     }
 }
 

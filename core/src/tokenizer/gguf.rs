@@ -45,6 +45,11 @@ fn id_key(g: &Gguf, key: &str, n: usize) -> Result<Option<u32>> {
     }
 }
 
+/// Gemma's chat format: `<start_of_turn>user\n…<end_of_turn>\n`, the
+/// assistant's role named `model`, a system message folded into the first
+/// user turn.
+const GEMMA_TEMPLATE: &str = include_str!("gemma.jinja");
+
 impl Tokenizer {
     /// The tokenizer a GGUF file describes (`tokenizer.ggml.*`).
     pub fn from_gguf(g: &Gguf) -> Result<Tokenizer> {
@@ -122,7 +127,13 @@ impl Tokenizer {
             eog,
             // a SentencePiece file that does not say adds BOS (llama.cpp, transformers)
             add_bos: g.get_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(model == "llama"),
-            chat_template: g.get_str("tokenizer.chat_template")?.map(str::to_string),
+            chat_template: match g.get_str("tokenizer.chat_template")? {
+                Some(t) => Some(t.to_string()),
+                // Gemma's turn format for a Gemma file that carries no
+                // template (the 270M base model's), as Google's own
+                None if g.get_str("general.architecture")? == Some("gemma3") => Some(GEMMA_TEMPLATE.into()),
+                None => None,
+            },
             model: model.to_string(),
             pre: pre.to_string(),
         };
