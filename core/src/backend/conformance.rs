@@ -154,6 +154,12 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         if !same(&g1, &g2) {
             return Err(format!("{}: swiglu of {n}", k.name()));
         }
+        let (mut g1, mut g2) = (x.to_vec(), x.to_vec());
+        k.geglu(&mut g1, w);
+        s.geglu(&mut g2, w);
+        if !same(&g1, &g2) {
+            return Err(format!("{}: geglu of {n}", k.name()));
+        }
     }
     // swiglu over every branch of exp: both signs of tiny, ±0.5 ln2,
     // ±1.5 ln2, the under/overflow edges, subnormal results, ±inf, NaN, a
@@ -201,19 +207,25 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     ];
     g.extend((0..4400).map(|i| -110.0 + i as f32 * 0.05));
     g.extend((0..4000).map(|_| f32::from_bits(r.next() as u32)));
+    // (geglu: its exp's argument is a cubic of g, so the same sweep also
+    // crosses every branch, at other g)
     let u: Vec<f32> = g.iter().map(|_| r.f32(2.0)).collect();
-    let (mut g1, mut g2) = (g.clone(), g.clone());
-    k.swiglu(&mut g1, &u);
-    s.swiglu(&mut g2, &u);
-    if let Some(i) = (0..g.len()).find(|&i| g1[i].to_bits() != g2[i].to_bits()) {
-        return Err(format!(
-            "{}: swiglu({:e} = {:#x}) = {:e}, reference {:e}",
-            k.name(),
-            g[i],
-            g[i].to_bits(),
-            g1[i],
-            g2[i]
-        ));
+    type Act = fn(&dyn Kernels, &mut [f32], &[f32]);
+    let acts: [(&str, Act); 2] = [("swiglu", |k, g, u| k.swiglu(g, u)), ("geglu", |k, g, u| k.geglu(g, u))];
+    for (name, act) in acts {
+        let (mut g1, mut g2) = (g.clone(), g.clone());
+        act(k, &mut g1, &u);
+        act(&s, &mut g2, &u);
+        if let Some(i) = (0..g.len()).find(|&i| g1[i].to_bits() != g2[i].to_bits()) {
+            return Err(format!(
+                "{}: {name}({:e} = {:#x}) = {:e}, reference {:e}",
+                k.name(),
+                g[i],
+                g[i].to_bits(),
+                g1[i],
+                g2[i]
+            ));
+        }
     }
     // attention over f32 and f16 caches; rows start at an odd offset, as a
     // KV head past the first does

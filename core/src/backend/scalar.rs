@@ -284,10 +284,14 @@ pub fn swiglu(g: &mut [f32], u: &[f32]) {
 /// exp.
 #[inline]
 pub fn gelu_tanh(x: f32) -> f32 {
-    const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_2;
-    let z = TWO_SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x * x);
+    let z = TWO_SQRT_2_OVER_PI * x * (1.0 + GELU_C * x * x);
     x / (1.0 + libm::expf(-z))
 }
+
+/// 2√(2/π), rounded to f32.
+pub const TWO_SQRT_2_OVER_PI: f32 = 1.595_769_2;
+/// The cubic's coefficient in GELU's tanh form.
+pub const GELU_C: f32 = 0.044715;
 
 /// `g = gelu_tanh(g) · u`, element by element.
 #[inline]

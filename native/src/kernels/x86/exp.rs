@@ -2,7 +2,7 @@
 //! e_expf.c, which the reference uses): the same argument reduction, the
 //! same polynomial and division, and scalbn's same two-step scaling, done
 //! with exactly rounded vector operations (no FMA) and the special cases
-//! blended in. Used for the softmax and SiLU.
+//! blended in. Used for the softmax, SiLU and GELU.
 
 use core::arch::x86_64::*;
 
@@ -114,6 +114,26 @@ fn swiglu_imp(g: &mut [f32], u: &[f32]) {
         store(g, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0), e)), load(u)));
     }
     scalar::swiglu(&mut g[n8..], &u[n8..]);
+}
+
+/// As `scalar::geglu`: `g = g / (1 + exp(−z)) · u`, z = 2√(2/π)·g·(1 + 0.044715·g²).
+pub(super) fn geglu(_: Avx2, g: &mut [f32], u: &[f32]) {
+    // SAFETY: the token proves AVX2.
+    unsafe { geglu_imp(g, u) }
+}
+
+#[target_feature(enable = "avx2")]
+fn geglu_imp(g: &mut [f32], u: &[f32]) {
+    let n8 = g.len() / 8 * 8;
+    let (k, c, one) = (_mm256_set1_ps(scalar::TWO_SQRT_2_OVER_PI), _mm256_set1_ps(scalar::GELU_C), _mm256_set1_ps(1.0));
+    for (g, u) in g[..n8].chunks_exact_mut(8).zip(u.chunks_exact(8)) {
+        let x = load(g);
+        // the reference's order: (k·x) · (1 + (c·x)·x)
+        let z = _mm256_mul_ps(_mm256_mul_ps(k, x), _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(c, x), x)));
+        let e = expf8(_mm256_xor_ps(z, _mm256_set1_ps(-0.0)));
+        store(g, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), load(u)));
+    }
+    scalar::geglu(&mut g[n8..], &u[n8..]);
 }
 
 #[cfg(test)]

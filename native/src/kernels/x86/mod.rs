@@ -142,6 +142,9 @@ impl Kernels for Avx2 {
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(*self, g, u)
     }
+    fn geglu(&self, g: &mut [f32], u: &[f32]) {
+        exp::geglu(*self, g, u)
+    }
 }
 
 impl Kernels for Avx512 {
@@ -171,5 +174,8 @@ impl Kernels for Avx512 {
     }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(self.avx2(), g, u)
+    }
+    fn geglu(&self, g: &mut [f32], u: &[f32]) {
+        exp::geglu(self.avx2(), g, u)
     }
 }

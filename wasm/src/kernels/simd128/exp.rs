@@ -91,6 +91,20 @@ pub fn swiglu(g: &mut [f32], u: &[f32]) {
     scalar::swiglu(&mut g[n4..], &u[n4..]);
 }
 
+/// As `scalar::geglu`: `g = g / (1 + exp(−z)) · u`, z = 2√(2/π)·g·(1 + 0.044715·g²).
+pub fn geglu(g: &mut [f32], u: &[f32]) {
+    let n4 = g.len().min(u.len()) / 4 * 4;
+    let (k, c, one) = (f32x4_splat(scalar::TWO_SQRT_2_OVER_PI), f32x4_splat(scalar::GELU_C), f32x4_splat(1.0));
+    for i in (0..n4).step_by(4) {
+        let x = v::load(g, i);
+        // the reference's order: (k·x) · (1 + (c·x)·x)
+        let z = f32x4_mul(f32x4_mul(k, x), f32x4_add(one, f32x4_mul(f32x4_mul(c, x), x)));
+        let e = expf4(f32x4_neg(z));
+        v::store(g, i, f32x4_mul(f32x4_div(x, f32x4_add(one, e)), v::load(u, i)));
+    }
+    scalar::geglu(&mut g[n4..], &u[n4..]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

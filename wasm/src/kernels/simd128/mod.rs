@@ -190,6 +190,9 @@ impl Kernels for Simd128 {
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(g, u)
     }
+    fn geglu(&self, g: &mut [f32], u: &[f32]) {
+        exp::geglu(g, u)
+    }
 
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
         quantize::rows_q8_0(x, out)
