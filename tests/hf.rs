@@ -229,3 +229,50 @@ fn float16_checkpoint_runs_as_its_float32_widening() {
         std::fs::remove_dir_all(d).ok();
     }
 }
+
+/// Sliding-window layers keep a ring of W + B − 1 positions (tiny-gemma3:
+/// window 5, steps of up to 4 → 8, stored twice): decoding 60 tokens past
+/// the window gives the same bits as one dense forward over the whole
+/// sequence, on every backend, exact and quantized; the ring's memory does
+/// not grow with the context; a truncation the ring can no longer serve
+/// keeps nothing, and a saved session restores to the same logits.
+#[test]
+fn sliding_window_ring_equals_a_dense_recompute() {
+    let lm = load_path(&tiny("tiny-gemma3"));
+    let seq: Vec<u32> = (0..64u32).map(|i| (i * 37 + 11) % 512).collect();
+    for name in tern::kernels::available() {
+        for exact in [false, true] {
+            let par = tern::Threads::new(2);
+            let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };
+            // dense: one session sized for the whole sequence in one step
+            let mut dense = lm.model.session_kv(64, 64, e.kv_type());
+            let want = dense.forward(&lm.model, &e, &seq, Logits::All).unwrap().to_vec();
+            // ring: a 4-token prefill, then one token at a time
+            let mut ring = lm.model.session_kv(64, 4, e.kv_type());
+            let mut got = ring.forward(&lm.model, &e, &seq[..4], Logits::All).unwrap().to_vec();
+            for &t in &seq[4..] {
+                got.extend_from_slice(ring.forward(&lm.model, &e, &[t], Logits::Last).unwrap());
+            }
+            assert!(bits_equal(&got, &want), "{name} exact={exact}: ring decode differs from the dense forward");
+            assert!(ring.kv_bytes() < dense.kv_bytes(), "{name}: the ring is not smaller");
+        }
+    }
+    let e = engine(true);
+    let small = lm.model.session_kv(256, 4, e.kv_type()).kv_bytes();
+    let large = lm.model.session_kv(4096, 4, e.kv_type()).kv_bytes();
+    let c = &lm.model.config;
+    let global = c.window.as_ref().unwrap().layers.iter().filter(|w| !**w).count();
+    // only the one global layer's rows grow with the context
+    assert_eq!(large - small, (4096 - 256) * global * 2 * c.kv_dim() * 4, "ring layers grew with n_ctx");
+
+    let mut s = lm.model.session_kv(64, 4, e.kv_type());
+    s.forward(&lm.model, &e, &seq[..40], Logits::None).unwrap();
+    assert_eq!(s.truncate(36), 36, "the ring still holds position 36's window");
+    assert_eq!(s.truncate(10), 0, "position 10's window was overwritten: nothing can be kept");
+    s.forward(&lm.model, &e, &seq[..40], Logits::None).unwrap();
+    let saved = s.save(&lm.model.config);
+    let next = s.forward(&lm.model, &e, &seq[40..41], Logits::Last).unwrap().to_vec();
+    let mut r = lm.model.session_kv(64, 4, e.kv_type());
+    r.restore(&lm.model.config, &saved).unwrap();
+    assert!(bits_equal(r.forward(&lm.model, &e, &seq[40..41], Logits::Last).unwrap(), &next), "restored ring");
+}

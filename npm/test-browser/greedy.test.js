@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { fixture, nativeGreedy, QWEN, SMOLLM2 } from '../test/helpers.js';
+import { fixture, GEMMA3, nativeGreedy, QWEN, SMOLLM2 } from '../test/helpers.js';
 import { start } from './browser.js';
 
 let env;
@@ -25,12 +25,14 @@ async function greedyInPage(file, prompts, n, e = env) {
   return r;
 }
 
-for (const [name, path, file, n, which] of [
+for (const [name, path, file, n, which, records] of [
   ['smollm2-135m', SMOLLM2, 'smollm2-135m-instruct-q4_1.gguf', 24, ['p1', 'p2', 'p3', 'p4', 'p5']],
   ['qwen2.5-coder-0.5b', QWEN, 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf', 8, ['p1', 'p2']],
+  // p6 runs past Gemma's 512-position sliding window
+  ['gemma3-270m', GEMMA3, 'gemma-3-270m-q4_k_m.gguf', 12, ['p1', 'p6'], 'gemma3/llamacpp_greedy.json'],
 ]) {
   test(`${name}: greedy ids in Chromium equal the native build's`, async () => {
-    const recs = which.map((p) => fixture('llamacpp_greedy.json')[name][p]);
+    const recs = which.map((p) => (records ? fixture(records)[p] : fixture('llamacpp_greedy.json')[name][p]));
     const r = await greedyInPage(
       file,
       recs.map((x) => x.prompt_ids),

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 
 import { loadModel, TernError } from '../src/index.js';
-import { binPath, fixture, nativeGreedy, nativeRun, QWEN, SMOLLM2 } from './helpers.js';
+import { binPath, fixture, GEMMA3, nativeGreedy, nativeRun, QWEN, SMOLLM2 } from './helpers.js';
 
 const greedy = fixture('llamacpp_greedy.json')['smollm2-135m'];
 
@@ -214,5 +214,34 @@ describe('bad input', () => {
 
   test('a missing file', async () => {
     await assert.rejects(loadModel('/nonexistent/model.gguf'), /cannot open model file/);
+  });
+});
+
+// Gemma 3 (sliding-window layers, GELU-tanh, a 262k SentencePiece
+// vocabulary): the same ids as the native build, the long prompt past the
+// 512-position window included; its built-in chat template.
+describe('Gemma 3 270M in a worker', () => {
+  let model;
+  before(async () => (model = await loadModel(GEMMA3, { threads: 2 })));
+  after(() => model.dispose());
+
+  test('greedy ids equal the native build\'s (p1, p6 past the window)', async () => {
+    assert.equal(model.info.arch, 'gemma3');
+    const recs = fixture('gemma3/llamacpp_greedy.json');
+    for (const p of ['p1', 'p6']) {
+      const ids = recs[p].prompt_ids;
+      const native = nativeGreedy(GEMMA3, ids, 16);
+      const r = await model.generate(ids, { maxTokens: 16, temperature: 0, ignoreEos: true }).result;
+      assert.deepEqual(r.tokens, native.ids, p);
+      assert.equal(r.text, native.text, p);
+    }
+  });
+
+  test('chat renders Gemma\'s turns as natively', async () => {
+    const messages = [{ role: 'user', content: 'Name a color.' }];
+    const native = nativeRun(['-m', GEMMA3, '--chat', '-p', messages[0].content, '-n', '8', '--temp', '0']);
+    const r = await model.chat(messages, { maxTokens: 8, temperature: 0 }).result;
+    assert.deepEqual(r.promptIds, native.prompt_ids);
+    assert.deepEqual(r.tokens, native.ids);
   });
 });

@@ -204,8 +204,7 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
 /// one must run to give logits); return how many tokens are kept.
 pub fn prefill_start(session: &mut Session, prompt: &[u32]) -> usize {
     let keep = session.common_prefix(prompt).min(prompt.len().saturating_sub(1));
-    session.truncate(keep);
-    keep
+    session.truncate(keep)
 }
 
 impl<B: AsRef<[u8]>> Iterator for Generator<'_, B> {

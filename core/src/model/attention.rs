@@ -9,13 +9,14 @@ use crate::backend::{Cached, KvRows, Queries};
 
 /// `s.att` = attention of the batch's `n` queries (`s.q`); token t sees
 /// positions `s.kv_first[t]..+s.kv_len[t]` of sequence `s.tok_seq[t]`,
-/// whose layer's cached K and V rows `layer_kv(seq)` gives.
+/// whose layer's cached K and V rows from a position on, in position
+/// order, `layer_kv(seq, first)` gives.
 pub(super) fn attention<'c>(
     c: &Config,
     e: &Engine,
     s: &mut Scratch,
     n: usize,
-    layer_kv: &(dyn Fn(usize) -> (KvRows<'c>, KvRows<'c>) + Sync),
+    layer_kv: &(dyn Fn(usize, usize) -> (KvRows<'c>, KvRows<'c>) + Sync),
 ) {
     let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
     let group = c.n_head / c.n_head_kv;
@@ -28,7 +29,7 @@ pub(super) fn attention<'c>(
     let lone = !(0..n).any(joins);
     // the cached rows token t reads for KV head g
     let cached = |t: usize, g: usize| {
-        let ((k, v), at) = (layer_kv(tok_seq[t]), first[t] * kvd + g * hd);
+        let ((k, v), at) = (layer_kv(tok_seq[t], first[t]), g * hd);
         Cached { k: k.from(at), v: v.from(at), stride: kvd }
     };
     // a task: one query head — its outputs [token][hd], then room for the

@@ -144,7 +144,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
         q.kv.write(l, q.pos0, &s.k[r.clone()], &s.v[r]);
         t += q.tokens.len();
     }
-    attention(c, e, s, n, &|i| seqs[i].kv.layer(l));
+    attention(c, e, s, n, &|i, first| seqs[i].kv.rows(l, first));
 
     // output projection (gemma: normed) and residual
     matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);

@@ -105,7 +105,7 @@ impl<B: AsRef<[u8]>> Model<B> {
         let c = &self.config;
         let elem = if kv == KvType::F16 { 2 } else { 4 };
         let u = |x: usize| x as u64;
-        let kv_bytes = u(2 * elem * c.n_layer * c.kv_dim()).checked_mul(u(n_ctx))?;
+        let kv_bytes = u(2 * elem * c.kv_dim()).checked_mul(u(kv_cache::rows(c, n_ctx, n_batch)))?;
         let per_token = u(4 * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.n_ff));
         let heads = u(4 * c.n_head).checked_mul(u(n_batch).checked_mul(u(c.head_dim))?.checked_add(u(n_ctx))?)?;
         let scratch = per_token.checked_mul(u(n_batch))?.checked_add(heads)?;
@@ -155,7 +155,7 @@ impl<B: AsRef<[u8]>> Model<B> {
     pub fn session_kv(&self, n_ctx: usize, n_batch: usize, kv: KvType) -> Session {
         let n_batch = n_batch.clamp(1, n_ctx.max(1));
         Session {
-            kv: KvCache::new(&self.config, n_ctx, kv),
+            kv: KvCache::new(&self.config, n_ctx, n_batch, kv),
             scratch: Scratch::new(&self.config, n_batch, n_ctx),
             tokens: Vec::new(),
             logits: Vec::new(),
@@ -191,6 +191,15 @@ impl<B: AsRef<[u8]>> Model<B> {
         let mut row = 0;
         for (sess, toks) in items.iter() {
             sess.check(&self.config, toks)?;
+            if toks.len() > sess.kv.max_step() && self.config.window.is_some() {
+                return Err(Error::InvalidArgument {
+                    what: alloc::format!(
+                        "a step of {} tokens in a session made for steps of at most {} (its sliding-window cache holds no more)",
+                        toks.len(),
+                        sess.kv.max_step()
+                    ),
+                });
+            }
             if sess.kv.n_ctx > scratch.n_ctx {
                 return Err(Error::InvalidArgument {
                     what: alloc::format!("a session of {} positions in scratch for {}", sess.kv.n_ctx, scratch.n_ctx),
@@ -274,13 +283,22 @@ impl Session {
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
     }
-    /// Forget everything after the first `n` positions.
-    pub fn truncate(&mut self, n: usize) {
-        self.tokens.truncate(n);
+    /// Forget everything after the first `n` positions and return how many
+    /// are kept: `n`, or 0 when a sliding-window layer's ring has since
+    /// overwritten rows that position `n`'s window needs (the prefix must
+    /// then run again).
+    pub fn truncate(&mut self, n: usize) -> usize {
+        let keep = self.kv.keepable(self.tokens.len(), n);
+        self.tokens.truncate(keep);
+        keep
     }
     /// How many leading tokens of `tokens` the cache already holds.
     pub fn common_prefix(&self, tokens: &[u32]) -> usize {
         self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count()
+    }
+    /// Bytes held by the KV cache.
+    pub fn kv_bytes(&self) -> usize {
+        self.kv.bytes()
     }
     /// Bytes held by the KV cache and the scratch buffers.
     pub fn bytes(&self) -> usize {

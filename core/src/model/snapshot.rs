@@ -34,11 +34,15 @@ impl Session {
         for t in &self.tokens {
             out.extend_from_slice(&t.to_le_bytes());
         }
+        // rows a sliding-window ring no longer holds (never read again) as zeros
         for l in 0..c.n_layer {
-            for rows in <[KvRows; 2]>::from(self.kv.layer(l)) {
-                match rows {
-                    KvRows::F16(x) => x[..n * kvd].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-                    KvRows::F32(x) => x[..n * kvd].iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            for v in [false, true] {
+                for p in 0..n {
+                    match self.kv.row(l, v, p, n) {
+                        Some(KvRows::F16(x)) => x.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+                        Some(KvRows::F32(x)) => x.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+                        None => out.resize(out.len() + kvd * es, 0),
+                    }
                 }
             }
         }

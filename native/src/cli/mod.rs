@@ -62,7 +62,7 @@ fn parse_kv_type(s: &str) -> std::result::Result<tern_core::KvType, String> {
 pub struct LoadArgs {
     /// The model: a GGUF file or HF directory, an http(s) URL of a GGUF
     /// file, a hub reference (owner/repo:Q4_K_M, owner/repo/file.gguf,
-    /// owner/repo), or a built-in name (qwen2.5-coder-0.5b, smollm2-135m)
+    /// owner/repo), or a built-in name (qwen2.5-coder-0.5b, smollm2-135m, gemma3-270m)
     /// [default: qwen2.5-coder-0.5b]
     #[arg(short, long, global = true)]
     model: Option<String>,

@@ -6,7 +6,7 @@ use tern::Result;
 #[derive(clap::Args)]
 pub struct Args {
     /// What to fetch: a URL, owner/repo:QUANT, owner/repo/file.gguf,
-    /// owner/repo, or a built-in name (qwen2.5-coder-0.5b, smollm2-135m)
+    /// owner/repo, or a built-in name (qwen2.5-coder-0.5b, smollm2-135m, gemma3-270m)
     reference: String,
     /// Check the cache only: an error if the model is not there
     #[arg(long)]
