@@ -3,7 +3,7 @@
 // the same headless Chromium, same model files, threads 1 and 2: pp and tg
 // tokens/s (medians over repetitions, engines alternating), and ratios.
 //
-//   node npm/test-browser/bench-wasm.js [-p 64] [-n 32] [-r 3] [-t 1,2] [smollm2|qwen ...]
+//   node npm/test-browser/bench-wasm.js [-p 64] [-n 32] [-r 3] [-t 1,2] [smollm2|qwen|gemma3 ...]
 
 import { parseArgs } from 'node:util';
 
@@ -12,6 +12,7 @@ import { start } from './browser.js';
 const MODELS = {
   smollm2: 'smollm2-135m-instruct-q4_1.gguf',
   qwen: 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf',
+  gemma3: 'gemma-3-270m-q4_k_m.gguf',
 };
 
 const { values: o, positionals } = parseArgs({
