@@ -14,7 +14,17 @@ use tern_core::{Engine, Logits};
 use tern_tests::hfdir;
 use tern_tests::*;
 
-const TINY: [&str; 5] = ["tiny-qwen2", "tiny-qwen3", "tiny-llama", "tiny-gemma3", "tiny-gemma3-mm"];
+const TINY: [&str; 9] = [
+    "tiny-qwen2",
+    "tiny-qwen3",
+    "tiny-llama",
+    "tiny-gemma3",
+    "tiny-gemma3-mm",
+    "tiny-mistral",
+    "tiny-mistral-bf16",
+    "tiny-qwen2-yarn",
+    "tiny-qwen3-yarn",
+];
 
 /// The shared oracle's tiny models, then the newer families'
 /// (fixtures/tiny, made by make_tiny_families.py).

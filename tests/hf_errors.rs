@@ -88,9 +88,9 @@ fn shards_and_index_must_agree() {
 #[test]
 fn bad_files_name_the_file_and_field() {
     let d = copy("tiny-llama", "arch");
-    edit_json(&d.join("config.json"), |v| v["architectures"] = serde_json::json!(["MistralForCausalLM"]));
+    edit_json(&d.join("config.json"), |v| v["architectures"] = serde_json::json!(["Gemma2ForCausalLM"]));
     let msg = load_err(&d);
-    assert!(msg.contains("unsupported architecture \"MistralForCausalLM\""), "{msg}");
+    assert!(msg.contains("unsupported architecture \"Gemma2ForCausalLM\""), "{msg}");
 
     let d = copy("tiny-llama", "field");
     edit_json(&d.join("config.json"), |v| v["num_attention_heads"] = "four".into());

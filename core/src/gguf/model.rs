@@ -120,6 +120,7 @@ impl Config {
             n_rot,
             rope_pos_scale,
             rope_inv_freq,
+            rope_attn_factor: 1.0,
             attn_scale,
             act: if gemma { Act::GeluTanh } else { Act::Silu },
             // transformers' normalizer: √n_embd as an f32 (llama.cpp: sqrtf)

@@ -110,7 +110,7 @@ fn arch(f: &Fields) -> Result<(Arch, String)> {
         (None, None) => return Err(bad("architectures", "missing, and no model_type either")),
     };
     let arch = match name.as_str() {
-        "LlamaForCausalLM" | "llama" => Arch::Llama,
+        "LlamaForCausalLM" | "llama" | "MistralForCausalLM" | "mistral" => Arch::Llama,
         "Qwen2ForCausalLM" | "qwen2" => Arch::Qwen2,
         "Qwen3ForCausalLM" | "qwen3" => Arch::Qwen3,
         "Gemma3ForCausalLM" | "gemma3_text" | "Gemma3ForConditionalGeneration" | "gemma3" => Arch::Gemma3,
@@ -151,6 +151,47 @@ fn gemma3_fields(top: &Map<String, Value>) -> Result<Map<String, Value>> {
     Ok(m)
 }
 
+/// `layer_types`, if given: per layer, whether it is windowed.
+fn layer_types(f: &Fields, n_layer: usize) -> Result<Option<Vec<bool>>> {
+    match f.get("layer_types") {
+        Some(Value::Array(kinds)) if kinds.len() == n_layer => kinds
+            .iter()
+            .map(|k| match k.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some("full_attention") => Ok(false),
+                _ => Err(bad("layer_types", alloc::format!("{k} is not sliding_attention or full_attention"))),
+            })
+            .collect::<Result<Vec<bool>>>()
+            .map(Some),
+        Some(v) => Err(bad("layer_types", alloc::format!("{v} is not a list of {n_layer} layer types"))),
+        None => Ok(None),
+    }
+}
+
+/// The sliding window of a Llama-shaped config: Mistral's `sliding_window`
+/// (every layer; 4096 when the file leaves it out, as `MistralConfig`),
+/// Qwen2's `use_sliding_window` (layers from `max_window_layers` on), or
+/// `layer_types` naming windowed layers.
+fn llama_window(f: &Fields, architecture: &str, n_layer: usize) -> Result<Option<Window>> {
+    let mistral = matches!(architecture, "MistralForCausalLM" | "mistral");
+    let size = match f.get("sliding_window") {
+        None if mistral && !f.0.contains_key("sliding_window") => Some(4096),
+        None => None,
+        Some(_) => Some(f.usize("sliding_window")?),
+    };
+    let Some(size) = size else { return Ok(None) };
+    let layers = match layer_types(f, n_layer)? {
+        Some(l) => l,
+        None if mistral => alloc::vec![true; n_layer],
+        None if f.opt_bool("use_sliding_window")? == Some(true) => {
+            let first = f.opt_usize("max_window_layers")?.unwrap_or(28);
+            (0..n_layer).map(|i| i >= first).collect()
+        }
+        None => return Ok(None),
+    };
+    Ok(layers.contains(&true).then_some(Window { size, layers, rope_inv_freq: None }))
+}
+
 /// Gemma 3's attention: the windowed layers (`layer_types`, else every
 /// `sliding_window_pattern`-th layer global), their RoPE, the global
 /// layers' RoPE (which alone takes `rope_scaling`), the score scale.
@@ -163,16 +204,8 @@ fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> R
     if f.opt_bool("use_bidirectional_attention")? == Some(true) {
         return Err(Error::Unsupported { what: alloc::format!("{FILE}: use_bidirectional_attention true") });
     }
-    let layers = match f.get("layer_types") {
-        Some(Value::Array(kinds)) if kinds.len() == n_layer => kinds
-            .iter()
-            .map(|k| match k.as_str() {
-                Some("sliding_attention") => Ok(true),
-                Some("full_attention") => Ok(false),
-                _ => Err(bad("layer_types", alloc::format!("{k} is not sliding_attention or full_attention"))),
-            })
-            .collect::<Result<Vec<bool>>>()?,
-        Some(v) => return Err(bad("layer_types", alloc::format!("{v} is not a list of {n_layer} layer types"))),
+    let layers = match layer_types(f, n_layer)? {
+        Some(l) => l,
         None => every_nth_global(n_layer, f.usize("sliding_window_pattern")?),
     };
     let no_params = Map::new();
@@ -198,14 +231,14 @@ fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> R
     };
     let global = rope_params(&Fields(global), "rope_parameters", theta(global, "rope_theta")?, n_rot, n_ctx)?;
     let local = rope_params(&Fields(local), "rope_parameters", theta(local, "rope_local_base_freq")?, n_rot, n_ctx)?;
-    if local.2 != 1.0 {
+    if local.pos_scale != 1.0 || local.attn_factor != 1.0 {
         return Err(Error::Unsupported {
             what: alloc::format!("{FILE}: position scaling of the sliding layers' RoPE"),
         });
     }
     let scalar = f.usize("query_pre_attn_scalar")?;
     Ok(Gemma3Attention {
-        window: Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: Some(local.1) },
+        window: Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: Some(local.inv_freq) },
         rope: global,
         attn_scale: (1.0 / (scalar as f64).sqrt()) as f32,
     })
@@ -213,13 +246,13 @@ fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> R
 
 struct Gemma3Attention {
     window: Window,
-    rope: (f32, Vec<f32>, f32),
+    rope: RopeSpec,
     attn_scale: f32,
 }
 
 /// RoPE parameters: transformers 5's `rope_parameters`, or the older
 /// `rope_theta` + `rope_scaling`. Returns (base, inv_freq, position scale).
-fn rope(f: &Fields, n_rot: usize, n_ctx_train: usize) -> Result<(f32, Vec<f32>, f32)> {
+fn rope(f: &Fields, n_rot: usize, n_ctx_train: usize) -> Result<RopeSpec> {
     let params = f.get("rope_parameters").or_else(|| f.get("rope_scaling"));
     let field = if f.get("rope_parameters").is_some() { "rope_parameters" } else { "rope_scaling" };
     let p = match params {
@@ -232,7 +265,7 @@ fn rope(f: &Fields, n_rot: usize, n_ctx_train: usize) -> Result<(f32, Vec<f32>, 
 }
 
 /// The RoPE of `p` (one `rope_parameters` entry) at base `base`.
-fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: usize) -> Result<(f32, Vec<f32>, f32)> {
+fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: usize) -> Result<RopeSpec> {
     let mut freq = inv_freq(base, n_rot);
     let kind = p.opt_str("rope_type")?.or(p.opt_str("type")?).unwrap_or("default");
     let factor = || -> Result<f32> {
@@ -241,10 +274,11 @@ fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: us
             other => Err(bad(field, alloc::format!("factor {other:?} must be > 0"))),
         }
     };
-    let mut pos_scale = 1.0;
+    let (mut pos_scale, mut attn_factor) = (1.0, 1.0);
     match kind {
         "default" => {}
         "linear" => pos_scale = 1.0 / factor()?,
+        "yarn" => attn_factor = yarn(p, field, base, n_rot, factor()?, &mut freq)?,
         "llama3" => {
             // transformers' _compute_llama3_parameters, in f32
             let factor = factor()?;
@@ -265,7 +299,55 @@ fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: us
         }
         other => return Err(Error::Unsupported { what: alloc::format!("{FILE}: {field}: rope type {other:?}") }),
     }
-    Ok((base, freq, pos_scale))
+    Ok(RopeSpec { base, inv_freq: freq, pos_scale, attn_factor })
+}
+
+/// A RoPE as config.json describes it.
+struct RopeSpec {
+    base: f32,
+    inv_freq: Vec<f32>,
+    /// Positions are multiplied by this (`linear`).
+    pos_scale: f32,
+    /// cos and sin are multiplied by this (YaRN's attention factor).
+    attn_factor: f32,
+}
+
+/// transformers' `_compute_yarn_parameters`: each frequency blended
+/// between itself (extrapolation) and itself / factor (interpolation) by a
+/// linear ramp over the dimensions between the correction bounds of
+/// `beta_fast` and `beta_slow` rotations; cos and sin scaled by
+/// `attention_factor` (0.1·ln(factor) + 1 unless given).
+fn yarn(p: &Fields, field: &str, base: f32, n_rot: usize, factor: f32, freq: &mut [f32]) -> Result<f32> {
+    let orig = p
+        .usize("original_max_position_embeddings")
+        .map_err(|_| bad(field, "yarn needs original_max_position_embeddings"))? as f64;
+    let mscale = |scale: f64, m: f64| if scale <= 1.0 { 1.0 } else { 0.1 * m * scale.ln() + 1.0 };
+    let f = factor as f64;
+    let attn = match (p.opt_f64("attention_factor")?, p.opt_f64("mscale")?, p.opt_f64("mscale_all_dim")?) {
+        (Some(a), _, _) => a,
+        (None, Some(m), Some(all)) if m != 0.0 && all != 0.0 => mscale(f, m) / mscale(f, all),
+        _ => mscale(f, 1.0),
+    };
+    let beta_fast = p.opt_f64("beta_fast")?.filter(|&b| b != 0.0).unwrap_or(32.0);
+    let beta_slow = p.opt_f64("beta_slow")?.filter(|&b| b != 0.0).unwrap_or(1.0);
+    let dim = n_rot as f64;
+    let base = base as f64;
+    let corr = |rot: f64| dim * (orig / (rot * 2.0 * core::f64::consts::PI)).ln() / (2.0 * base.ln());
+    let (mut low, mut high) = (corr(beta_fast), corr(beta_slow));
+    if p.opt_bool("truncate")?.unwrap_or(true) {
+        (low, high) = (libm::floor(low), libm::ceil(high));
+    }
+    let (low, mut high) = (low.max(0.0) as f32, high.min(dim - 1.0) as f32);
+    if low == high {
+        high += 0.001;
+    }
+    for (i, fr) in freq.iter_mut().enumerate() {
+        let ramp = ((i as f32 - low) / (high - low)).clamp(0.0, 1.0);
+        let extrapolation = 1.0 - ramp;
+        let interpolation = *fr / factor;
+        *fr = interpolation * (1.0 - extrapolation) + *fr * extrapolation;
+    }
+    Ok(attn as f32)
 }
 
 impl HfConfig {
@@ -298,14 +380,6 @@ impl HfConfig {
         if f.opt_bool("mlp_bias")? == Some(true) {
             return Err(Error::Unsupported { what: alloc::format!("{FILE}: mlp_bias true") });
         }
-        if f.opt_bool("use_sliding_window")? == Some(true) {
-            return Err(Error::Unsupported { what: alloc::format!("{FILE}: use_sliding_window true") });
-        }
-        if let (false, Some(Value::Array(kinds))) = (gemma, f.get("layer_types")) {
-            if let Some(k) = kinds.iter().find(|k| k.as_str() != Some("full_attention")) {
-                return Err(Error::Unsupported { what: alloc::format!("{FILE}: layer_types has {k}") });
-            }
-        }
         let n_embd = f.usize("hidden_size")?;
         let n_head = f.usize("num_attention_heads")?;
         let n_head_kv = f.opt_usize("num_key_value_heads")?.unwrap_or(n_head);
@@ -318,9 +392,13 @@ impl HfConfig {
                 let g = gemma3_attention(&f, n_layer, head_dim, n_ctx_train)?;
                 (g.rope, Some(g.window), g.attn_scale)
             }
-            _ => (rope(&f, head_dim, n_ctx_train)?, None, (1.0 / (head_dim as f64).sqrt()) as f32),
+            _ => (
+                rope(&f, head_dim, n_ctx_train)?,
+                llama_window(&f, &architecture, n_layer)?,
+                (1.0 / (head_dim as f64).sqrt()) as f32,
+            ),
         };
-        let (rope_base, rope_inv_freq, rope_pos_scale) = rope;
+        let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor } = rope;
         let dtype = match f.opt_str("dtype")?.or(f.opt_str("torch_dtype")?) {
             Some(d) => Some(dtype(d)?),
             None => None,
@@ -344,6 +422,7 @@ impl HfConfig {
             n_rot: head_dim,
             rope_pos_scale,
             rope_inv_freq,
+            rope_attn_factor: attn_factor,
             attn_scale,
             act,
             // transformers' `hidden_size**0.5`, as an f32 tensor

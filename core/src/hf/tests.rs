@@ -45,10 +45,12 @@ fn llama3_rope_keeps_high_and_scales_low_frequencies() {
 
 #[test]
 fn what_tern_cannot_run_is_refused_by_name() {
-    let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "MistralForCausalLM").as_bytes());
-    assert_eq!(arch.unwrap_err(), Error::UnsupportedArch { arch: "MistralForCausalLM".into() });
+    let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "Gemma2ForCausalLM").as_bytes());
+    assert_eq!(arch.unwrap_err(), Error::UnsupportedArch { arch: "Gemma2ForCausalLM".into() });
+    let longrope = parse(r#", "rope_scaling": {"rope_type": "longrope", "factor": 4.0}"#).unwrap_err();
+    assert!(longrope.to_string().contains("rope type \"longrope\""), "{longrope}");
     let yarn = parse(r#", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}"#).unwrap_err();
-    assert!(yarn.to_string().contains("rope type \"yarn\""), "{yarn}");
+    assert!(yarn.to_string().contains("yarn needs original_max_position_embeddings"), "{yarn}");
     assert!(parse(r#", "hidden_act": "gelu""#).unwrap_err().to_string().contains("gelu"));
     let e = HfConfig::parse(br#"{"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64}"#).unwrap_err();
     assert_eq!(e.to_string(), "config.json: num_attention_heads: missing");

@@ -112,6 +112,8 @@ pub struct Config {
     pub rope_pos_scale: f32,
     /// `inv_freq[i] = 1 / (base^(2i/n_rot) * freq_factor[i])`, i < n_rot/2.
     pub rope_inv_freq: Vec<f32>,
+    /// cos and sin are multiplied by this (YaRN's attention factor; 1).
+    pub rope_attn_factor: f32,
     /// Scale of the attention scores (1/√head_dim, or Gemma's
     /// `query_pre_attn_scalar`^−½).
     pub attn_scale: f32,
@@ -223,6 +225,7 @@ impl Config {
         }
         positive(Param::RopeBase, self.rope_base)?;
         positive(Param::RopeScale, self.rope_pos_scale)?;
+        positive(Param::RopeScale, self.rope_attn_factor)?;
         if !(self.attn_scale.is_finite() && self.attn_scale > 0.0) {
             return Err(bad(
                 Param::Heads,

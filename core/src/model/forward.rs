@@ -60,9 +60,9 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
         }
     }
     let positions = || s.tok_pos[..n].iter().copied();
-    rope::tables(&c.rope_inv_freq, c.rope_pos_scale, positions(), &mut s.rope);
+    rope::tables(&c.rope_inv_freq, c.rope_pos_scale, c.rope_attn_factor, positions(), &mut s.rope);
     if let Some(local) = c.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()) {
-        rope::tables(local, 1.0, positions(), &mut s.rope_local);
+        rope::tables(local, 1.0, 1.0, positions(), &mut s.rope_local);
     }
 
     let mut spans_of = None;

@@ -3,15 +3,16 @@
 use super::config::RopeStyle;
 
 /// Fill `cs` with (cos, sin) of every rotated pair for each position:
-/// `cs[t * n_rot + 2i] = cos(pos_t · scale · inv_freq_i)`, `... + 2i + 1] = sin`.
-pub fn tables(inv_freq: &[f32], pos_scale: f32, positions: impl Iterator<Item = usize>, cs: &mut [f32]) {
+/// `cs[t * n_rot + 2i] = cos(pos_t · scale · inv_freq_i) · attn`,
+/// `... + 2i + 1] = sin(…) · attn`.
+pub fn tables(inv_freq: &[f32], pos_scale: f32, attn: f32, positions: impl Iterator<Item = usize>, cs: &mut [f32]) {
     let half = inv_freq.len();
     for (t, pos) in positions.enumerate() {
         let p = pos as f32 * pos_scale;
         for (i, &f) in inv_freq.iter().enumerate() {
             let a = p * f;
-            cs[t * 2 * half + 2 * i] = libm::cosf(a);
-            cs[t * 2 * half + 2 * i + 1] = libm::sinf(a);
+            cs[t * 2 * half + 2 * i] = libm::cosf(a) * attn;
+            cs[t * 2 * half + 2 * i + 1] = libm::sinf(a) * attn;
         }
     }
 }
