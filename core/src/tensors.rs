@@ -24,6 +24,7 @@ pub struct Located<'a> {
 
 /// How a format names the tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // HF directories need std
 pub enum Naming {
     Gguf,
     /// `model.layers.N.self_attn.q_proj.weight`, … as transformers saves
@@ -36,6 +37,7 @@ pub enum Naming {
 
 /// Where a transformers checkpoint keeps the language model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
 pub enum HfLayout {
     /// `*ForCausalLM`: `model.…`, `lm_head.weight`.
     CausalLm,
@@ -49,6 +51,7 @@ pub enum HfLayout {
 
 impl HfLayout {
     /// The layout whose embedding `names` holds (CausalLm if none does).
+    #[cfg(feature = "std")]
     pub fn detect(names: &[&str]) -> HfLayout {
         [HfLayout::LanguageModel, HfLayout::LanguageModelFirst]
             .into_iter()
