@@ -127,6 +127,10 @@ impl Tokenizer {
             eog,
             // a SentencePiece file that does not say adds BOS (llama.cpp, transformers)
             add_bos: g.get_bool("tokenizer.ggml.add_bos_token")?.unwrap_or(model == "llama"),
+            append: match g.get_bool("tokenizer.ggml.add_eos_token")? {
+                Some(true) => eos,
+                _ => None,
+            },
             chat_template: match g.get_str("tokenizer.chat_template")? {
                 Some(t) => Some(t.to_string()),
                 // Gemma's turn format for a Gemma file that carries no

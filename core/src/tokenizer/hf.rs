@@ -12,12 +12,18 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use tokenizers::models::bpe::{Vocab, BPE};
-use tokenizers::normalizers::{Prepend, Replace, Sequence as NormSeq, NFC, NFD, NFKC, NFKD};
+use tokenizers::models::unigram::Unigram;
+use tokenizers::models::wordpiece::WordPiece;
+use tokenizers::normalizers::{
+    BertNormalizer, Lowercase, Prepend, Replace, Sequence as NormSeq, Strip, StripAccents, NFC, NFD, NFKC, NFKD,
+};
+use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::pre_tokenizers::whitespace::{Whitespace, WhitespaceSplit};
 use tokenizers::{AddedToken, NormalizerWrapper, PreTokenizerWrapper, SplitDelimiterBehavior};
 
 use super::{byte_chars, ends_turns, tok_err, Tokenizer};
@@ -45,6 +51,16 @@ fn normalizer(v: &Value) -> Result<NormalizerWrapper> {
         "NFKC" => NFKC.into(),
         "NFKD" => NFKD.into(),
         "Prepend" => Prepend::new(text(v, "prepend")?.to_string()).into(),
+        "BertNormalizer" => BertNormalizer::new(
+            flag(v, "clean_text", true),
+            flag(v, "handle_chinese_chars", true),
+            v.get("strip_accents").and_then(Value::as_bool),
+            flag(v, "lowercase", true),
+        )
+        .into(),
+        "Lowercase" => Lowercase.into(),
+        "StripAccents" => StripAccents.into(),
+        "Strip" => Strip::new(flag(v, "strip_left", true), flag(v, "strip_right", true)).into(),
         "Replace" => {
             let pattern =
                 v.pointer("/pattern/String").and_then(Value::as_str).ok_or_else(|| unsupported("normalizer", v))?;
@@ -81,6 +97,9 @@ fn pre_tokenizer(v: &Value) -> Result<PreTokenizerWrapper> {
             Split::new(pattern, behavior, flag(v, "invert", false)).map_err(tok_err)?.into()
         }
         "Digits" => Digits::new(flag(v, "individual_digits", false)).into(),
+        "BertPreTokenizer" => BertPreTokenizer.into(),
+        "Whitespace" => Whitespace.into(),
+        "WhitespaceSplit" => WhitespaceSplit.into(),
         "Metaspace" => {
             let replacement = text(v, "replacement")?.chars().next().unwrap_or('▁');
             let scheme = match v.get("prepend_scheme").and_then(Value::as_str) {
@@ -108,46 +127,17 @@ fn token_id(id: &Value, field: &str, token: &str) -> Result<u32> {
     }
 }
 
-/// The BPE model with the added tokens in its vocabulary at their ids,
-/// and its normalizer and pre-tokenizer.
+/// The model (BPE, WordPiece or Unigram) with the added tokens, and its
+/// normalizer and pre-tokenizer.
 fn build(json: &Value) -> Result<tokenizers::Tokenizer> {
     let m = json.get("model").ok_or_else(|| bad(FILE, "model", "missing"))?;
-    if m.get("type").and_then(Value::as_str) != Some("BPE") {
-        return Err(unsupported("model", m));
-    }
-    for k in ["continuing_subword_prefix", "end_of_word_suffix"] {
-        if m.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
-            return Err(unsupported(&alloc::format!("BPE {k}"), m));
-        }
-    }
-    let mut vocab = Vocab::default();
-    for (t, id) in m.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(FILE, "model.vocab", "missing"))? {
-        vocab.insert(t.clone(), token_id(id, "model.vocab", t)?);
-    }
     let added = json.get("added_tokens").and_then(Value::as_array).cloned().unwrap_or_default();
-    for a in &added {
-        let content = text(a, "content")?;
-        vocab.insert(content.to_string(), token_id(a.get("id").unwrap_or(&Value::Null), "added_tokens", content)?);
-    }
-    let merges = m.get("merges").and_then(Value::as_array).ok_or_else(|| bad(FILE, "model.merges", "missing"))?;
-    let pair = |mg: &Value| match mg {
-        Value::String(s) => s.split_once(' ').map(|(a, b)| (a.to_string(), b.to_string())),
-        Value::Array(p) if p.len() == 2 => Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())),
-        _ => None,
+    let mut inner = match m.get("type").and_then(Value::as_str) {
+        Some("BPE") => tokenizers::Tokenizer::new(bpe(m, &added)?),
+        Some("WordPiece") => tokenizers::Tokenizer::new(wordpiece(m)?),
+        Some("Unigram") => tokenizers::Tokenizer::new(unigram(m)?),
+        _ => return Err(unsupported("model", m)),
     };
-    let merges = merges
-        .iter()
-        .map(|mg| pair(mg).ok_or_else(|| bad(FILE, "model.merges", alloc::format!("{mg} is not a pair"))))
-        .collect::<Result<Vec<_>>>()?;
-    let mut b = BPE::builder()
-        .vocab_and_merges(vocab, merges)
-        .byte_fallback(flag(m, "byte_fallback", false))
-        .ignore_merges(flag(m, "ignore_merges", false))
-        .fuse_unk(flag(m, "fuse_unk", false));
-    if let Some(unk) = m.get("unk_token").and_then(Value::as_str) {
-        b = b.unk_token(unk.to_string());
-    }
-    let mut inner = tokenizers::Tokenizer::new(b.build().map_err(tok_err)?);
     match json.get("normalizer") {
         None | Some(Value::Null) => {}
         Some(v) => {
@@ -176,6 +166,81 @@ fn build(json: &Value) -> Result<tokenizers::Tokenizer> {
     Ok(inner)
 }
 
+/// WordPiece (BERT): a vocabulary of words and `##`-continued pieces.
+fn wordpiece(m: &Value) -> Result<WordPiece> {
+    let mut vocab = Vocab::default();
+    for (t, id) in m.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(FILE, "model.vocab", "missing"))? {
+        vocab.insert(t.clone(), token_id(id, "model.vocab", t)?);
+    }
+    let max_chars = m.get("max_input_chars_per_word").and_then(Value::as_u64).unwrap_or(100).min(1 << 16) as usize;
+    WordPiece::builder()
+        .vocab(vocab)
+        .unk_token(text(m, "unk_token")?.to_string())
+        .continuing_subword_prefix(m.get("continuing_subword_prefix").and_then(Value::as_str).unwrap_or("##").into())
+        .max_input_chars_per_word(max_chars)
+        .build()
+        .map_err(tok_err)
+}
+
+/// Unigram (SentencePiece's other model): pieces with log-probabilities.
+fn unigram(m: &Value) -> Result<Unigram> {
+    let list = m.get("vocab").and_then(Value::as_array).ok_or_else(|| bad(FILE, "model.vocab", "missing"))?;
+    if list.len() > MAX_VOCAB {
+        return Err(bad(FILE, "model.vocab", alloc::format!("{} pieces, more than {MAX_VOCAB}", list.len())));
+    }
+    let vocab = list
+        .iter()
+        .map(|p| match (p.get(0).and_then(Value::as_str), p.get(1).and_then(Value::as_f64)) {
+            (Some(piece), Some(score)) if score.is_finite() => Ok((piece.to_string(), score)),
+            _ => Err(bad(FILE, "model.vocab", alloc::format!("{p} is not a [piece, score] pair"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let unk = match m.get("unk_id") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(i) if (i as usize) < vocab.len() => Some(i as usize),
+            _ => return Err(bad(FILE, "model.unk_id", alloc::format!("{v} is not a piece's index"))),
+        },
+    };
+    Unigram::from(vocab, unk, flag(m, "byte_fallback", false)).map_err(tok_err)
+}
+
+/// The BPE model with the added tokens in its vocabulary at their ids.
+fn bpe(m: &Value, added: &[Value]) -> Result<BPE> {
+    for k in ["continuing_subword_prefix", "end_of_word_suffix"] {
+        if m.get(k).and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+            return Err(unsupported(&alloc::format!("BPE {k}"), m));
+        }
+    }
+    let mut vocab = Vocab::default();
+    for (t, id) in m.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(FILE, "model.vocab", "missing"))? {
+        vocab.insert(t.clone(), token_id(id, "model.vocab", t)?);
+    }
+    for a in added {
+        let content = text(a, "content")?;
+        vocab.insert(content.to_string(), token_id(a.get("id").unwrap_or(&Value::Null), "added_tokens", content)?);
+    }
+    let merges = m.get("merges").and_then(Value::as_array).ok_or_else(|| bad(FILE, "model.merges", "missing"))?;
+    let pair = |mg: &Value| match mg {
+        Value::String(s) => s.split_once(' ').map(|(a, b)| (a.to_string(), b.to_string())),
+        Value::Array(p) if p.len() == 2 => Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string())),
+        _ => None,
+    };
+    let merges = merges
+        .iter()
+        .map(|mg| pair(mg).ok_or_else(|| bad(FILE, "model.merges", alloc::format!("{mg} is not a pair"))))
+        .collect::<Result<Vec<_>>>()?;
+    let mut b = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(flag(m, "byte_fallback", false))
+        .ignore_merges(flag(m, "ignore_merges", false))
+        .fuse_unk(flag(m, "fuse_unk", false));
+    if let Some(unk) = m.get("unk_token").and_then(Value::as_str) {
+        b = b.unk_token(unk.to_string());
+    }
+    b.build().map_err(tok_err)
+}
+
 /// The token tokenizer.json's post-processor puts first, if any (BOS).
 fn prepended(v: &Value) -> Option<&str> {
     match v.get("type")?.as_str()? {
@@ -185,6 +250,49 @@ fn prepended(v: &Value) -> Option<&str> {
     }
 }
 
+/// The token tokenizer.json's post-processor puts last, if any (BERT's
+/// `[SEP]`).
+fn appended(v: &Value) -> Option<&str> {
+    match v.get("type")?.as_str()? {
+        "TemplateProcessing" => {
+            let single = v.get("single")?.as_array()?;
+            let after_text = single.iter().position(|p| p.get("Sequence").is_some())? + 1;
+            single.get(after_text)?.pointer("/SpecialToken/id")?.as_str()
+        }
+        "BertProcessing" | "RobertaProcessing" => v.pointer("/sep/0")?.as_str(),
+        "Sequence" => v.get("processors")?.as_array()?.iter().find_map(appended),
+        _ => None,
+    }
+}
+
+/// A WordPiece token as HF's decoder writes it after the first: a
+/// continuation piece without its prefix, any other token after a space;
+/// with `cleanup`, its rules (` .` → `.`, ` ,` → `,`…), which act within
+/// one token, so streaming the tokens gives the whole decoding.
+fn wordpiece_bytes(t: &str, prefix: &str, cleanup: bool) -> Vec<u8> {
+    let s = match t.strip_prefix(prefix) {
+        Some(rest) => rest.to_string(),
+        None => alloc::format!(" {t}"),
+    };
+    if !cleanup {
+        return s.into_bytes();
+    }
+    let rules = [
+        (" .", "."),
+        (" ?", "?"),
+        (" !", "!"),
+        (" ,", ","),
+        (" ' ", "'"),
+        (" n't", "n't"),
+        (" 'm", "'m"),
+        (" do not", " don't"),
+        (" 's", "'s"),
+        (" 've", "'ve"),
+        (" 're", "'re"),
+    ];
+    rules.iter().fold(s, |s, (from, to)| s.replace(from, to)).into_bytes()
+}
+
 /// How the vocabulary spells bytes.
 #[derive(Clone, Copy, PartialEq)]
 enum Spelling {
@@ -192,11 +300,15 @@ enum Spelling {
     ByteLevel,
     /// SentencePiece: `▁` for space, `<0xAB>` byte tokens.
     Metaspace,
+    /// WordPiece: a word's first piece starts a word (a space before it),
+    /// the others carry the continuation prefix (`##`).
+    WordPiece,
 }
 
 fn spelling(decoder: &Value) -> Option<Spelling> {
     match decoder.get("type")?.as_str()? {
         "ByteLevel" => Some(Spelling::ByteLevel),
+        "WordPiece" => Some(Spelling::WordPiece),
         "Metaspace" | "ByteFallback" => Some(Spelling::Metaspace),
         "Replace" if decoder.pointer("/pattern/String").and_then(Value::as_str) == Some("▁") => {
             Some(Spelling::Metaspace)
@@ -234,10 +346,12 @@ fn config_template(cfg: &Value) -> Result<Option<String>> {
 }
 
 /// Whether a decoder drops the text's first space (a `Strip` of one
-/// leading `" "`, alone or in a sequence).
+/// leading `" "`, or a prepending `Metaspace`, alone or in a sequence).
 fn strips_first_space(v: &Value) -> bool {
     let strip = v["type"] == "Strip" && v["content"] == " " && v["start"].as_u64().is_some_and(|n| n >= 1);
-    strip || v["decoders"].as_array().is_some_and(|ds| ds.iter().any(strips_first_space))
+    // a Metaspace decoder that prepends drops the first token's space
+    let metaspace = v["type"] == "Metaspace" && v["prepend_scheme"] != "never" && v["add_prefix_space"] != false;
+    strip || metaspace || v["decoders"].as_array().is_some_and(|ds| ds.iter().any(strips_first_space))
 }
 
 impl Tokenizer {
@@ -260,11 +374,19 @@ impl Tokenizer {
         let pre = json.pointer("/pre_tokenizer/type").and_then(Value::as_str).unwrap_or("none").to_string();
         let spelling = json.get("decoder").and_then(spelling).ok_or_else(|| Error::UnsupportedTokenizer {
             model: alloc::format!(
-                "{model} with decoder {} (tern reads byte-level and SentencePiece-style vocabularies)",
+                "{model} with decoder {} (tern reads byte-level, SentencePiece-style and WordPiece vocabularies)",
                 json.get("decoder").unwrap_or(&Value::Null)
             ),
         })?;
 
+        // WordPiece's continuation prefix (as its decoder names it)
+        let continuing: String = json
+            .pointer("/decoder/prefix")
+            .or_else(|| json.pointer("/model/continuing_subword_prefix"))
+            .and_then(Value::as_str)
+            .unwrap_or("##")
+            .into();
+        let cleanup = json.pointer("/decoder/cleanup").and_then(Value::as_bool).unwrap_or(true);
         let added = inner.get_added_tokens_decoder();
         let n = inner.get_vocab_size(true).max(added.keys().map(|&i| i as usize + 1).max().unwrap_or(0));
         let chars = byte_chars();
@@ -274,7 +396,11 @@ impl Tokenizer {
         for id in 0..n as u32 {
             if let Some(t) = added.get(&id) {
                 is_control[id as usize] = t.special;
-                token_bytes.push(t.content.as_bytes().to_vec());
+                token_bytes.push(match spelling {
+                    // HF's WordPiece decoder spaces every token alike
+                    Spelling::WordPiece => wordpiece_bytes(&t.content, &continuing, cleanup),
+                    _ => t.content.as_bytes().to_vec(),
+                });
                 continue;
             }
             let Some(t) = inner.id_to_token(id) else {
@@ -295,6 +421,7 @@ impl Tokenizer {
                     }
                     _ => t.replace('▁', " ").into_bytes(),
                 },
+                Spelling::WordPiece => wordpiece_bytes(&t, &continuing, cleanup),
             });
         }
 
@@ -334,7 +461,14 @@ impl Tokenizer {
             None => config_template(&cfg)?,
         };
         let literals = Tokenizer::literals(&inner)?;
-        let strip_first_space = json.get("decoder").is_some_and(strips_first_space);
+        // the text's first space: a SentencePiece decoder's `Strip`, or the
+        // one WordPiece's spelling puts before the first word
+        let strip_first_space = json.get("decoder").is_some_and(strips_first_space) || spelling == Spelling::WordPiece;
+        // a token the post-processor appends (BERT's [SEP]) when it prepends one too
+        let append = match add_bos {
+            true => json.get("post_processor").and_then(appended).and_then(|t| inner.token_to_id(t)),
+            false => None,
+        };
         Ok(Tokenizer {
             inner,
             token_bytes,
@@ -343,6 +477,7 @@ impl Tokenizer {
             eos,
             eog,
             add_bos,
+            append,
             chat_template,
             model,
             pre,

@@ -28,6 +28,8 @@ pub struct Tokenizer {
     pub eog: Vec<u32>,
     /// Whether encoding a prompt puts BOS first.
     pub add_bos: bool,
+    /// A token encoding with special tokens puts last (BERT's `[SEP]`).
+    pub append: Option<u32>,
     /// The chat template's source, if the model has one.
     pub chat_template: Option<String>,
     /// The tokenizer model's name (`gpt2`, `BPE`, ...).
@@ -116,6 +118,9 @@ impl Tokenizer {
             ids.extend(self.bos);
         }
         ids.extend_from_slice(enc.get_ids());
+        if add_special {
+            ids.extend(self.append);
+        }
         Ok(ids)
     }
 

@@ -1,0 +1,59 @@
+//! tokenizer.json WordPiece and Unigram models against HF `tokenizers`
+//! (fixtures/oracle/tokenizer_json, made by make_cases.py): all-MiniLM-L6-v2's
+//! BERT WordPiece (BertNormalizer, BertPreTokenizer, [CLS] … [SEP]) and a
+//! Unigram model over Llama 2's SentencePiece pieces (byte fallback,
+//! Metaspace), on 287 texts each: ids with and without special tokens
+//! equal; decoding is HF's; streaming the tokens' bytes gives it too.
+
+use tern_core::tokenizer::Tokenizer;
+use tern_core::utf8::Utf8Stream;
+use tern_tests::*;
+
+fn check(name: &str) {
+    let oracle = read_json("tokenizer_json/cases.json");
+    let v = &oracle["tokenizers"][name];
+    let bytes = std::fs::read(oracle_dir().join("tokenizer_json").join(v["file"].as_str().unwrap())).unwrap();
+    let tok = Tokenizer::from_hf(&bytes, None, None, &[]).unwrap();
+    let texts = oracle["texts"].as_array().unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    let mut failures = Vec::new();
+    for (i, (text, want)) in texts.iter().zip(cases).enumerate() {
+        let text = text.as_str().unwrap();
+        let got = tok.encode(text, false).unwrap();
+        if got != ids(&want["ids"]) {
+            failures.push(format!("{i} {text:?}: {got:?} != {:?}", ids(&want["ids"])));
+            continue;
+        }
+        let special = tok.encode(text, true).unwrap();
+        if special != ids(&want["ids_special"]) {
+            failures.push(format!("{i} {text:?}: with specials {special:?} != {:?}", ids(&want["ids_special"])));
+        }
+        let decoded = tok.decode(&got);
+        if decoded != want["decoded"].as_str().unwrap() {
+            failures.push(format!("{i} {text:?}: decoded {decoded:?}, HF {:?}", want["decoded"]));
+        }
+        let mut stream = Utf8Stream::new();
+        let mut streamed = String::new();
+        for &id in &got {
+            streamed += &stream.push(tok.token_bytes(id));
+        }
+        streamed += &stream.finish();
+        let same = streamed == decoded || streamed.strip_prefix(' ') == Some(&decoded[..]);
+        assert!(same, "{name} case {i}: streamed {streamed:?}, decoded {decoded:?}");
+    }
+    assert!(failures.is_empty(), "{name}: {} of {} differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    println!(
+        "{name}: {0}/{0} cases equal HF tokenizers (ids with and without specials, decoding, streaming)",
+        cases.len()
+    );
+}
+
+#[test]
+fn wordpiece_equals_hf() {
+    check("wordpiece");
+}
+
+#[test]
+fn unigram_equals_hf() {
+    check("unigram");
+}
