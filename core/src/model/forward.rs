@@ -125,16 +125,18 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     let table = if local && !s.rope_local.is_empty() { &s.rope_local } else { &s.rope };
     for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
         let row = buf.len() / n;
-        for (t, head) in buf.chunks_exact_mut(hd).enumerate() {
-            if let Some(w) = norm {
-                let mut tmp = [0.0f32; MAX_HEAD_DIM];
-                let tmp = &mut tmp[..hd];
-                tmp.copy_from_slice(head);
-                k.rms_norm(tmp, w, c.norm_eps, head);
+        rows(e, buf, hd, n, &|first, run| {
+            for (j, head) in run.chunks_exact_mut(hd).enumerate() {
+                if let Some(w) = norm {
+                    let mut tmp = [0.0f32; MAX_HEAD_DIM];
+                    let tmp = &mut tmp[..hd];
+                    tmp.copy_from_slice(head);
+                    k.rms_norm(tmp, w, c.norm_eps, head);
+                }
+                let tok = (first + j) * hd / row;
+                rope::apply(c.rope_style, c.n_rot, &table[tok * c.n_rot..(tok + 1) * c.n_rot], head);
             }
-            let tok = t * hd / row;
-            rope::apply(c.rope_style, c.n_rot, &table[tok * c.n_rot..(tok + 1) * c.n_rot], head);
-        }
+        });
     }
 
     // the new K/V go to the caches; attention reads them back from there
@@ -179,8 +181,29 @@ fn residual(e: &Engine, s: &mut Scratch, n: usize, post_norm: Option<&[f32]>, ep
 }
 
 fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
-    for (x, o) in x.chunks_exact(w.len()).zip(out.chunks_exact_mut(w.len())) {
-        e.kernels.rms_norm(x, w, eps, o);
+    let ne = w.len();
+    let n = x.len() / ne;
+    rows(e, &mut out[..n * ne], ne, n, &|first, run| {
+        for (j, o) in run.chunks_exact_mut(ne).enumerate() {
+            e.kernels.rms_norm(&x[(first + j) * ne..(first + j + 1) * ne], w, eps, o);
+        }
+    });
+}
+
+/// Fewest tokens a step has for its row-wise work (norms, RoPE) to be
+/// shared among the workers: below it (decode) a parallel region costs
+/// more than it saves.
+const PAR_MIN_TOKENS: usize = 8;
+
+/// `f(first, run)` over runs of whole `len`-sized rows of `data` (the
+/// step's `n` tokens' worth): shared among the workers for a prompt, on
+/// this thread for a decode step. Each row's arithmetic is the same either
+/// way.
+fn rows(e: &Engine, data: &mut [f32], len: usize, n: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+    if n >= PAR_MIN_TOKENS {
+        e.par.for_each_run(data, len, f);
+    } else {
+        f(0, data);
     }
 }
 
