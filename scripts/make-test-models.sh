@@ -2,6 +2,7 @@
 # Test-only models made from the fixtures and the fetched GGUFs with the
 # `gguf` package from PyPI (in a venv under target/), into target/test-models:
 #   tiny-qwen3.gguf         the tiny Qwen3 oracle model written as GGUF
+#   tiny-phi3-bf16.gguf     the tiny Phi-3 (fused matrices, windowed) as GGUF
 #   qwen2.5-hf-f32/         the Qwen2.5 GGUF dequantized to an HF directory
 #   smollm2-hf-f32/         the same for SmolLM2 (llama: Q/K un-permuted)
 #   ggml-vocab-{llama-spm,phi-3}.gguf(.inp)  llama.cpp's vocabulary-only
@@ -18,10 +19,13 @@ mkdir -p "$out"
 scripts/install-test-python.sh
 
 oracle=tests/fixtures/oracle
-if [ ! -f "$out/tiny-qwen3.gguf" ]; then
-  "$py" tests/tools/tiny_to_gguf.py "$oracle/tiny/tiny-qwen3" "$out/tiny-qwen3.gguf.part"
-  mv "$out/tiny-qwen3.gguf.part" "$out/tiny-qwen3.gguf"
-fi
+tiny_gguf() { # HF dir, name
+  [ -f "$out/$2.gguf" ] && return
+  "$py" tests/tools/tiny_to_gguf.py "$1" "$out/$2.gguf.part"
+  mv "$out/$2.gguf.part" "$out/$2.gguf"
+}
+tiny_gguf "$oracle/tiny/tiny-qwen3" tiny-qwen3
+tiny_gguf tests/fixtures/tiny/tiny-phi3-bf16 tiny-phi3-bf16
 models="${TERN_MODELS:-$HOME/.cache/tern/models}"
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return

@@ -14,7 +14,7 @@ use tern_core::{Engine, Logits};
 use tern_tests::hfdir;
 use tern_tests::*;
 
-const TINY: [&str; 9] = [
+const TINY: [&str; 11] = [
     "tiny-qwen2",
     "tiny-qwen3",
     "tiny-llama",
@@ -22,6 +22,8 @@ const TINY: [&str; 9] = [
     "tiny-gemma3-mm",
     "tiny-mistral",
     "tiny-mistral-bf16",
+    "tiny-phi3",
+    "tiny-phi3-bf16",
     "tiny-qwen2-yarn",
     "tiny-qwen3-yarn",
 ];
@@ -115,6 +117,24 @@ fn tiny_models_equal_the_transformers_oracle() {
         for exact in [true, false] {
             against_oracle(name, &lm, &o, exact);
         }
+    }
+}
+
+/// The tiny Phi-3 (bf16, fused Q/K/V and gate/up, half-rotated heads,
+/// every layer windowed) written as GGUF the way llama.cpp's converter
+/// writes phi3: the same bits as its HF directory on both paths, and the
+/// transformers oracle's logits and greedy ids.
+#[test]
+fn phi3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
+    let o = oracle("tiny-phi3-bf16");
+    let gguf = load_path(&test_model("tiny-phi3-bf16.gguf"));
+    let dir = load_path(&tiny("tiny-phi3-bf16"));
+    assert_eq!(gguf.model.config.arch, tern_core::model::Arch::Phi3);
+    assert_eq!(gguf.model.config.window.as_ref().map(|w| w.size), Some(5));
+    for exact in [true, false] {
+        let got = against_oracle("tiny-phi3-bf16.gguf", &gguf, &o, exact);
+        let from_dir = all_logits(&dir, &engine(exact), &o.input);
+        assert!(bits_equal(&got, &from_dir), "GGUF and HF directory differ (exact={exact})");
     }
 }
 

@@ -28,11 +28,23 @@ pub struct Located<'a> {
 pub enum Naming {
     Gguf,
     /// `model.layers.N.self_attn.q_proj.weight`, … as transformers saves
-    /// them; `gemma`: Gemma's norm names (`pre_feedforward_layernorm`…).
+    /// them, with the family's own names where it has them.
     Hf {
         layout: HfLayout,
-        gemma: bool,
+        family: HfFamily,
     },
+}
+
+/// Whose names a transformers checkpoint uses where they differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+pub enum HfFamily {
+    /// Llama's (Qwen's, Mistral's).
+    Llama,
+    /// Gemma's norms: `pre_feedforward_layernorm`, `post_*_layernorm`.
+    Gemma,
+    /// Phi-3's fused `qkv_proj` and `gate_up_proj`.
+    Phi3,
 }
 
 /// Where a transformers checkpoint keeps the language model.
@@ -71,7 +83,7 @@ impl HfLayout {
 impl Naming {
     /// The format's name of a tensor given by its GGUF name.
     pub fn name(self, gguf: &str) -> String {
-        let Naming::Hf { layout, gemma } = self else {
+        let Naming::Hf { layout, family } = self else {
             return gguf.to_string();
         };
         let (model, head) = layout.prefixes();
@@ -95,7 +107,9 @@ impl Naming {
             "attn_output.weight" => "self_attn.o_proj.weight",
             "attn_q_norm.weight" => "self_attn.q_norm.weight",
             "attn_k_norm.weight" => "self_attn.k_norm.weight",
-            "ffn_norm.weight" if gemma => "pre_feedforward_layernorm.weight",
+            "ffn_norm.weight" if family == HfFamily::Gemma => "pre_feedforward_layernorm.weight",
+            "attn_qkv.weight" => "self_attn.qkv_proj.weight",
+            "ffn_up.weight" if family == HfFamily::Phi3 => "mlp.gate_up_proj.weight",
             "ffn_norm.weight" => "post_attention_layernorm.weight",
             "post_attention_norm.weight" => "post_attention_layernorm.weight",
             "post_ffw_norm.weight" => "post_feedforward_layernorm.weight",

@@ -1,7 +1,10 @@
-"""Test-only: write the tiny Qwen3 oracle model (an HF directory saved by
-transformers) as a GGUF file with the `gguf` package (gguf-py), the way
-llama.cpp's converter lays out a qwen3 model: matrices kept in their saved
-dtype (bf16), norms in f32, no tokenizer (the oracle model has none).
+"""Test-only: write a tiny bf16 oracle model (an HF directory saved by
+transformers: Qwen3ForCausalLM or Phi3ForCausalLM) as a GGUF file with the
+`gguf` package (gguf-py), the way llama.cpp's converter lays out a qwen3 or
+phi3 model: matrices kept in their saved dtype (bf16), norms in f32, Phi-3's
+fused qkv_proj as attn_qkv and gate_up_proj as ffn_up, its rotated
+dimensions and sliding window as keys; no tokenizer (the oracle models
+have none).
 
     python tiny_to_gguf.py HF_DIR OUT.gguf
 """
@@ -30,6 +33,8 @@ LAYER = {
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight",
+    "mlp.gate_up_proj.weight": "ffn_up.weight",
 }
 
 
@@ -54,17 +59,24 @@ def read_safetensors(path: Path):
 def main(src: str, out: str) -> None:
     src = Path(src)
     cfg = json.loads((src / "config.json").read_text())
-    assert cfg["architectures"] == ["Qwen3ForCausalLM"], cfg["architectures"]
-    w = gguf.GGUFWriter(out, "qwen3")
-    w.add_name("tiny-qwen3")
+    arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3"}[cfg["architectures"][0]]
+    w = gguf.GGUFWriter(out, arch)
+    w.add_name(src.name)
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
     w.add_block_count(cfg["num_hidden_layers"])
     w.add_feed_forward_length(cfg["intermediate_size"])
     w.add_head_count(cfg["num_attention_heads"])
     w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_key_length(cfg["head_dim"])
-    w.add_value_length(cfg["head_dim"])
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    if arch == "qwen3":
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    else:  # llama.cpp's Phi3 converter: rotated dims and the window as keys
+        rot = cfg["rope_parameters"].get("partial_rotary_factor", 1.0)
+        w.add_rope_dimension_count(int(rot * cfg["hidden_size"]) // cfg["num_attention_heads"])
+        if cfg.get("sliding_window"):
+            w.add_sliding_window(cfg["sliding_window"])
     w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)

@@ -98,6 +98,12 @@ impl Config {
                 layers: every_nth_global(n_layer, 6),
                 rope_inv_freq: Some(inv_freq(10000.0, n_rot)),
             }),
+            // Phi-3 with a sliding window: every layer windowed
+            Arch::Phi3 => opt_usize_key(g, &k("attention.sliding_window"))?.map(|size| Window {
+                size,
+                layers: alloc::vec![true; n_layer],
+                rope_inv_freq: None,
+            }),
             _ => None,
         };
         Ok(Config {
@@ -114,7 +120,7 @@ impl Config {
             norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
             rope_style: match arch {
                 Arch::Llama => RopeStyle::Adjacent,
-                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 => RopeStyle::Neox,
+                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 => RopeStyle::Neox,
             },
             rope_base,
             n_rot,

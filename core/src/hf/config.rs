@@ -114,6 +114,7 @@ fn arch(f: &Fields) -> Result<(Arch, String)> {
         "Qwen2ForCausalLM" | "qwen2" => Arch::Qwen2,
         "Qwen3ForCausalLM" | "qwen3" => Arch::Qwen3,
         "Gemma3ForCausalLM" | "gemma3_text" | "Gemma3ForConditionalGeneration" | "gemma3" => Arch::Gemma3,
+        "Phi3ForCausalLM" | "phi3" => Arch::Phi3,
         _ => return Err(Error::UnsupportedArch { arch: name }),
     };
     Ok((arch, name))
@@ -173,7 +174,9 @@ fn layer_types(f: &Fields, n_layer: usize) -> Result<Option<Vec<bool>>> {
 /// Qwen2's `use_sliding_window` (layers from `max_window_layers` on), or
 /// `layer_types` naming windowed layers.
 fn llama_window(f: &Fields, architecture: &str, n_layer: usize) -> Result<Option<Window>> {
+    // Mistral and Phi-3 window every layer (Phi-3 only when it says so)
     let mistral = matches!(architecture, "MistralForCausalLM" | "mistral");
+    let every_layer = mistral || matches!(architecture, "Phi3ForCausalLM" | "phi3");
     let size = match f.get("sliding_window") {
         None if mistral && !f.0.contains_key("sliding_window") => Some(4096),
         None => None,
@@ -182,7 +185,7 @@ fn llama_window(f: &Fields, architecture: &str, n_layer: usize) -> Result<Option
     let Some(size) = size else { return Ok(None) };
     let layers = match layer_types(f, n_layer)? {
         Some(l) => l,
-        None if mistral => alloc::vec![true; n_layer],
+        None if every_layer => alloc::vec![true; n_layer],
         None if f.opt_bool("use_sliding_window")? == Some(true) => {
             let first = f.opt_usize("max_window_layers")?.unwrap_or(28);
             (0..n_layer).map(|i| i >= first).collect()
@@ -384,7 +387,18 @@ impl HfConfig {
         let n_head = f.usize("num_attention_heads")?;
         let n_head_kv = f.opt_usize("num_key_value_heads")?.unwrap_or(n_head);
         let head_dim = f.opt_usize("head_dim")?.unwrap_or(n_embd / n_head);
-        check_heads(n_head, n_head_kv, head_dim, head_dim).map_err(|e| bad("head_dim", e.to_string()))?;
+        // RoPE on the first partial_rotary_factor of each head (Phi-3)
+        let params = f.get("rope_parameters").and_then(Value::as_object);
+        let factor = match params.and_then(|p| p.get("partial_rotary_factor")).filter(|v| !v.is_null()) {
+            Some(v) => Some(v.as_f64().ok_or_else(|| bad("partial_rotary_factor", alloc::format!("{v}")))?),
+            None => f.opt_f64("partial_rotary_factor")?,
+        };
+        let n_rot = match factor {
+            None => head_dim,
+            Some(x) if x > 0.0 && x <= 1.0 => (head_dim as f64 * x) as usize,
+            Some(x) => return Err(bad("partial_rotary_factor", alloc::format!("{x} is not in (0, 1]"))),
+        };
+        check_heads(n_head, n_head_kv, head_dim, n_rot).map_err(|e| bad("head_dim", e.to_string()))?;
         let n_ctx_train = f.opt_usize("max_position_embeddings")?.unwrap_or(2048);
         let n_layer = f.usize("num_hidden_layers")?;
         let (rope, window, attn_scale) = match arch {
@@ -393,7 +407,7 @@ impl HfConfig {
                 (g.rope, Some(g.window), g.attn_scale)
             }
             _ => (
-                rope(&f, head_dim, n_ctx_train)?,
+                rope(&f, n_rot, n_ctx_train)?,
                 llama_window(&f, &architecture, n_layer)?,
                 (1.0 / (head_dim as f64).sqrt()) as f32,
             ),
@@ -419,7 +433,7 @@ impl HfConfig {
             // are: every architecture rotates halves
             rope_style: RopeStyle::Neox,
             rope_base,
-            n_rot: head_dim,
+            n_rot,
             rope_pos_scale,
             rope_inv_freq,
             rope_attn_factor: attn_factor,
@@ -432,7 +446,7 @@ impl HfConfig {
         };
         let qkv_bias = match arch {
             Arch::Qwen2 => true,
-            Arch::Llama | Arch::Qwen3 | Arch::Gemma3 => f.opt_bool("attention_bias")?.unwrap_or(false),
+            Arch::Llama | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 => f.opt_bool("attention_bias")?.unwrap_or(false),
         };
         Ok(HfConfig {
             config,

@@ -64,7 +64,11 @@ pub fn load<B: AsRef<[u8]>>(
     let (weights, info) = {
         let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
         let (dir, mut problems) = Shards::read(&views, index, hc.dtype)?;
-        let dir = if hc.config.arch == crate::model::Arch::Gemma3 { dir.gemma_names() } else { dir };
+        let dir = dir.family_names(match hc.config.arch {
+            crate::model::Arch::Gemma3 => crate::tensors::HfFamily::Gemma,
+            crate::model::Arch::Phi3 => crate::tensors::HfFamily::Phi3,
+            _ => crate::tensors::HfFamily::Llama,
+        });
         if let Err(e) = Weights::check(&dir, &hc.config, hc.expect) {
             flatten(e, &mut problems);
         }

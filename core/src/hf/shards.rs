@@ -11,7 +11,7 @@ use safetensors::tensor::{Dtype, SafeTensors};
 
 use crate::error::{Error, Result};
 use crate::quant::GgmlType;
-use crate::tensors::{HfLayout, Located, Naming, TensorDir};
+use crate::tensors::{HfFamily, HfLayout, Located, Naming, TensorDir};
 
 /// The index file of a sharded checkpoint.
 pub const INDEX: &str = "model.safetensors.index.json";
@@ -188,14 +188,14 @@ impl<'a> Shards<'a> {
             }
         }
         let layout = HfLayout::detect(&tensors.keys().map(String::as_str).collect::<Vec<_>>());
-        let naming = Naming::Hf { layout, gemma: false };
+        let naming = Naming::Hf { layout, family: HfFamily::Llama };
         Ok((Shards { bufs: shards.iter().map(|s| s.1).collect(), tensors, naming }, problems))
     }
 
-    /// Name the norms as Gemma's checkpoints do.
-    pub fn gemma_names(mut self) -> Self {
+    /// Name the tensors as `family`'s checkpoints do.
+    pub fn family_names(mut self, family: HfFamily) -> Self {
         if let Naming::Hf { layout, .. } = self.naming {
-            self.naming = Naming::Hf { layout, gemma: true };
+            self.naming = Naming::Hf { layout, family };
         }
         self
     }

@@ -21,6 +21,9 @@ pub enum Arch {
     /// GELU-tanh, scaled embeddings, local (sliding-window) and global
     /// layers with their own RoPE bases.
     Gemma3,
+    /// Phi-3: Llama's block with Q/K/V and gate/up each stored as one
+    /// fused matrix.
+    Phi3,
 }
 
 impl Arch {
@@ -31,6 +34,7 @@ impl Arch {
             "qwen2" => Ok(Arch::Qwen2),
             "qwen3" => Ok(Arch::Qwen3),
             "gemma3" => Ok(Arch::Gemma3),
+            "phi3" => Ok(Arch::Phi3),
             _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
         }
     }
@@ -41,6 +45,7 @@ impl Arch {
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
             Arch::Gemma3 => "gemma3",
+            Arch::Phi3 => "phi3",
         }
     }
 }

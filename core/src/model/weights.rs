@@ -180,6 +180,19 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
     }
 }
 
+/// Rows `r` of a bound matrix, as a matrix of its own (rows are whole
+/// blocks, so any range of them is a contiguous run of bytes).
+fn rows(t: &TensorRef, r: core::ops::Range<usize>) -> TensorRef {
+    let row_bytes = if t.n_rows == 0 { 0 } else { t.len / t.n_rows };
+    TensorRef {
+        name: format!("{}[{}..{}]", t.name, r.start, r.end),
+        start: t.start + r.start * row_bytes,
+        len: r.len() * row_bytes,
+        n_rows: r.len(),
+        ..t.clone()
+    }
+}
+
 /// Llama-3 style RoPE frequency factors, if the file has them.
 pub(crate) fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
     let Some(t) = dir.get("rope_freqs.weight") else {
@@ -262,11 +275,27 @@ impl Weights {
                 Some(true) => Some(b.vector(&n(s), len)),
                 Some(false) => None,
             };
+            // Phi-3 stores Q, K and V as one matrix, gate and up as another:
+            // bound as views of their rows
+            let (wq, wk, wv, w_gate, w_up) = if c.arch == Arch::Phi3 {
+                let qkv = b.matrix(&n("attn_qkv.weight"), e, q + 2 * kv);
+                let gate_up = b.matrix(&n("ffn_up.weight"), e, 2 * ff);
+                let (rows_qkv, rows_gu) = (|r| rows(&qkv, r), |r| rows(&gate_up, r));
+                (rows_qkv(0..q), rows_qkv(q..q + kv), rows_qkv(q + kv..q + 2 * kv), rows_gu(0..ff), rows_gu(ff..2 * ff))
+            } else {
+                (
+                    b.matrix(&n("attn_q.weight"), e, q),
+                    b.matrix(&n("attn_k.weight"), e, kv),
+                    b.matrix(&n("attn_v.weight"), e, kv),
+                    b.matrix(&n("ffn_gate.weight"), e, ff),
+                    b.matrix(&n("ffn_up.weight"), e, ff),
+                )
+            };
             layers.push(LayerWeights {
                 attn_norm: norm("attn_norm.weight", e),
-                wq: b.matrix(&n("attn_q.weight"), e, q),
-                wk: b.matrix(&n("attn_k.weight"), e, kv),
-                wv: b.matrix(&n("attn_v.weight"), e, kv),
+                wq,
+                wk,
+                wv,
                 wo: b.matrix(&n("attn_output.weight"), q, e),
                 bq: bias("attn_q.bias", q),
                 bk: bias("attn_k.bias", kv),
@@ -276,8 +305,8 @@ impl Weights {
                 post_attn_norm: post_norm("post_attention_norm.weight"),
                 ffn_norm: norm("ffn_norm.weight", e),
                 post_ffn_norm: post_norm("post_ffw_norm.weight"),
-                w_gate: b.matrix(&n("ffn_gate.weight"), e, ff),
-                w_up: b.matrix(&n("ffn_up.weight"), e, ff),
+                w_gate,
+                w_up,
                 w_down: b.matrix(&n("ffn_down.weight"), ff, e),
             });
         }
