@@ -6,7 +6,6 @@
 //! equal; decoding is HF's; streaming the tokens' bytes gives it too.
 
 use tern_core::tokenizer::Tokenizer;
-use tern_core::utf8::Utf8Stream;
 use tern_tests::*;
 
 fn check(name: &str) {
@@ -32,14 +31,7 @@ fn check(name: &str) {
         if decoded != want["decoded"].as_str().unwrap() {
             failures.push(format!("{i} {text:?}: decoded {decoded:?}, HF {:?}", want["decoded"]));
         }
-        let mut stream = Utf8Stream::new();
-        let mut streamed = String::new();
-        for &id in &got {
-            streamed += &stream.push(tok.token_bytes(id));
-        }
-        streamed += &stream.finish();
-        let same = streamed == decoded || streamed.strip_prefix(' ') == Some(&decoded[..]);
-        assert!(same, "{name} case {i}: streamed {streamed:?}, decoded {decoded:?}");
+        assert_streams_as_decoded(&tok, &got, &decoded, &format!("{name} case {i}"));
     }
     assert!(failures.is_empty(), "{name}: {} of {} differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
     println!(

@@ -8,7 +8,6 @@
 
 use tern_core::gguf::Gguf;
 use tern_core::tokenizer::Tokenizer;
-use tern_core::utf8::Utf8Stream;
 use tern_tests::*;
 
 fn vocab_path(file: &str) -> std::path::PathBuf {
@@ -43,16 +42,7 @@ fn check(name: &str) {
         if decoded != want["decoded"].as_str().unwrap() {
             failures.push(format!("{i} {text:?}: decoded {decoded:?}"));
         }
-        // streamed bytes: the text as generated (the decoder's one
-        // dropped leading space is for whole-sequence decoding only)
-        let mut stream = Utf8Stream::new();
-        let mut streamed = String::new();
-        for &id in &got {
-            streamed += &stream.push(tok.token_bytes(id));
-        }
-        streamed += &stream.finish();
-        let same = streamed == decoded || streamed.strip_prefix(' ') == Some(&decoded[..]);
-        assert!(same, "{name} case {i}: streamed {streamed:?}, decoded {decoded:?}");
+        assert_streams_as_decoded(&tok, &got, &decoded, &format!("{name} case {i}"));
     }
     assert!(
         failures.is_empty(),

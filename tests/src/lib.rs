@@ -142,3 +142,16 @@ pub fn recorded_errors(model: &str, prompt: &str, run: &Run, n_vocab: usize) -> 
         })
         .collect()
 }
+
+/// Streaming `ids`' bytes through a UTF-8 stream gives `decoded` (as
+/// generated text: the decoder's one dropped leading space aside).
+pub fn assert_streams_as_decoded(tok: &tern_core::tokenizer::Tokenizer, ids: &[u32], decoded: &str, what: &str) {
+    let mut stream = tern_core::utf8::Utf8Stream::new();
+    let mut streamed = String::new();
+    for &id in ids {
+        streamed += &stream.push(tok.token_bytes(id));
+    }
+    streamed += &stream.finish();
+    let same = streamed == decoded || streamed.strip_prefix(' ') == Some(decoded);
+    assert!(same, "{what}: streamed {streamed:?}, decoded {decoded:?}");
+}
