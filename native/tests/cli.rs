@@ -170,6 +170,25 @@ fn tiny(name: &str) -> String {
     format!("{}/../tests/fixtures/oracle/tiny/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `tern info` names what sets a Gemma 3 apart: its windowed layers with
+/// their own RoPE, the score scale, post-norms, GELU-tanh, the scaled
+/// embedding.
+#[test]
+fn info_shows_the_gemma_attention_and_ffn() {
+    let dir = format!("{}/../tests/fixtures/tiny/tiny-gemma3", env!("CARGO_MANIFEST_DIR"));
+    let out = tern().args(["info", &dir]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "arch        gemma3",
+        "score scale 0.20412415, post-norms true",
+        "window      5 positions on 3 of 4 layers, their own RoPE",
+        "ffn         GeluTanh gate, embeddings scaled by 8",
+    ] {
+        assert!(info.contains(want), "{want:?} not in:\n{info}");
+    }
+}
+
 #[test]
 fn run_and_info_take_an_hf_directory() {
     let out = tern().args(["info", &tiny("tiny-qwen3")]).output().unwrap();

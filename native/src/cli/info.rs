@@ -61,7 +61,20 @@ pub fn run(a: Args) -> Result<()> {
     );
     line!(out, "norm eps    {:e}", c.norm_eps);
     let l0 = &w.layers[0];
-    line!(out, "attention   qkv bias {}, q/k norm {}", l0.bq.is_some(), l0.q_norm.is_some());
+    line!(
+        out,
+        "attention   qkv bias {}, q/k norm {}, score scale {}, post-norms {}",
+        l0.bq.is_some(),
+        l0.q_norm.is_some(),
+        c.attn_scale,
+        c.post_norms
+    );
+    if let Some(win) = &c.window {
+        let n = win.layers.iter().filter(|&&l| l).count();
+        let own = if win.rope_inv_freq.is_some() { ", their own RoPE" } else { "" };
+        line!(out, "window      {} positions on {n} of {} layers{own}", win.size, c.n_layer);
+    }
+    line!(out, "ffn         {:?} gate, embeddings scaled by {}", c.act, c.embd_scale.unwrap_or(1.0));
     line!(
         out,
         "output      {}",
