@@ -5,7 +5,9 @@ use alloc::string::ToString;
 
 use super::Gguf;
 use crate::error::{Error, Result};
-use crate::model::config::{check_heads, every_nth_global, inv_freq, Act, Arch, Config, RopeStyle, Window};
+use crate::model::config::{
+    check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, Act, Arch, Config, RopeStyle, Window,
+};
 use crate::model::weights::{self, Expect, Weights};
 use crate::model::Model;
 use crate::tensors;
@@ -89,8 +91,8 @@ impl Config {
         // head_dim^-½; every 6th layer global, the others windowed with
         // their own RoPE base 10 000 and no position scaling
         let attn_scale = match (arch, n_layer) {
-            (Arch::Gemma3, 62) => 1.0 / libm::sqrtf((n_embd / n_head) as f32),
-            _ => 1.0 / libm::sqrtf(head_dim as f32),
+            (Arch::Gemma3, 62) => head_dim_scale(n_embd / n_head),
+            _ => head_dim_scale(head_dim),
         };
         let window = match arch {
             Arch::Gemma3 => Some(Window {
@@ -129,8 +131,7 @@ impl Config {
             rope_attn_factor: 1.0,
             attn_scale,
             act: if gemma { Act::GeluTanh } else { Act::Silu },
-            // transformers' normalizer: √n_embd as an f32 (llama.cpp: sqrtf)
-            embd_scale: gemma.then(|| libm::sqrtf(n_embd as f32)),
+            embd_scale: gemma.then(|| gemma_embd_scale(n_embd)),
             post_norms: gemma,
             window,
         })

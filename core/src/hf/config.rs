@@ -6,7 +6,9 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::model::config::{check_heads, every_nth_global, inv_freq, Act, Arch, Config, RopeStyle, Window};
+use crate::model::config::{
+    check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, Act, Arch, Config, RopeStyle, Window,
+};
 use crate::model::weights::Expect;
 use crate::quant::GgmlType;
 
@@ -229,8 +231,10 @@ fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> R
             None => (&no_params, &no_params),
         },
     };
+    // a part's own rope_theta, else the older top-level key
     let theta = |p: &Map<String, Value>, key: &str| -> Result<f32> {
-        Ok(Fields(p).opt_f64("rope_theta")?.map_or_else(|| f.opt_f64(key).map(|t| t.unwrap_or(0.0)), Ok)? as f32)
+        let t = Fields(p).opt_f64("rope_theta")?.or(f.opt_f64(key)?);
+        Ok(t.ok_or_else(|| bad(key, "missing"))? as f32)
     };
     let global = rope_params(&Fields(global), "rope_parameters", theta(global, "rope_theta")?, n_rot, n_ctx)?;
     let local = rope_params(&Fields(local), "rope_parameters", theta(local, "rope_local_base_freq")?, n_rot, n_ctx)?;
@@ -406,11 +410,7 @@ impl HfConfig {
                 let g = gemma3_attention(&f, n_layer, head_dim, n_ctx_train)?;
                 (g.rope, Some(g.window), g.attn_scale)
             }
-            _ => (
-                rope(&f, n_rot, n_ctx_train)?,
-                llama_window(&f, &architecture, n_layer)?,
-                (1.0 / (head_dim as f64).sqrt()) as f32,
-            ),
+            _ => (rope(&f, n_rot, n_ctx_train)?, llama_window(&f, &architecture, n_layer)?, head_dim_scale(head_dim)),
         };
         let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor } = rope;
         let dtype = match f.opt_str("dtype")?.or(f.opt_str("torch_dtype")?) {
@@ -439,8 +439,7 @@ impl HfConfig {
             rope_attn_factor: attn_factor,
             attn_scale,
             act,
-            // transformers' `hidden_size**0.5`, as an f32 tensor
-            embd_scale: gemma.then(|| (n_embd as f64).sqrt() as f32),
+            embd_scale: gemma.then(|| gemma_embd_scale(n_embd)),
             post_norms: gemma,
             window,
         };

@@ -320,6 +320,18 @@ pub(crate) fn check_heads(n_head: usize, n_head_kv: usize, head_dim: usize, n_ro
     Ok(())
 }
 
+/// The usual attention score scale, head_dim^-½.
+pub(crate) fn head_dim_scale(head_dim: usize) -> f32 {
+    1.0 / libm::sqrtf(head_dim as f32)
+}
+
+/// Gemma's embedding scale, √n_embd as an f32 (transformers'
+/// `normalizer`; llama.cpp's `sqrtf`: the same value, both correctly
+/// rounded).
+pub(crate) fn gemma_embd_scale(n_embd: usize) -> f32 {
+    libm::sqrtf(n_embd as f32)
+}
+
 /// Gemma 3's layer pattern: every `period`-th layer global, the others
 /// windowed (transformers' `sliding_window_pattern`, llama.cpp's
 /// `LLAMA_SWA_TYPE_STANDARD` with period 6 for `gemma3`).

@@ -125,7 +125,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     let table = if local && !s.rope_local.is_empty() { &s.rope_local } else { &s.rope };
     for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
         let row = buf.len() / n;
-        rows(e, buf, hd, n, &|first, run| {
+        par_rows(e, buf, hd, n, &|first, run| {
             for (j, head) in run.chunks_exact_mut(hd).enumerate() {
                 if let Some(w) = norm {
                     let mut tmp = [0.0f32; MAX_HEAD_DIM];
@@ -183,7 +183,7 @@ fn residual(e: &Engine, s: &mut Scratch, n: usize, post_norm: Option<&[f32]>, ep
 fn rms_norm_rows(e: &Engine, x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
     let ne = w.len();
     let n = x.len() / ne;
-    rows(e, &mut out[..n * ne], ne, n, &|first, run| {
+    par_rows(e, &mut out[..n * ne], ne, n, &|first, run| {
         for (j, o) in run.chunks_exact_mut(ne).enumerate() {
             e.kernels.rms_norm(&x[(first + j) * ne..(first + j + 1) * ne], w, eps, o);
         }
@@ -199,7 +199,7 @@ const PAR_MIN_TOKENS: usize = 8;
 /// step's `n` tokens' worth): shared among the workers for a prompt, on
 /// this thread for a decode step. Each row's arithmetic is the same either
 /// way.
-fn rows(e: &Engine, data: &mut [f32], len: usize, n: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+fn par_rows(e: &Engine, data: &mut [f32], len: usize, n: usize, f: &(dyn Fn(usize, &mut [f32]) + Sync)) {
     if n >= PAR_MIN_TOKENS {
         e.par.for_each_run(data, len, f);
     } else {

@@ -96,8 +96,7 @@ impl KvCache {
     pub fn new(c: &Config, n_ctx: usize, max_step: usize, ty: KvType) -> KvCache {
         let window = c.window.as_ref().map_or(0, |w| w.size);
         let layers = geometry(c, n_ctx, max_step);
-        let rows = layers.last().map_or(0, |&(start, ring)| start + if ring > 0 { 2 * ring } else { n_ctx });
-        let n = rows * c.kv_dim();
+        let n = rows(c, n_ctx, max_step) * c.kv_dim();
         let store = match ty {
             KvType::F16 => Store::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
             KvType::F16Wide | KvType::F32 => {
@@ -135,10 +134,9 @@ impl KvCache {
     /// The slot of position `pos` in a layer (its first copy in a ring),
     /// and the end of the layer's rows.
     fn slot(&self, layer: usize, pos: usize) -> (usize, usize) {
-        match self.layers[layer] {
-            (start, 0) => (start + pos, start + self.n_ctx),
-            (start, ring) => (start + pos % ring, start + 2 * ring),
-        }
+        let (start, ring) = self.layers[layer];
+        let at = if ring > 0 { pos % ring } else { pos };
+        (start + at, start + layer_rows(ring, self.n_ctx))
     }
 
     /// Write rows for positions `pos..pos + n` of one layer.
@@ -207,16 +205,25 @@ fn geometry(c: &Config, n_ctx: usize, max_step: usize) -> Vec<(usize, usize)> {
             let windowed = c.window.as_ref().is_some_and(|w| w.layers[l]);
             let r = if windowed && 2 * ring < n_ctx { ring } else { 0 };
             let at = rows;
-            rows = rows.saturating_add(if r > 0 { 2 * r } else { n_ctx });
+            rows = rows.saturating_add(layer_rows(r, n_ctx));
             (at, r)
         })
         .collect()
 }
 
+/// Rows one layer holds: a ring's two copies, or every position.
+fn layer_rows(ring: usize, n_ctx: usize) -> usize {
+    if ring > 0 {
+        2 * ring
+    } else {
+        n_ctx
+    }
+}
+
 /// Rows (per K or V) a cache of `n_ctx` positions written `max_step` at a
 /// time holds, all layers together.
 pub fn rows(c: &Config, n_ctx: usize, max_step: usize) -> usize {
-    geometry(c, n_ctx, max_step).iter().fold(0usize, |a, &(_, r)| a.saturating_add(if r > 0 { 2 * r } else { n_ctx }))
+    geometry(c, n_ctx, max_step).iter().fold(0usize, |a, &(_, r)| a.saturating_add(layer_rows(r, n_ctx)))
 }
 
 /// `kc[r] = f(k)` and `vc[r] = f(v)`, element by element.

@@ -168,6 +168,16 @@ impl<D: TensorDir + ?Sized> Binder<'_, D> {
         v
     }
 
+    /// A norm's weights: `vector`, plus 1 where the file stores w for a
+    /// norm that scales by 1 + w (`Expect::norm_plus_one`).
+    fn norm(&self, key: &str, n: usize, plus_one: bool) -> Vec<f32> {
+        let mut v = self.vector(key, n);
+        if plus_one {
+            v.iter_mut().for_each(|w| *w += 1.0);
+        }
+        v
+    }
+
     fn opt_vector(&self, key: &str, n: usize) -> Option<Vec<f32>> {
         self.has(key).then(|| self.vector(key, n))
     }
@@ -258,13 +268,7 @@ impl Weights {
         let mut layers = Vec::with_capacity(c.n_layer);
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
-            let norm = |s: &str, len: usize| {
-                let mut v = b.vector(&n(s), len);
-                if x.norm_plus_one {
-                    v.iter_mut().for_each(|w| *w += 1.0);
-                }
-                v
-            };
+            let norm = |s: &str, len: usize| b.norm(&n(s), len, x.norm_plus_one);
             let qk_norm = |s: &str| match c.arch {
                 Arch::Qwen3 | Arch::Gemma3 => Some(norm(s, c.head_dim)),
                 _ => b.has(&n(s)).then(|| norm(s, c.head_dim)),
@@ -310,10 +314,7 @@ impl Weights {
                 w_down: b.matrix(&n("ffn_down.weight"), ff, e),
             });
         }
-        let mut output_norm = b.vector("output_norm.weight", e);
-        if x.norm_plus_one {
-            output_norm.iter_mut().for_each(|w| *w += 1.0);
-        }
+        let output_norm = b.norm("output_norm.weight", e, x.norm_plus_one);
         if x.strict {
             for name in b.unused() {
                 b.problem(Error::UnexpectedTensor { name });
