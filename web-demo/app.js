@@ -71,7 +71,11 @@ async function load(source, label) {
     });
     const info = model.info;
     window.ternTimings.pageToModelMs ??= performance.now() - pageStart;
-    const how = info.fromCache ? 'from the browser cache' : 'downloaded';
+    const how = info.fromCache
+      ? 'from the browser cache'
+      : info.cacheError
+        ? `downloaded; not kept in the browser cache: ${info.cacheError}`
+        : 'downloaded';
     ui.prompt.placeholder = 'Message (Enter to send, Shift+Enter for a new line)';
     status(`${info.name || label} ready (${how}, ${((performance.now() - t0) / 1000).toFixed(1)} s). Say something.`);
     ui.modelName.textContent = `${info.name || label} · ${info.arch}`;

@@ -33,10 +33,11 @@ export class LocalEngine {
     const model = call(() => loader.finish(widen));
     call(() => model.configure(contextSize, exact));
     // a URL being stored in the Cache API: done before the model is handed out
-    await loader.stored;
+    const cacheError = (await loader.stored) ?? null;
     const e = new LocalEngine(wasm, model);
     e.loadMs = performance.now() - t0;
     e.fromCache = fromCache;
+    e.cacheError = cacheError;
     return e;
   }
 
@@ -47,6 +48,7 @@ export class LocalEngine {
       threaded: this.#wasm.threaded(),
       loadMs: this.loadMs,
       fromCache: this.fromCache,
+      cacheError: this.cacheError,
     };
   }
 

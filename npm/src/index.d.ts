@@ -95,7 +95,10 @@ export interface ModelInfo {
   threads: number;
   threaded: boolean;
   loadMs: number;
+  /** The model came from the Cache API (`cache: true` and an earlier load of the same URL). */
   fromCache: boolean;
+  /** Why a `cache: true` download was not kept in the Cache API (e.g. a QuotaExceededError when the disk is full), else null. */
+  cacheError: string | null;
 }
 
 /** Sampling and stopping, as in the CLI (defaults: llama.cpp's). */

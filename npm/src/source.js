@@ -51,7 +51,7 @@ async function readFiles(wasm, files, { onProgress, cache = false, signal } = {}
     }
   }
   dir.fromCache = fromCache;
-  dir.stored = Promise.all(stored);
+  dir.stored = Promise.all(stored).then((why) => why.find((w) => w) ?? null);
   return dir;
 }
 
@@ -164,8 +164,15 @@ async function fromUrl(wasm, url, progress, cache, signal) {
   let stored;
   if (store && !cached) {
     // Store a copy as it streams by; `loader.stored` settles when it is
-    // written (a failure to store is not fatal: the model still loads).
-    stored = store.put(url, res.clone()).catch((e) => console.warn(`tern-llm: ${url} not cached: ${e.message}`));
+    // written, to null or why it was not (not fatal: the model still loads).
+    stored = store.put(url, res.clone()).then(
+      () => null,
+      (e) => {
+        const why = `${url}: ${e?.name ?? 'Error'}: ${e?.message ?? e}`;
+        console.warn(`tern-llm: not kept in the browser cache: ${why}`);
+        return why;
+      },
+    );
   }
   const len = Number(res.headers.get('content-length'));
   const encoded = res.headers.get('content-encoding');

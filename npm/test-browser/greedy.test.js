@@ -1,7 +1,8 @@
 // The package in headless Chromium, loaded from the local static server:
 // with COOP/COEP (cross-origin isolated: the threaded build on 2 threads)
-// greedy ids equal the native build's on the recorded prompts, for SmolLM2
-// and Qwen; without them the single-thread build is chosen, same ids.
+// greedy ids equal the native build's on the recorded prompts, for SmolLM2,
+// Qwen and Gemma 3; without them the single-thread build is chosen, same
+// ids. With `cache: true` a second load comes from the Cache API.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -62,5 +63,38 @@ test('not cross-origin isolated: the single-thread build, same ids', async () =>
     assert.deepEqual(r.out[0].ids, native.ids);
   } finally {
     await plain.close();
+  }
+});
+
+test('cache: true keeps the file in the Cache API, the next load reads it from there; cache: false does neither; a full disk is reported', async () => {
+  // the smallest served model with a tokenizer (98 MB; Chromium keeps 1 GiB of the disk free)
+  const e = await start();
+  try {
+    const page = await e.context.newPage();
+    await page.goto(`${e.base}/npm/test-browser/greedy.html`);
+    await page.waitForFunction(() => window.ready === true);
+    const load = (url, cache) => page.evaluate(([u, c]) => window.load(u, c), [url, cache]);
+    const cached = () => page.evaluate(async () => (await (await caches.open('tern-llm-models')).keys()).length);
+    const url = '/models/smollm2-135m-instruct-q4_1.gguf';
+    const off = await load(url, false);
+    assert.deepEqual([off.fromCache, off.cacheError, await cached()], [false, null, 0]);
+    const first = await load(url, true);
+    assert.deepEqual([first.fromCache, first.cacheError, await cached()], [false, null, 1]);
+    const second = await load(url, true);
+    assert.deepEqual([second.fromCache, second.cacheError], [true, null]);
+    assert.equal(second.name, off.name);
+    // cache: false never reads the cache either
+    assert.equal((await load(url, false)).fromCache, false);
+    // a full disk (the origin's quota cut to 1 MiB): the model loads and says why it was not kept
+    await page.evaluate(() => caches.delete('tern-llm-models'));
+    const cdp = await e.context.newCDPSession(page);
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: e.base, quotaSize: 2 ** 20 });
+    const full = await load(url, true);
+    assert.equal(full.fromCache, false);
+    assert.match(full.cacheError, /^\/models\/smollm2-135m-instruct-q4_1\.gguf: QuotaExceededError: /);
+    assert.equal(await cached(), 0);
+    await page.close();
+  } finally {
+    await e.close();
   }
 });
