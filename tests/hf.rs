@@ -11,13 +11,15 @@ use sha2::{Digest, Sha256};
 use tern::{LoadOptions, Loaded};
 use tern_core::quant::GgmlType;
 use tern_core::{Engine, Logits};
-use tern_tests::hfdir;
+use tern_tests::hfdir::{self, tiny};
 use tern_tests::*;
 
-const TINY: [&str; 11] = [
+const TINY: [&str; 13] = [
     "tiny-qwen2",
     "tiny-qwen3",
     "tiny-llama",
+    "tiny-gemma2",
+    "tiny-gemma2-bf16",
     "tiny-gemma3",
     "tiny-gemma3-mm",
     "tiny-mistral",
@@ -27,17 +29,6 @@ const TINY: [&str; 11] = [
     "tiny-qwen2-yarn",
     "tiny-qwen3-yarn",
 ];
-
-/// The shared oracle's tiny models, then the newer families'
-/// (fixtures/tiny, made by make_tiny_families.py).
-fn tiny(name: &str) -> PathBuf {
-    let shared = oracle_dir().join("tiny").join(name);
-    if shared.exists() {
-        shared
-    } else {
-        fixtures().join("tiny").join(name)
-    }
-}
 
 /// Made by scripts/make-test-models.sh (the test command runs it).
 fn test_model(name: &str) -> PathBuf {
@@ -120,24 +111,6 @@ fn tiny_models_equal_the_transformers_oracle() {
     }
 }
 
-/// The tiny Phi-3 (bf16, fused Q/K/V and gate/up, half-rotated heads,
-/// every layer windowed) written as GGUF the way llama.cpp's converter
-/// writes phi3: the same bits as its HF directory on both paths, and the
-/// transformers oracle's logits and greedy ids.
-#[test]
-fn phi3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
-    let o = oracle("tiny-phi3-bf16");
-    let gguf = load_path(&test_model("tiny-phi3-bf16.gguf"));
-    let dir = load_path(&tiny("tiny-phi3-bf16"));
-    assert_eq!(gguf.model.config.arch, tern_core::model::Arch::Phi3);
-    assert_eq!(gguf.model.config.window.as_ref().map(|w| w.size), Some(5));
-    for exact in [true, false] {
-        let got = against_oracle("tiny-phi3-bf16.gguf", &gguf, &o, exact);
-        let from_dir = all_logits(&dir, &engine(exact), &o.input);
-        assert!(bits_equal(&got, &from_dir), "GGUF and HF directory differ (exact={exact})");
-    }
-}
-
 #[test]
 fn tied_head_is_the_embedding_tensor_not_a_copy() {
     let dir = tiny("tiny-qwen3");
@@ -149,16 +122,50 @@ fn tied_head_is_the_embedding_tensor_not_a_copy() {
     assert_eq!(lm.model.n_bytes(), file, "the weights are the mapped file, nothing more");
 }
 
+/// A tiny bf16 model written as GGUF the way llama.cpp's converter writes
+/// its architecture (tests/tools/tiny_to_gguf.py): the transformers
+/// oracle's logits and greedy ids, and the same bits as its HF directory,
+/// on both paths.
+fn gguf_twin_equals_the_oracle_and_the_hf_directory(name: &str, arch: tern_core::model::Arch) -> Loaded {
+    let o = oracle(name);
+    let gguf = load_path(&test_model(&format!("{name}.gguf")));
+    let dir = load_path(&tiny(name));
+    assert_eq!(gguf.model.config.arch, arch);
+    for exact in [true, false] {
+        let got = against_oracle(&format!("{name}.gguf"), &gguf, &o, exact);
+        let from_dir = all_logits(&dir, &engine(exact), &o.input);
+        assert!(bits_equal(&got, &from_dir), "{name}: GGUF and HF directory differ (exact={exact})");
+    }
+    gguf
+}
+
 #[test]
 fn qwen3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
-    let o = oracle("tiny-qwen3");
-    let gguf = load_path(&test_model("tiny-qwen3.gguf"));
-    let dir = load_path(&tiny("tiny-qwen3"));
-    assert_eq!(gguf.model.config.arch, tern_core::model::Arch::Qwen3);
-    for exact in [true, false] {
-        let got = against_oracle("tiny-qwen3.gguf", &gguf, &o, exact);
-        let from_dir = all_logits(&dir, &engine(exact), &o.input);
-        assert!(bits_equal(&got, &from_dir), "GGUF and HF directory differ (exact={exact})");
+    gguf_twin_equals_the_oracle_and_the_hf_directory("tiny-qwen3", tern_core::model::Arch::Qwen3);
+}
+
+/// Phi-3: fused Q/K/V and gate/up, half-rotated heads, every layer windowed.
+#[test]
+fn phi3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
+    let g = gguf_twin_equals_the_oracle_and_the_hf_directory("tiny-phi3-bf16", tern_core::model::Arch::Phi3);
+    assert_eq!(g.model.config.window.as_ref().map(|w| w.size), Some(5));
+}
+
+/// Gemma 2: norms stored as 1 + w, every other layer windowed, softcaps
+/// from the GGUF keys; without the softcaps the logits are far off.
+#[test]
+fn gemma2_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
+    let g = gguf_twin_equals_the_oracle_and_the_hf_directory("tiny-gemma2-bf16", tern_core::model::Arch::Gemma2);
+    let c = &g.model.config;
+    assert_eq!((c.attn_softcap, c.final_softcap), (Some(1.0), Some(1.5)));
+    assert_eq!(c.window.as_ref().map(|w| (w.size, w.layers.clone())), Some((5, vec![true, false, true, false])));
+    let o = oracle("tiny-gemma2-bf16");
+    for uncapped in [(None, Some(1.5)), (Some(1.0), None)] {
+        let mut m = load_path(&test_model("tiny-gemma2-bf16.gguf"));
+        (m.model.config.attn_softcap, m.model.config.final_softcap) = uncapped;
+        let d = max_abs_diff(&all_logits(&m, &engine(true), &o.input), &o.logits);
+        println!("tiny-gemma2-bf16.gguf with softcaps {uncapped:?}: max |Δ| {d:.3}");
+        assert!(d > 100.0 * tolerance(true), "softcaps {uncapped:?}: max |Δ| only {d:e}");
     }
 }
 
@@ -260,17 +267,20 @@ fn float16_checkpoint_runs_as_its_float32_widening() {
     }
 }
 
-/// Sliding-window layers keep a ring of W + B − 1 positions (tiny-gemma3:
-/// window 5, steps of up to 4 → 8, stored twice): decoding 60 tokens past
-/// the window gives the same bits as one dense forward over the whole
-/// sequence, on every backend, exact and quantized; the ring's memory does
+/// Sliding-window layers keep a ring of W + B − 1 positions (tiny-gemma3
+/// and tiny-gemma2: window 5, steps of up to 4 → 8, stored twice):
+/// decoding 60 tokens past the window gives the same bits as one dense
+/// forward over the whole sequence, on every backend, exact and quantized; the ring's memory does
 /// not grow with the context; a truncation the ring can no longer serve
 /// keeps nothing, and a saved session restores to the same logits.
 #[test]
 fn sliding_window_ring_equals_a_dense_recompute() {
-    let lm = load_path(&tiny("tiny-gemma3"));
     let seq: Vec<u32> = (0..64u32).map(|i| (i * 37 + 11) % 512).collect();
-    for name in tern::kernels::available() {
+    // (tiny-gemma2 softcaps its scores too)
+    for (model, name) in
+        ["tiny-gemma3", "tiny-gemma2"].iter().flat_map(|m| tern::kernels::available().into_iter().map(|k| (*m, k)))
+    {
+        let lm = load_path(&tiny(model));
         for exact in [false, true] {
             let par = tern::Threads::new(2);
             let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };
@@ -283,10 +293,14 @@ fn sliding_window_ring_equals_a_dense_recompute() {
             for &t in &seq[4..] {
                 got.extend_from_slice(ring.forward(&lm.model, &e, &[t], Logits::Last).unwrap());
             }
-            assert!(bits_equal(&got, &want), "{name} exact={exact}: ring decode differs from the dense forward");
-            assert!(ring.kv_bytes() < dense.kv_bytes(), "{name}: the ring is not smaller");
+            assert!(
+                bits_equal(&got, &want),
+                "{model} {name} exact={exact}: ring decode differs from the dense forward"
+            );
+            assert!(ring.kv_bytes() < dense.kv_bytes(), "{model} {name}: the ring is not smaller");
         }
     }
+    let lm = load_path(&tiny("tiny-gemma3"));
     let e = engine(true);
     let small = lm.model.session_kv(256, 4, e.kv_type()).kv_bytes();
     let large = lm.model.session_kv(4096, 4, e.kv_type()).kv_bytes();

@@ -88,9 +88,14 @@ fn shards_and_index_must_agree() {
 #[test]
 fn bad_files_name_the_file_and_field() {
     let d = copy("tiny-llama", "arch");
-    edit_json(&d.join("config.json"), |v| v["architectures"] = serde_json::json!(["Gemma2ForCausalLM"]));
+    edit_json(&d.join("config.json"), |v| v["architectures"] = serde_json::json!(["Gemma3nForCausalLM"]));
     let msg = load_err(&d);
-    assert!(msg.contains("unsupported architecture \"Gemma2ForCausalLM\""), "{msg}");
+    assert!(msg.contains("unsupported architecture \"Gemma3nForCausalLM\""), "{msg}");
+
+    let d = copy("tiny-gemma2", "softcap");
+    edit_json(&d.join("config.json"), |v| v["attn_logit_softcapping"] = 0.0.into());
+    let msg = load_err(&d);
+    assert!(msg.contains("attn_logit_softcapping") && msg.contains("above 0"), "{msg}");
 
     let d = copy("tiny-llama", "field");
     edit_json(&d.join("config.json"), |v| v["num_attention_heads"] = "four".into());

@@ -4,7 +4,7 @@
 //! outside the forward pass: a wrapped kernel backend that misreads the
 //! mask, or a model whose configuration or weights were rewired.
 
-use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
+use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries, Score};
 use tern_core::model::RopeStyle;
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use tern_core::Engine;
@@ -49,18 +49,18 @@ impl Kernels for Faulty {
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         self.0.swiglu(g, u)
     }
-    fn attention_head(&self, q: &[f32], kv: Cached, n: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
-        self.0.attention_head(q, kv, n, scale, scores, out)
+    fn attention_head(&self, q: &[f32], kv: Cached, n: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
+        self.0.attention_head(q, kv, n, score, scores, out)
     }
     fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
         let last = qs.n_kv.iter().copied().max().unwrap_or(0);
         qs.each(out, |q, n, o| match self.1 {
-            Mask::Right => self.0.attention_head(q, kv, n, qs.scale, scores, o),
-            Mask::FrontierOffByOne => self.0.attention_head(q, kv, (n - 1).max(1), qs.scale, scores, o),
+            Mask::Right => self.0.attention_head(q, kv, n, qs.score, scores, o),
+            Mask::FrontierOffByOne => self.0.attention_head(q, kv, (n - 1).max(1), qs.score, scores, o),
             Mask::Inverted => {
                 let at = (n - 1) * kv.stride;
                 let from_here = Cached { k: kv.k.from(at), v: kv.v.from(at), stride: kv.stride };
-                self.0.attention_head(q, from_here, last - n + 1, qs.scale, scores, o)
+                self.0.attention_head(q, from_here, last - n + 1, qs.score, scores, o)
             }
         });
     }

@@ -172,7 +172,7 @@ fn tiny(name: &str) -> String {
 
 /// `tern info` names what sets a Gemma 3 apart: its windowed layers with
 /// their own RoPE, the score scale, post-norms, GELU-tanh, the scaled
-/// embedding.
+/// embedding; and a Gemma 2's softcaps.
 #[test]
 fn info_shows_the_gemma_attention_and_ffn() {
     let dir = format!("{}/../tests/fixtures/tiny/tiny-gemma3", env!("CARGO_MANIFEST_DIR"));
@@ -185,6 +185,14 @@ fn info_shows_the_gemma_attention_and_ffn() {
         "window      5 positions on 3 of 4 layers, their own RoPE",
         "ffn         GeluTanh gate, embeddings scaled by 8",
     ] {
+        assert!(info.contains(want), "{want:?} not in:\n{info}");
+    }
+    // and a Gemma 2 its softcaps, every other layer windowed
+    let dir = format!("{}/../tests/fixtures/tiny/tiny-gemma2", env!("CARGO_MANIFEST_DIR"));
+    let out = tern().args(["info", &dir]).output().unwrap();
+    let info = String::from_utf8_lossy(&out.stdout);
+    for want in ["arch        gemma2", "window      5 positions on 2 of 4 layers\n", "softcaps    scores 1, logits 1.5"]
+    {
         assert!(info.contains(want), "{want:?} not in:\n{info}");
     }
 }

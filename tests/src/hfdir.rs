@@ -7,11 +7,22 @@ use std::path::{Path, PathBuf};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use serde_json::Value;
 
-use crate::oracle_dir;
+use crate::{fixtures, oracle_dir};
+
+/// A tiny HF checkpoint: the shared oracle's, then the newer families'
+/// (fixtures/tiny, made by make_tiny_families.py).
+pub fn tiny(name: &str) -> PathBuf {
+    let shared = oracle_dir().join("tiny").join(name);
+    if shared.exists() {
+        shared
+    } else {
+        fixtures().join("tiny").join(name)
+    }
+}
 
 /// A fresh copy of a tiny model in a scratch folder.
 pub fn copy(name: &str, case: &str) -> PathBuf {
-    let src = oracle_dir().join("tiny").join(name);
+    let src = tiny(name);
     let dst = std::env::temp_dir().join(format!("tern-hf-{}-{case}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dst);
     std::fs::create_dir_all(&dst).unwrap();

@@ -1,10 +1,12 @@
 """Test-only: write a tiny bf16 oracle model (an HF directory saved by
-transformers: Qwen3ForCausalLM or Phi3ForCausalLM) as a GGUF file with the
-`gguf` package (gguf-py), the way llama.cpp's converter lays out a qwen3 or
-phi3 model: matrices kept in their saved dtype (bf16), norms in f32, Phi-3's
-fused qkv_proj as attn_qkv and gate_up_proj as ffn_up, its rotated
-dimensions and sliding window as keys; no tokenizer (the oracle models
-have none).
+transformers: Qwen3ForCausalLM, Phi3ForCausalLM or Gemma2ForCausalLM) as a
+GGUF file with the `gguf` package (gguf-py), the way llama.cpp's converter
+lays out a qwen3, phi3 or gemma2 model: matrices kept in their saved dtype
+(bf16), norms in f32, Phi-3's fused qkv_proj as attn_qkv and gate_up_proj
+as ffn_up, its rotated dimensions and sliding window as keys; Gemma 2's
+norms stored as 1 + w, its four norms per layer under their GGUF names,
+its window and softcaps as keys; no tokenizer (the oracle models have
+none).
 
     python tiny_to_gguf.py HF_DIR OUT.gguf
 """
@@ -38,11 +40,20 @@ LAYER = {
 }
 
 
-def gguf_name(hf: str) -> str:
+# Gemma's norms around attention and the MLP
+GEMMA_LAYER = {
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+}
+
+
+def gguf_name(hf: str, arch: str) -> str:
     if hf in NAMES:
         return NAMES[hf]
     _, _, i, rest = hf.split(".", 3)
-    return f"blk.{i}.{LAYER[rest]}"
+    layer = dict(LAYER, **GEMMA_LAYER) if arch == "gemma2" else LAYER
+    return f"blk.{i}.{layer[rest]}"
 
 
 def read_safetensors(path: Path):
@@ -59,7 +70,8 @@ def read_safetensors(path: Path):
 def main(src: str, out: str) -> None:
     src = Path(src)
     cfg = json.loads((src / "config.json").read_text())
-    arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3"}[cfg["architectures"][0]]
+    arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2"}[
+        cfg["architectures"][0]]
     w = gguf.GGUFWriter(out, arch)
     w.add_name(src.name)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -69,10 +81,15 @@ def main(src: str, out: str) -> None:
     w.add_head_count(cfg["num_attention_heads"])
     w.add_head_count_kv(cfg["num_key_value_heads"])
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    if arch == "qwen3":
+    if arch in ("qwen3", "gemma2"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
-    else:  # llama.cpp's Phi3 converter: rotated dims and the window as keys
+    if arch == "gemma2":  # llama.cpp's Gemma2 converter: window and softcaps as keys
+        assert cfg["query_pre_attn_scalar"] == head_dim, "llama.cpp scales gemma2 scores by head_dim^-1/2"
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
+        w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
+    elif arch == "phi3":  # llama.cpp's Phi3 converter: rotated dims and the window as keys
         rot = cfg["rope_parameters"].get("partial_rotary_factor", 1.0)
         w.add_rope_dimension_count(int(rot * cfg["hidden_size"]) // cfg["num_attention_heads"])
         if cfg.get("sliding_window"):
@@ -83,11 +100,12 @@ def main(src: str, out: str) -> None:
     for name, dtype, shape, data in read_safetensors(src / "model.safetensors"):
         assert dtype == "BF16", (name, dtype)
         bits = np.frombuffer(data, dtype=np.uint16).reshape(shape)
-        if len(shape) == 1:  # norms in f32, exactly the bf16 values
-            w.add_tensor(gguf_name(name), (bits.astype(np.uint32) << 16).view(np.float32))
+        if len(shape) == 1:  # norms in f32, exactly the bf16 values (Gemma's plus 1, in f32)
+            norm = (bits.astype(np.uint32) << 16).view(np.float32)
+            w.add_tensor(gguf_name(name, arch), norm + np.float32(1) if arch == "gemma2" else norm)
         else:
             # raw bytes, one row per row; the writer derives the element shape
-            w.add_tensor(gguf_name(name), bits.view(np.uint8).reshape(shape[0], -1),
+            w.add_tensor(gguf_name(name, arch), bits.view(np.uint8).reshape(shape[0], -1),
                          raw_dtype=gguf.GGMLQuantizationType.BF16)
     w.write_header_to_file()
     w.write_kv_data_to_file()

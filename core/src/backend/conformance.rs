@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use half::f16;
 
-use super::{scalar, Acts, Cached, Kernels, KvRows, QMatrix, Queries, Scalar};
+use super::{scalar, Acts, Cached, Kernels, KvRows, QMatrix, Queries, Scalar, Score};
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
@@ -237,31 +237,35 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         let vc: Vec<f32> = (0..off + n_kv * stride).map(|_| r.f32(1.0)).collect();
         let (kh, vh): (Vec<_>, Vec<_>) =
             kc.iter().zip(&vc).map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b))).unzip();
-        for (kind, kr, vr) in [("f32", KvRows::F32(&kc), KvRows::F32(&vc)), ("f16", KvRows::F16(&kh), KvRows::F16(&vh))]
-        {
+        // plain scores, and softcapped ones (Gemma 2) at a cap they exceed
+        let scores = [Score::scaled(0.125), Score { scale: 0.125, softcap: Some(0.5) }];
+        let rows = [("f32", KvRows::F32(&kc), KvRows::F32(&vc)), ("f16", KvRows::F16(&kh), KvRows::F16(&vh))];
+        for ((kind, kr, vr), score) in rows.into_iter().flat_map(|r| scores.map(|s| (r, s))) {
             let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
             let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
             let kv = Cached { k: kr.from(off), v: vr.from(off), stride };
-            k.attention_head(&q, kv, n_kv, 0.125, &mut s1, &mut o1);
-            s.attention_head(&q, kv, n_kv, 0.125, &mut s2, &mut o2);
+            k.attention_head(&q, kv, n_kv, score, &mut s1, &mut o1);
+            s.attention_head(&q, kv, n_kv, score, &mut s2, &mut o2);
             if !same(&o1, &o2) {
-                return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows", k.name()));
+                return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows, {score:?}", k.name()));
             }
             // a run of queries over the same rows, each seeing a prefix (as a
             // prefill's causal mask gives), against the reference per query
-            let n_q = 7;
-            let qs: Vec<f32> = (0..n_q * (hd + 3)).map(|_| r.f32(1.0)).collect();
-            let seen: Vec<usize> = (0..n_q).map(|j| (n_kv - j.min(n_kv - 1) * n_kv / n_q).max(1)).collect();
-            let (mut o1, mut o2) = (vec![0.0; n_q * hd], vec![0.0; n_q * hd]);
-            k.attention_queries(Queries { q: &qs, stride: hd + 3, n_kv: &seen, scale: 0.125 }, kv, &mut s1, &mut o1);
-            for (j, o) in o2.chunks_exact_mut(hd).enumerate() {
-                s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], kv, seen[j], 0.125, &mut s2, o);
-            }
-            if !same(&o1, &o2) {
-                return Err(format!(
-                    "{}: attention of {n_q} queries, head_dim {hd}, over {seen:?} {kind} rows",
-                    k.name()
-                ));
+            // (9: enough queries for a backend's transposed-keys path)
+            for n_q in [3, 9] {
+                let qs: Vec<f32> = (0..n_q * (hd + 3)).map(|_| r.f32(1.0)).collect();
+                let seen: Vec<usize> = (0..n_q).map(|j| (n_kv - j.min(n_kv - 1) * n_kv / n_q).max(1)).collect();
+                let (mut o1, mut o2) = (vec![0.0; n_q * hd], vec![0.0; n_q * hd]);
+                k.attention_queries(Queries { q: &qs, stride: hd + 3, n_kv: &seen, score }, kv, &mut s1, &mut o1);
+                for (j, o) in o2.chunks_exact_mut(hd).enumerate() {
+                    s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], kv, seen[j], score, &mut s2, o);
+                }
+                if !same(&o1, &o2) {
+                    return Err(format!(
+                        "{}: attention of {n_q} queries, head_dim {hd}, over {seen:?} {kind} rows, {score:?}",
+                        k.name()
+                    ));
+                }
             }
         }
     }

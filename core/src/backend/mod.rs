@@ -106,9 +106,46 @@ pub struct Cached<'a> {
     pub stride: usize,
 }
 
+/// How a query·key dot becomes an attention score: `dot · scale`, then,
+/// with a softcap c (Gemma 2), `c · tanh(s / c)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Score {
+    /// Scale of the dot (1/√head_dim, or the model's own).
+    pub scale: f32,
+    /// The softcap, if any.
+    pub softcap: Option<f32>,
+}
+
+impl Score {
+    /// The plain scaled dot, no softcap.
+    pub fn scaled(scale: f32) -> Score {
+        Score { scale, softcap: None }
+    }
+    /// The score of a dot.
+    #[inline]
+    pub fn of(self, dot: f32) -> f32 {
+        self.capped(dot * self.scale)
+    }
+    /// A scaled dot softcapped (itself without a cap).
+    #[inline]
+    pub fn capped(self, s: f32) -> f32 {
+        match self.softcap {
+            Some(c) => scalar::softcap(s, c),
+            None => s,
+        }
+    }
+    /// `capped` over already scaled dots, in place.
+    #[inline]
+    pub fn cap_all(self, s: &mut [f32]) {
+        if let Some(c) = self.softcap {
+            s.iter_mut().for_each(|s| *s = scalar::softcap(*s, c));
+        }
+    }
+}
+
 /// A run of queries of one head over the same cached rows (one sequence,
 /// keys from its first position): query j is `q[j * stride..][..hd]` and
-/// sees the first `n_kv[j]` positions; scores are scaled by `scale`.
+/// sees the first `n_kv[j]` positions; dots become scores by `score`.
 #[derive(Clone, Copy, Debug)]
 pub struct Queries<'a> {
     /// The queries.
@@ -117,8 +154,8 @@ pub struct Queries<'a> {
     pub stride: usize,
     /// Positions each query sees.
     pub n_kv: &'a [usize],
-    /// Scale of the scores (1/√head_dim).
-    pub scale: f32,
+    /// Dot to score.
+    pub score: Score,
 }
 
 impl Queries<'_> {
@@ -164,10 +201,10 @@ pub trait Kernels: Sync {
     }
 
     /// Causal attention of one query head over the first `n_kv` cached
-    /// positions: `out = softmax(q·K^T * scale) V`; `scores` is scratch of
+    /// positions: `out = softmax(score(q·K^T)) V`; `scores` is scratch of
     /// `n_kv`.
-    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
-        scalar::attention_head(q, kv, n_kv, scale, scores, out)
+    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
+        scalar::attention_head(q, kv, n_kv, score, scores, out)
     }
 
     /// Attention of one head for a run of queries over the same cached
@@ -175,7 +212,7 @@ pub trait Kernels: Sync {
     /// `attention_head` per query; a backend may share work across the run
     /// (the keys' layout). `scores`: scratch of max `n_kv`.
     fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-        qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.scale, scores, o));
+        qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.score, scores, o));
     }
 
     /// `g[i] = silu(g[i]) * u[i]`.

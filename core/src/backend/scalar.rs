@@ -8,7 +8,7 @@
 
 use core::ops::Range;
 
-use super::{Acts, Cached, KvRows, QMatrix};
+use super::{Acts, Cached, KvRows, QMatrix, Score};
 
 /// The largest head the attention kernels take (checked at load).
 pub const MAX_HEAD_DIM: usize = 512;
@@ -183,12 +183,12 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
 
 /// The reference attention of one query head over the first `n_kv` cached positions.
 #[inline]
-pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
     attention_head_with(
         q,
         kv,
         n_kv,
-        scale,
+        score,
         scores,
         out,
         RowOps { dot: dot_f32, axpy, read: |k: &KvRows, r, o: &mut [f32]| k.read(r, o) },
@@ -222,7 +222,7 @@ pub fn attention_head_with<D, A, R>(
     q: &[f32],
     kv: Cached,
     n_kv: usize,
-    scale: f32,
+    score: Score,
     scores: &mut [f32],
     out: &mut [f32],
     ops: RowOps<D, A, R>,
@@ -238,7 +238,7 @@ pub fn attention_head_with<D, A, R>(
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
         (ops.read)(&kv.k, t * st..t * st + hd, row);
-        *s = (ops.dot)(q, row) * scale;
+        *s = score.of((ops.dot)(q, row));
         max = max.max(*s);
     }
     let inv = softmax_exp(scores, max);
@@ -262,6 +262,12 @@ pub fn exp_shifted(scores: &mut [f32], max: f32) {
     for s in scores.iter_mut() {
         *s = libm::expf(*s - max);
     }
+}
+
+/// `c · tanh(x / c)`: Gemma 2's softcap of attention scores and logits.
+#[inline]
+pub fn softcap(x: f32, c: f32) -> f32 {
+    c * libm::tanhf(x / c)
 }
 
 /// `x · sigmoid(x)`, as `x / (1 + exp(−x))`.

@@ -85,16 +85,23 @@ impl Config {
             }
         }
         let n_layer = usize_key(g, &k("block_count"))?;
-        let gemma = arch == Arch::Gemma3;
-        // what llama.cpp fills in for gemma3, the GGUF not saying it: the
-        // 27B (62 layers) scales scores by (n_embd/n_head)^-½, the others by
-        // head_dim^-½; every 6th layer global, the others windowed with
+        let gemma = matches!(arch, Arch::Gemma2 | Arch::Gemma3);
+        // what llama.cpp fills in for gemma2/gemma3, the GGUF not saying
+        // it: the 27Bs (46 and 62 layers) scale scores by (n_embd/n_head)^-½,
+        // the others by head_dim^-½; gemma2 windows every other layer and
+        // softcaps at 50 (scores) and 30 (logits) unless the file says;
+        // gemma3 makes every 6th layer global, the others windowed with
         // their own RoPE base 10 000 and no position scaling
         let attn_scale = match (arch, n_layer) {
-            (Arch::Gemma3, 62) => head_dim_scale(n_embd / n_head),
+            (Arch::Gemma2, 46) | (Arch::Gemma3, 62) => head_dim_scale(n_embd / n_head),
             _ => head_dim_scale(head_dim),
         };
         let window = match arch {
+            Arch::Gemma2 => Some(Window {
+                size: usize_key(g, &k("attention.sliding_window"))?,
+                layers: every_nth_global(n_layer, 2),
+                rope_inv_freq: None,
+            }),
             Arch::Gemma3 => Some(Window {
                 size: usize_key(g, &k("attention.sliding_window"))?,
                 layers: every_nth_global(n_layer, 6),
@@ -107,6 +114,12 @@ impl Config {
                 rope_inv_freq: None,
             }),
             _ => None,
+        };
+        let softcap = |key: &str, default: f32| -> Result<Option<f32>> {
+            match arch {
+                Arch::Gemma2 => Ok(Some(g.get_f32(&k(key))?.unwrap_or(default))),
+                _ => Ok(None),
+            }
         };
         Ok(Config {
             arch,
@@ -122,7 +135,7 @@ impl Config {
             norm_eps: g.get_f32(&k("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
             rope_style: match arch {
                 Arch::Llama => RopeStyle::Adjacent,
-                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 => RopeStyle::Neox,
+                Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma2 | Arch::Gemma3 | Arch::Phi3 => RopeStyle::Neox,
             },
             rope_base,
             n_rot,
@@ -130,6 +143,8 @@ impl Config {
             rope_inv_freq,
             rope_attn_factor: 1.0,
             attn_scale,
+            attn_softcap: softcap("attn_logit_softcapping", 50.0)?,
+            final_softcap: softcap("final_logit_softcapping", 30.0)?,
             act: if gemma { Act::GeluTanh } else { Act::Silu },
             embd_scale: gemma.then(|| gemma_embd_scale(n_embd)),
             post_norms: gemma,

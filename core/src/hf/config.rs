@@ -115,6 +115,7 @@ fn arch(f: &Fields) -> Result<(Arch, String)> {
         "LlamaForCausalLM" | "llama" | "MistralForCausalLM" | "mistral" => Arch::Llama,
         "Qwen2ForCausalLM" | "qwen2" => Arch::Qwen2,
         "Qwen3ForCausalLM" | "qwen3" => Arch::Qwen3,
+        "Gemma2ForCausalLM" | "gemma2" => Arch::Gemma2,
         "Gemma3ForCausalLM" | "gemma3_text" | "Gemma3ForConditionalGeneration" | "gemma3" => Arch::Gemma3,
         "Phi3ForCausalLM" | "phi3" => Arch::Phi3,
         _ => return Err(Error::UnsupportedArch { arch: name }),
@@ -122,20 +123,30 @@ fn arch(f: &Fields) -> Result<(Arch, String)> {
     Ok((arch, name))
 }
 
-/// Gemma 3's fields: `Gemma3TextConfig`'s defaults (hub configs leave
-/// most out), under the file's own, which for
-/// `Gemma3ForConditionalGeneration` are its `text_config` (the language
-/// model; the vision tower is not run) and the top level's dtype and tying.
-fn gemma3_fields(top: &Map<String, Value>) -> Result<Map<String, Value>> {
-    let mut m: Map<String, Value> = serde_json::from_str(
-        r#"{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-            "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
-            "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
-            "tie_word_embeddings": true, "query_pre_attn_scalar": 256, "sliding_window": 4096,
-            "sliding_window_pattern": 6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
-            "eos_token_id": 1}"#,
-    )
-    .map_err(|e| bad("(defaults)", e.to_string()))?;
+/// `Gemma2Config`'s defaults.
+const GEMMA2_DEFAULTS: &str = r#"{"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 8192, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": true, "rope_theta": 10000.0, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0, "eos_token_id": 1}"#;
+
+/// `Gemma3TextConfig`'s defaults.
+const GEMMA3_DEFAULTS: &str = r#"{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": true, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    "sliding_window_pattern": 6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "eos_token_id": 1}"#;
+
+/// Keys whose null means "none", not "the default" (Gemma 2's softcaps).
+const NULL_MEANS_NONE: [&str; 2] = ["attn_logit_softcapping", "final_logit_softcapping"];
+
+/// A Gemma's fields: its config class's defaults (hub configs leave most
+/// out), under the file's own, which for `Gemma3ForConditionalGeneration`
+/// are its `text_config` (the language model; the vision tower is not
+/// run) and the top level's dtype and tying.
+fn gemma_fields(arch: Arch, top: &Map<String, Value>) -> Result<Map<String, Value>> {
+    let defaults = if arch == Arch::Gemma2 { GEMMA2_DEFAULTS } else { GEMMA3_DEFAULTS };
+    let mut m: Map<String, Value> = serde_json::from_str(defaults).map_err(|e| bad("(defaults)", e.to_string()))?;
     let text = match top.get("text_config") {
         Some(Value::Object(t)) => t,
         Some(v) => return Err(bad("text_config", alloc::format!("{v} is not an object"))),
@@ -147,7 +158,7 @@ fn gemma3_fields(top: &Map<String, Value>) -> Result<Map<String, Value>> {
         }
     }
     for (k, v) in text {
-        if !v.is_null() {
+        if !v.is_null() || NULL_MEANS_NONE.contains(&k.as_str()) {
             m.insert(k.clone(), v.clone());
         }
     }
@@ -197,18 +208,31 @@ fn llama_window(f: &Fields, architecture: &str, n_layer: usize) -> Result<Option
     Ok(layers.contains(&true).then_some(Window { size, layers, rope_inv_freq: None }))
 }
 
+/// Gemma 2's attention: every other layer windowed (or as
+/// `layer_types` says), one RoPE, the score scale, the softcaps.
+fn gemma2_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> Result<GemmaAttention> {
+    causal(f)?;
+    let layers = layer_types(f, n_layer)?.unwrap_or_else(|| every_nth_global(n_layer, 2));
+    let softcap = |k: &str| -> Result<Option<f32>> { Ok(f.opt_f64(k)?.map(|c| c as f32)) };
+    Ok(GemmaAttention {
+        window: Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: None },
+        rope: rope(f, n_rot, n_ctx)?,
+        attn_scale: pre_attn_scale(f)?,
+        attn_softcap: softcap("attn_logit_softcapping")?,
+        final_softcap: softcap("final_logit_softcapping")?,
+    })
+}
+
 /// Gemma 3's attention: the windowed layers (`layer_types`, else every
 /// `sliding_window_pattern`-th layer global), their RoPE, the global
 /// layers' RoPE (which alone takes `rope_scaling`), the score scale.
-fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> Result<Gemma3Attention> {
+fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> Result<GemmaAttention> {
     for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
-        if f.get(k).is_some() {
-            return Err(Error::Unsupported { what: alloc::format!("{FILE}: {k} (Gemma 2's softcaps)") });
+        if f.get(k).is_some_and(|v| !v.is_null()) {
+            return Err(Error::Unsupported { what: alloc::format!("{FILE}: {k} in a Gemma 3 config") });
         }
     }
-    if f.opt_bool("use_bidirectional_attention")? == Some(true) {
-        return Err(Error::Unsupported { what: alloc::format!("{FILE}: use_bidirectional_attention true") });
-    }
+    causal(f)?;
     let layers = match layer_types(f, n_layer)? {
         Some(l) => l,
         None => every_nth_global(n_layer, f.usize("sliding_window_pattern")?),
@@ -243,18 +267,35 @@ fn gemma3_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> R
             what: alloc::format!("{FILE}: position scaling of the sliding layers' RoPE"),
         });
     }
-    let scalar = f.usize("query_pre_attn_scalar")?;
-    Ok(Gemma3Attention {
+    Ok(GemmaAttention {
         window: Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: Some(local.inv_freq) },
         rope: global,
-        attn_scale: (1.0 / (scalar as f64).sqrt()) as f32,
+        attn_scale: pre_attn_scale(f)?,
+        attn_softcap: None,
+        final_softcap: None,
     })
 }
 
-struct Gemma3Attention {
+/// Refuse a Gemma made bidirectional (an encoder, as EmbeddingGemma).
+fn causal(f: &Fields) -> Result<()> {
+    if f.opt_bool("use_bidirectional_attention")? == Some(true) {
+        return Err(Error::Unsupported { what: alloc::format!("{FILE}: use_bidirectional_attention true") });
+    }
+    Ok(())
+}
+
+/// `query_pre_attn_scalar`^−½.
+fn pre_attn_scale(f: &Fields) -> Result<f32> {
+    Ok((1.0 / (f.usize("query_pre_attn_scalar")? as f64).sqrt()) as f32)
+}
+
+/// A Gemma's attention as its config describes it.
+struct GemmaAttention {
     window: Window,
     rope: RopeSpec,
     attn_scale: f32,
+    attn_softcap: Option<f32>,
+    final_softcap: Option<f32>,
 }
 
 /// RoPE parameters: transformers 5's `rope_parameters`, or the older
@@ -363,8 +404,8 @@ impl HfConfig {
         let v: Value = serde_json::from_slice(bytes).map_err(|e| bad("(file)", e.to_string()))?;
         let Value::Object(top) = v else { return Err(bad("(file)", "not a JSON object")) };
         let (arch, architecture) = arch(&Fields(&top))?;
-        let gemma = arch == Arch::Gemma3;
-        let m = if gemma { gemma3_fields(&top)? } else { top };
+        let gemma = matches!(arch, Arch::Gemma2 | Arch::Gemma3);
+        let m = if gemma { gemma_fields(arch, &top)? } else { top };
         let f = Fields(&m);
         let act_key = if f.get("hidden_activation").is_some() { "hidden_activation" } else { "hidden_act" };
         let act = match f.opt_str(act_key)? {
@@ -405,12 +446,18 @@ impl HfConfig {
         check_heads(n_head, n_head_kv, head_dim, n_rot).map_err(|e| bad("head_dim", e.to_string()))?;
         let n_ctx_train = f.opt_usize("max_position_embeddings")?.unwrap_or(2048);
         let n_layer = f.usize("num_hidden_layers")?;
-        let (rope, window, attn_scale) = match arch {
-            Arch::Gemma3 => {
-                let g = gemma3_attention(&f, n_layer, head_dim, n_ctx_train)?;
-                (g.rope, Some(g.window), g.attn_scale)
+        let (rope, window, attn_scale, (attn_softcap, final_softcap)) = match arch {
+            Arch::Gemma2 | Arch::Gemma3 => {
+                let g = match arch {
+                    Arch::Gemma2 => gemma2_attention(&f, n_layer, head_dim, n_ctx_train)?,
+                    _ => gemma3_attention(&f, n_layer, head_dim, n_ctx_train)?,
+                };
+                (g.rope, Some(g.window), g.attn_scale, (g.attn_softcap, g.final_softcap))
             }
-            _ => (rope(&f, n_rot, n_ctx_train)?, llama_window(&f, &architecture, n_layer)?, head_dim_scale(head_dim)),
+            _ => {
+                let window = llama_window(&f, &architecture, n_layer)?;
+                (rope(&f, n_rot, n_ctx_train)?, window, head_dim_scale(head_dim), (None, None))
+            }
         };
         let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor } = rope;
         let dtype = match f.opt_str("dtype")?.or(f.opt_str("torch_dtype")?) {
@@ -438,6 +485,8 @@ impl HfConfig {
             rope_inv_freq,
             rope_attn_factor: attn_factor,
             attn_scale,
+            attn_softcap,
+            final_softcap,
             act,
             embd_scale: gemma.then(|| gemma_embd_scale(n_embd)),
             post_norms: gemma,
@@ -445,7 +494,9 @@ impl HfConfig {
         };
         let qkv_bias = match arch {
             Arch::Qwen2 => true,
-            Arch::Llama | Arch::Qwen3 | Arch::Gemma3 | Arch::Phi3 => f.opt_bool("attention_bias")?.unwrap_or(false),
+            Arch::Llama | Arch::Qwen3 | Arch::Gemma2 | Arch::Gemma3 | Arch::Phi3 => {
+                f.opt_bool("attention_bias")?.unwrap_or(false)
+            }
         };
         Ok(HfConfig {
             config,

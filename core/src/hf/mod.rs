@@ -65,7 +65,7 @@ pub fn load<B: AsRef<[u8]>>(
         let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
         let (dir, mut problems) = Shards::read(&views, index, hc.dtype)?;
         let dir = dir.family_names(match hc.config.arch {
-            crate::model::Arch::Gemma3 => crate::tensors::HfFamily::Gemma,
+            crate::model::Arch::Gemma2 | crate::model::Arch::Gemma3 => crate::tensors::HfFamily::Gemma,
             crate::model::Arch::Phi3 => crate::tensors::HfFamily::Phi3,
             _ => crate::tensors::HfFamily::Llama,
         });

@@ -5,7 +5,7 @@
 use super::config::Config;
 use super::engine::Engine;
 use super::scratch::{per_head_room, Scratch, MAX_GROUP};
-use crate::backend::{Cached, KvRows, Queries};
+use crate::backend::{Cached, KvRows, Queries, Score};
 
 /// `s.att` = attention of the batch's `n` queries (`s.q`); token t sees
 /// positions `s.kv_first[t]..+s.kv_len[t]` of sequence `s.tok_seq[t]`,
@@ -20,7 +20,7 @@ pub(super) fn attention<'c>(
 ) {
     let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
     let group = c.n_head / c.n_head_kv;
-    let scale = c.attn_scale;
+    let score = Score { scale: c.attn_scale, softcap: c.attn_softcap };
     let (q, tok_seq, first, len) = (&s.q, &s.tok_seq, &s.kv_first, &s.kv_len);
     // a run of queries of one sequence whose keys start at its first
     // position shares the keys' reading
@@ -51,7 +51,7 @@ pub(super) fn attention<'c>(
                 let o = &mut tmp[..(h1 - h0) * hd];
                 for t in 0..n {
                     let lens = [len[t]; MAX_GROUP];
-                    let qs = Queries { q: &q[t * qd + h0 * hd..], stride: hd, n_kv: &lens[..h1 - h0], scale };
+                    let qs = Queries { q: &q[t * qd + h0 * hd..], stride: hd, n_kv: &lens[..h1 - h0], score };
                     k.attention_queries(qs, cached(t, h0 / group), scores, o);
                     for (j, oj) in o.chunks_exact(hd).enumerate() {
                         outs[out(h0 - h_first + j, t)..][..hd].copy_from_slice(oj);
@@ -70,7 +70,7 @@ pub(super) fn attention<'c>(
                 while joins(t1 - 1) {
                     t1 += 1;
                 }
-                let qs = Queries { q: &q[t * qd + h * hd..], stride: qd, n_kv: &len[t..t1], scale };
+                let qs = Queries { q: &q[t * qd + h * hd..], stride: qd, n_kv: &len[t..t1], score };
                 k.attention_queries(qs, cached(t, h / group), scores, &mut outs[out(j, t)..out(j, t1)]);
                 t = t1;
             }

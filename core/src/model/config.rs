@@ -17,6 +17,9 @@ pub enum Arch {
     Qwen2,
     /// Qwen3 (Q/K norms).
     Qwen3,
+    /// Gemma 2: Gemma 3's block without Q/K norms, softcapped attention
+    /// scores and logits, every other layer windowed (one RoPE).
+    Gemma2,
     /// Gemma 3 (text): Q/K norms, norms after attention and MLP too,
     /// GELU-tanh, scaled embeddings, local (sliding-window) and global
     /// layers with their own RoPE bases.
@@ -33,6 +36,7 @@ impl Arch {
             "llama" => Ok(Arch::Llama),
             "qwen2" => Ok(Arch::Qwen2),
             "qwen3" => Ok(Arch::Qwen3),
+            "gemma2" => Ok(Arch::Gemma2),
             "gemma3" => Ok(Arch::Gemma3),
             "phi3" => Ok(Arch::Phi3),
             _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
@@ -44,6 +48,7 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
+            Arch::Gemma2 => "gemma2",
             Arch::Gemma3 => "gemma3",
             Arch::Phi3 => "phi3",
         }
@@ -122,6 +127,10 @@ pub struct Config {
     /// Scale of the attention scores (1/√head_dim, or Gemma's
     /// `query_pre_attn_scalar`^−½).
     pub attn_scale: f32,
+    /// Softcap of the attention scores, `c · tanh(s / c)` (Gemma 2).
+    pub attn_softcap: Option<f32>,
+    /// Softcap of the output logits (Gemma 2).
+    pub final_softcap: Option<f32>,
     /// The feed-forward activation.
     pub act: Act,
     /// Embedding rows are multiplied by this (Gemma: √n_embd, rounded to
@@ -177,6 +186,8 @@ pub enum Param {
     RopeBase,
     RopeScale,
     Window,
+    AttnSoftcap,
+    FinalSoftcap,
 }
 
 impl Param {
@@ -193,6 +204,8 @@ impl Param {
             Param::RopeBase => ("rope.freq_base", "rope_theta"),
             Param::RopeScale => ("rope.scaling.factor", "rope_scaling"),
             Param::Window => ("attention.sliding_window", "sliding_window"),
+            Param::AttnSoftcap => ("attn_logit_softcapping", "attn_logit_softcapping"),
+            Param::FinalSoftcap => ("final_logit_softcapping", "final_logit_softcapping"),
         }
     }
 }
@@ -231,6 +244,12 @@ impl Config {
         positive(Param::RopeBase, self.rope_base)?;
         positive(Param::RopeScale, self.rope_pos_scale)?;
         positive(Param::RopeScale, self.rope_attn_factor)?;
+        if let Some(c) = self.attn_softcap {
+            positive(Param::AttnSoftcap, c)?;
+        }
+        if let Some(c) = self.final_softcap {
+            positive(Param::FinalSoftcap, c)?;
+        }
         if !(self.attn_scale.is_finite() && self.attn_scale > 0.0) {
             return Err(bad(
                 Param::Heads,

@@ -12,7 +12,7 @@ use super::matmul::matmul;
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{rope, View};
-use crate::backend::scalar::MAX_HEAD_DIM;
+use crate::backend::scalar::{self, MAX_HEAD_DIM};
 use crate::error::Result;
 use crate::quant;
 
@@ -87,6 +87,10 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
         let nt = HEAD_TOKENS.min(n_out - t0);
         let out = &mut logits[t0 * c.n_vocab..(t0 + nt) * c.n_vocab];
         matmul(e, &[(head, None)], &s.xn[t0 * ne..], nt, &mut s.acts, &mut s.mm, &mut [out]);
+    }
+    if let Some(cap) = c.final_softcap {
+        let logits = &mut logits[..n_out * c.n_vocab];
+        logits.iter_mut().for_each(|x| *x = scalar::softcap(*x, cap));
     }
     Ok(())
 }

@@ -135,7 +135,9 @@ impl Tokenizer {
                 Some(t) => Some(t.to_string()),
                 // Gemma's turn format for a Gemma file that carries no
                 // template (the 270M base model's), as Google's own
-                None if g.get_str("general.architecture")? == Some("gemma3") => Some(GEMMA_TEMPLATE.into()),
+                None if matches!(g.get_str("general.architecture")?, Some("gemma2" | "gemma3")) => {
+                    Some(GEMMA_TEMPLATE.into())
+                }
                 None => None,
             },
             model: model.to_string(),

@@ -74,6 +74,10 @@ pub fn run(a: Args) -> Result<()> {
         let own = if win.rope_inv_freq.is_some() { ", their own RoPE" } else { "" };
         line!(out, "window      {} positions on {n} of {} layers{own}", win.size, c.n_layer);
     }
+    if c.attn_softcap.is_some() || c.final_softcap.is_some() {
+        let cap = |c: Option<f32>| c.map_or("none".to_string(), |c| c.to_string());
+        line!(out, "softcaps    scores {}, logits {}", cap(c.attn_softcap), cap(c.final_softcap));
+    }
     line!(out, "ffn         {:?} gate, embeddings scaled by {}", c.act, c.embd_scale.unwrap_or(1.0));
     line!(
         out,

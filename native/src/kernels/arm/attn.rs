@@ -6,7 +6,7 @@
 use core::arch::aarch64::*;
 
 use tern_core::backend::scalar;
-use tern_core::backend::{Cached, KvRows};
+use tern_core::backend::{Cached, KvRows, Score};
 
 #[inline(always)]
 fn ld(x: &[f32], i: usize) -> float32x4_t {
@@ -53,7 +53,7 @@ fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
 }
 
 #[inline(always)]
-pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
     let read = |k: &KvRows, r, o: &mut [f32]| k.read(r, o);
-    scalar::attention_head_with(q, kv, n_kv, scale, scores, out, scalar::RowOps { dot, axpy, read })
+    scalar::attention_head_with(q, kv, n_kv, score, scores, out, scalar::RowOps { dot, axpy, read })
 }

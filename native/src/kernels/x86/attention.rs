@@ -7,7 +7,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::backend::{scalar, Cached, KvRows, Queries};
+use tern_core::backend::{scalar, Cached, KvRows, Queries, Score};
 
 use super::cpu::Avx2;
 use super::simd::{reduce16, transpose8};
@@ -68,18 +68,26 @@ fn dot(q: &[f32], k: KvRows, at: usize) -> f32 {
 }
 
 /// As `scalar::attention_head`.
-pub(super) fn attention_head(_: Avx2, q: &[f32], kv: Cached, n_kv: usize, scale: f32, s: &mut [f32], out: &mut [f32]) {
+pub(super) fn attention_head(
+    _: Avx2,
+    q: &[f32],
+    kv: Cached,
+    n_kv: usize,
+    score: Score,
+    s: &mut [f32],
+    out: &mut [f32],
+) {
     // SAFETY: the token proves AVX2 and F16C.
-    unsafe { head(q, kv, n_kv, scale, s, out) }
+    unsafe { head(q, kv, n_kv, score, s, out) }
 }
 
 #[target_feature(enable = "avx2,f16c")]
-fn head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+fn head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
     let (k, v, kv_stride) = (kv.k, kv.v, kv.stride);
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
     for (t, s) in scores.iter_mut().enumerate() {
-        *s = dot(q, k, t * kv_stride) * scale;
+        *s = score.of(dot(q, k, t * kv_stride));
         max = max.max(*s);
     }
     let inv = super::exp::softmax_exp(scores, max);
@@ -140,13 +148,13 @@ pub(super) fn attention_queries(_: Avx2, qs: Queries, kv: Cached, scores: &mut [
 
 #[target_feature(enable = "avx2,fma,f16c")]
 fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-    let (n_kv, scale, (k, v, kv_stride)) = (qs.n_kv, qs.scale, (kv.k, kv.v, kv.stride));
+    let (n_kv, score, (k, v, kv_stride)) = (qs.n_kv, qs.score, (kv.k, kv.v, kv.stride));
     let hd = out.len() / n_kv.len().max(1);
     // the transposition pays for itself over a prompt's run of queries, not
     // over the few heads of a decode step that share a KV head (F16C widens
     // a row in one instruction anyway)
     if n_kv.len() < TRANSPOSE_MIN || !hd.is_multiple_of(16) {
-        qs.each(out, |q, n, o| head(q, kv, n, scale, scores, o));
+        qs.each(out, |q, n, o| head(q, kv, n, score, scores, o));
         return;
     }
     let max_kv = n_kv.iter().copied().max().unwrap_or(0);
@@ -163,11 +171,12 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
     for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
         let qj = &qs.q[j * qs.stride..j * qs.stride + hd];
         for (b, s8) in sc.chunks_exact_mut(8).enumerate().take(n.div_ceil(8)) {
-            let s = _mm256_mul_ps(scores8(qj, &kt[b * 8 * hd..(b + 1) * 8 * hd]), _mm256_set1_ps(scale));
+            let s = _mm256_mul_ps(scores8(qj, &kt[b * 8 * hd..(b + 1) * 8 * hd]), _mm256_set1_ps(score.scale));
             // SAFETY: `s8` holds 8 f32.
             unsafe { _mm256_storeu_ps(s8.as_mut_ptr(), s) };
         }
         let s = &mut sc[..n];
+        score.cap_all(s);
         let mut max = f32::NEG_INFINITY;
         for &x in s.iter() {
             max = max.max(x);

@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::backend::{scalar, Cached, KvRows, Queries};
+use tern_core::backend::{scalar, Cached, KvRows, Queries, Score};
 
 use super::v;
 
@@ -28,7 +28,7 @@ pub fn handles(hd: usize) -> bool {
     hd % 16 == 0 && hd <= scalar::MAX_HEAD_DIM
 }
 
-pub fn head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+pub fn head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
     let (hd, kv_stride, k, v) = (q.len(), kv.stride, kv.k, kv.v);
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
@@ -42,7 +42,7 @@ pub fn head(q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], 
                 l[j] = f32x4_add(l[j], f32x4_mul(v::load(q, c + 4 * j), kj));
             }
         }
-        *s = v::reduce16(l) * scale;
+        *s = score.of(v::reduce16(l));
         // as `max.max(*s)` (NaNs skipped), without its libm call
         if *s > max {
             max = *s;
@@ -94,6 +94,6 @@ pub fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
             }
         }
         let wide = Cached { k: KvRows::F32(kf), v: KvRows::F32(vf), stride: hd };
-        qs.each(out, |q, n, o| head(q, wide, n, qs.scale, scores, o));
+        qs.each(out, |q, n, o| head(q, wide, n, qs.score, scores, o));
     })
 }

@@ -16,7 +16,7 @@ mod widen;
 use core::cell::RefCell;
 use core::ops::Range;
 
-use tern_core::backend::{scalar, Acts, Cached, Kernels, QMatrix, Queries};
+use tern_core::backend::{scalar, Acts, Cached, Kernels, QMatrix, Queries, Score};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 pub struct Simd128;
@@ -179,7 +179,7 @@ impl Kernels for Simd128 {
         if attention::widens(&kv.k, hd, qs.n_kv.len()) {
             attention::queries(qs, kv, scores, out)
         } else {
-            qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.scale, scores, o))
+            qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.score, scores, o))
         }
     }
 
@@ -204,12 +204,12 @@ impl Kernels for Simd128 {
         quantize::rows_q8_k(x, out)
     }
 
-    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, scale: f32, scores: &mut [f32], out: &mut [f32]) {
+    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
         if attention::handles(q.len()) {
-            attention::head(q, kv, n_kv, scale, scores, out)
+            attention::head(q, kv, n_kv, score, scores, out)
         } else {
             let ops = scalar::RowOps { dot: float::dot, axpy: float::axpy, read: float::read };
-            scalar::attention_head_with(q, kv, n_kv, scale, scores, out, ops)
+            scalar::attention_head_with(q, kv, n_kv, score, scores, out, ops)
         }
     }
 }
