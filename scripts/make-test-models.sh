@@ -27,6 +27,8 @@ tiny_gguf() { # HF dir, name
 tiny_gguf "$oracle/tiny/tiny-qwen3" tiny-qwen3
 tiny_gguf tests/fixtures/tiny/tiny-phi3-bf16 tiny-phi3-bf16
 tiny_gguf tests/fixtures/tiny/tiny-gemma2-bf16 tiny-gemma2-bf16
+tiny_gguf tests/fixtures/tiny/tiny-qwen3-yarn tiny-qwen3-yarn
+tiny_gguf tests/fixtures/tiny/tiny-mistral-bf16 tiny-mistral-bf16
 models="${TERN_MODELS:-$HOME/.cache/tern/models}"
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return

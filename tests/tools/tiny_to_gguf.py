@@ -1,11 +1,13 @@
 """Test-only: write a tiny bf16 oracle model (an HF directory saved by
 transformers: Qwen3ForCausalLM, Phi3ForCausalLM or Gemma2ForCausalLM) as a
 GGUF file with the `gguf` package (gguf-py), the way llama.cpp's converter
-lays out a qwen3, phi3 or gemma2 model: matrices kept in their saved dtype
+lays out a qwen3, phi3, gemma2 or llama (Mistral) model: matrices kept in their saved dtype
 (bf16), norms in f32, Phi-3's fused qkv_proj as attn_qkv and gate_up_proj
 as ffn_up, its rotated dimensions and sliding window as keys; Gemma 2's
 norms stored as 1 + w, its four norms per layer under their GGUF names,
-its window and softcaps as keys; no tokenizer (the oracle models have
+its window and softcaps as keys; YaRN as Qwen's converter writes it
+(type, factor, original context); Mistral's Q and K rows permuted for
+ggml's RoPE, its window as `llama.attention.sliding_window`; no tokenizer (the oracle models have
 none).
 
     python tiny_to_gguf.py HF_DIR OUT.gguf
@@ -56,6 +58,12 @@ def gguf_name(hf: str, arch: str) -> str:
     return f"blk.{i}.{layer[rest]}"
 
 
+def permute(rows: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's LlamaModel.permute: each head's rows reordered so that
+    ggml's adjacent-pair RoPE rotates what transformers' rotate_half does."""
+    return rows.reshape(n_head, 2, rows.shape[0] // n_head // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
+
+
 def read_safetensors(path: Path):
     """(name, dtype, shape, raw bytes) of each tensor, without torch."""
     raw = path.read_bytes()
@@ -70,8 +78,8 @@ def read_safetensors(path: Path):
 def main(src: str, out: str) -> None:
     src = Path(src)
     cfg = json.loads((src / "config.json").read_text())
-    arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2"}[
-        cfg["architectures"][0]]
+    arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2",
+            "MistralForCausalLM": "llama"}[cfg["architectures"][0]]
     w = gguf.GGUFWriter(out, arch)
     w.add_name(src.name)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -89,17 +97,27 @@ def main(src: str, out: str) -> None:
         w.add_sliding_window(cfg["sliding_window"])
         w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
         w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
+    elif arch == "llama":  # the window as a key (llama.cpp's llama reads none; tern windows every layer)
+        w.add_sliding_window(cfg["sliding_window"])
     elif arch == "phi3":  # llama.cpp's Phi3 converter: rotated dims and the window as keys
         rot = cfg["rope_parameters"].get("partial_rotary_factor", 1.0)
         w.add_rope_dimension_count(int(rot * cfg["hidden_size"]) // cfg["num_attention_heads"])
         if cfg.get("sliding_window"):
             w.add_sliding_window(cfg["sliding_window"])
-    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    rope = cfg["rope_parameters"]
+    w.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "yarn":  # llama.cpp's Qwen2/Qwen3 converter's keys
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rope["factor"])
+        w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
     for name, dtype, shape, data in read_safetensors(src / "model.safetensors"):
         assert dtype == "BF16", (name, dtype)
         bits = np.frombuffer(data, dtype=np.uint16).reshape(shape)
+        if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            heads = cfg["num_attention_heads"] if "q_proj" in name else cfg["num_key_value_heads"]
+            bits = permute(bits, heads)
         if len(shape) == 1:  # norms in f32, exactly the bf16 values (Gemma's plus 1, in f32)
             norm = (bits.astype(np.uint32) << 16).view(np.float32)
             w.add_tensor(gguf_name(name, arch), norm + np.float32(1) if arch == "gemma2" else norm)

@@ -7,6 +7,7 @@ use super::Gguf;
 use crate::error::{Error, Result};
 use crate::model::config::{
     check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, Act, Arch, Config, RopeStyle, Window,
+    Yarn,
 };
 use crate::model::weights::{self, Expect, Weights};
 use crate::model::Model;
@@ -53,20 +54,43 @@ impl Config {
         let n_rot = opt_usize_key(g, &k("rope.dimension_count"))?.unwrap_or(head_dim);
         check_heads(n_head, n_head_kv, head_dim, n_rot)?;
         let rope_base = g.get_f32(&k("rope.freq_base"))?.unwrap_or(10000.0);
-        let mut rope_pos_scale = 1.0f32;
+        let (mut rope_pos_scale, mut rope_attn_factor, mut yarn) = (1.0f32, 1.0f32, None);
         let scaling = g.get_str(&k("rope.scaling.type"))?.unwrap_or("none");
+        let factor = || -> Result<f32> {
+            match g.get_f32(&k("rope.scaling.factor"))? {
+                Some(f) if f > 0.0 && f.is_finite() => Ok(f),
+                f => Err(Error::InvalidValue {
+                    field: "rope.scaling.factor",
+                    offset: 0,
+                    detail: alloc::format!("{f:?} (must be a number above 0)"),
+                }),
+            }
+        };
         match scaling {
             "none" => {}
-            "linear" => {
-                let f = g.get_f32(&k("rope.scaling.factor"))?.unwrap_or(1.0);
-                if !(f > 0.0) {
-                    return Err(Error::InvalidValue {
-                        field: "rope.scaling.factor",
-                        offset: 0,
-                        detail: alloc::format!("{f}"),
-                    });
+            "linear" => rope_pos_scale = 1.0 / factor()?,
+            "yarn" => {
+                // llama.cpp's keys and defaults (ext factor 1, betas 32
+                // and 1); cos and sin scaled by attn_factor · (1 + 0.1 ln factor)
+                for (key, neutral) in [("rope.scaling.yarn_ext_factor", 1.0), ("rope.scaling.yarn_log_multiplier", 0.0)]
+                {
+                    if let Some(v) = g.get_f32(&k(key))?.filter(|&v| v != neutral) {
+                        return Err(Error::Unsupported { what: alloc::format!("{a}.{key} {v}") });
+                    }
                 }
-                rope_pos_scale = 1.0 / f;
+                let factor = factor()?;
+                let beta =
+                    |key: &str, default: f32| -> Result<f64> { Ok(g.get_f32(&k(key))?.unwrap_or(default) as f64) };
+                yarn = Some(Yarn {
+                    factor,
+                    orig_ctx: usize_key(g, &k("rope.scaling.original_context_length"))?,
+                    beta_fast: beta("rope.scaling.yarn_beta_fast", 32.0)?,
+                    beta_slow: beta("rope.scaling.yarn_beta_slow", 1.0)?,
+                    truncate: true,
+                });
+                let mscale = if factor <= 1.0 { 1.0 } else { 0.1 * (factor as f64).ln() + 1.0 };
+                let attn = g.get_f32(&k("rope.scaling.yarn_attn_factor"))?.unwrap_or(1.0);
+                rope_attn_factor = (attn as f64 * mscale) as f32;
             }
             other => return Err(Error::Unsupported { what: alloc::format!("rope scaling {other:?}") }),
         }
@@ -83,6 +107,9 @@ impl Config {
             for (f, d) in rope_inv_freq.iter_mut().zip(ff) {
                 *f /= d;
             }
+        }
+        if let Some(y) = &yarn {
+            y.apply(rope_base, n_rot, &mut rope_inv_freq);
         }
         let n_layer = usize_key(g, &k("block_count"))?;
         let gemma = matches!(arch, Arch::Gemma2 | Arch::Gemma3);
@@ -107,8 +134,9 @@ impl Config {
                 layers: every_nth_global(n_layer, 6),
                 rope_inv_freq: Some(inv_freq(10000.0, n_rot)),
             }),
-            // Phi-3 with a sliding window: every layer windowed
-            Arch::Phi3 => opt_usize_key(g, &k("attention.sliding_window"))?.map(|size| Window {
+            // Phi-3 (and a llama, as Mistral's) with a sliding window:
+            // every layer windowed
+            Arch::Phi3 | Arch::Llama => opt_usize_key(g, &k("attention.sliding_window"))?.map(|size| Window {
                 size,
                 layers: alloc::vec![true; n_layer],
                 rope_inv_freq: None,
@@ -141,7 +169,7 @@ impl Config {
             n_rot,
             rope_pos_scale,
             rope_inv_freq,
-            rope_attn_factor: 1.0,
+            rope_attn_factor,
             attn_scale,
             attn_softcap: softcap("attn_logit_softcapping", 50.0)?,
             final_softcap: softcap("final_logit_softcapping", 30.0)?,

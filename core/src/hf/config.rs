@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::model::config::{
     check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, Act, Arch, Config, RopeStyle, Window,
+    Yarn,
 };
 use crate::model::weights::Expect;
 use crate::quant::GgmlType;
@@ -360,15 +361,14 @@ struct RopeSpec {
     attn_factor: f32,
 }
 
-/// transformers' `_compute_yarn_parameters`: each frequency blended
-/// between itself (extrapolation) and itself / factor (interpolation) by a
-/// linear ramp over the dimensions between the correction bounds of
-/// `beta_fast` and `beta_slow` rotations; cos and sin scaled by
-/// `attention_factor` (0.1·ln(factor) + 1 unless given).
+/// transformers' YaRN parameters of a `rope_parameters` entry; the
+/// frequencies blended in place (`Yarn::apply`); returns the attention
+/// factor (`attention_factor`, else from `mscale`/`mscale_all_dim`, else
+/// 0.1·ln(factor) + 1).
 fn yarn(p: &Fields, field: &str, base: f32, n_rot: usize, factor: f32, freq: &mut [f32]) -> Result<f32> {
     let orig = p
         .usize("original_max_position_embeddings")
-        .map_err(|_| bad(field, "yarn needs original_max_position_embeddings"))? as f64;
+        .map_err(|_| bad(field, "yarn needs original_max_position_embeddings"))?;
     let mscale = |scale: f64, m: f64| if scale <= 1.0 { 1.0 } else { 0.1 * m * scale.ln() + 1.0 };
     let f = factor as f64;
     let attn = match (p.opt_f64("attention_factor")?, p.opt_f64("mscale")?, p.opt_f64("mscale_all_dim")?) {
@@ -376,25 +376,14 @@ fn yarn(p: &Fields, field: &str, base: f32, n_rot: usize, factor: f32, freq: &mu
         (None, Some(m), Some(all)) if m != 0.0 && all != 0.0 => mscale(f, m) / mscale(f, all),
         _ => mscale(f, 1.0),
     };
-    let beta_fast = p.opt_f64("beta_fast")?.filter(|&b| b != 0.0).unwrap_or(32.0);
-    let beta_slow = p.opt_f64("beta_slow")?.filter(|&b| b != 0.0).unwrap_or(1.0);
-    let dim = n_rot as f64;
-    let base = base as f64;
-    let corr = |rot: f64| dim * (orig / (rot * 2.0 * core::f64::consts::PI)).ln() / (2.0 * base.ln());
-    let (mut low, mut high) = (corr(beta_fast), corr(beta_slow));
-    if p.opt_bool("truncate")?.unwrap_or(true) {
-        (low, high) = (libm::floor(low), libm::ceil(high));
-    }
-    let (low, mut high) = (low.max(0.0) as f32, high.min(dim - 1.0) as f32);
-    if low == high {
-        high += 0.001;
-    }
-    for (i, fr) in freq.iter_mut().enumerate() {
-        let ramp = ((i as f32 - low) / (high - low)).clamp(0.0, 1.0);
-        let extrapolation = 1.0 - ramp;
-        let interpolation = *fr / factor;
-        *fr = interpolation * (1.0 - extrapolation) + *fr * extrapolation;
-    }
+    let y = Yarn {
+        factor,
+        orig_ctx: orig,
+        beta_fast: p.opt_f64("beta_fast")?.filter(|&b| b != 0.0).unwrap_or(32.0),
+        beta_slow: p.opt_f64("beta_slow")?.filter(|&b| b != 0.0).unwrap_or(1.0),
+        truncate: p.opt_bool("truncate")?.unwrap_or(true),
+    };
+    y.apply(base, n_rot, freq);
     Ok(attn as f32)
 }
 

@@ -358,6 +358,43 @@ pub(crate) fn every_nth_global(n_layer: usize, period: usize) -> Vec<bool> {
     (0..n_layer).map(|i| (i + 1) % period != 0).collect()
 }
 
+/// YaRN: each RoPE frequency blended between itself (extrapolation) and
+/// itself / factor (interpolation) by a linear ramp over the dimensions
+/// between the correction bounds of `beta_fast` and `beta_slow` rotations
+/// (transformers' `_compute_yarn_parameters`, llama.cpp's
+/// `ggml_rope_yarn_corr_dims` and ramp: the same numbers).
+pub(crate) struct Yarn {
+    pub factor: f32,
+    /// The context the model was trained at before the extension.
+    pub orig_ctx: usize,
+    pub beta_fast: f64,
+    pub beta_slow: f64,
+    /// Round the bounds outward to whole dimensions (both do by default).
+    pub truncate: bool,
+}
+
+impl Yarn {
+    /// Blend `freq` (`inv_freq` at `base` over `n_rot` dims) in place.
+    pub fn apply(&self, base: f32, n_rot: usize, freq: &mut [f32]) {
+        let (dim, base, orig) = (n_rot as f64, base as f64, self.orig_ctx as f64);
+        let corr = |rot: f64| dim * (orig / (rot * 2.0 * core::f64::consts::PI)).ln() / (2.0 * base.ln());
+        let (mut low, mut high) = (corr(self.beta_fast), corr(self.beta_slow));
+        if self.truncate {
+            (low, high) = (libm::floor(low), libm::ceil(high));
+        }
+        let (low, mut high) = (low.max(0.0) as f32, high.min(dim - 1.0) as f32);
+        if low == high {
+            high += 0.001;
+        }
+        for (i, fr) in freq.iter_mut().enumerate() {
+            let ramp = ((i as f32 - low) / (high - low)).clamp(0.0, 1.0);
+            let extrapolation = 1.0 - ramp;
+            let interpolation = *fr / self.factor;
+            *fr = interpolation * (1.0 - extrapolation) + *fr * extrapolation;
+        }
+    }
+}
+
 /// RoPE's `inv_freq[i] = 1 / base^(2i/n_rot)`, i < n_rot/2.
 pub(crate) fn inv_freq(base: f32, n_rot: usize) -> Vec<f32> {
     (0..n_rot / 2).map(|i| 1.0 / libm::powf(base, (2 * i) as f32 / n_rot as f32)).collect()
