@@ -29,6 +29,7 @@ tiny_gguf tests/fixtures/tiny/tiny-phi3-bf16 tiny-phi3-bf16
 tiny_gguf tests/fixtures/tiny/tiny-gemma2-bf16 tiny-gemma2-bf16
 tiny_gguf tests/fixtures/tiny/tiny-qwen3-yarn tiny-qwen3-yarn
 tiny_gguf tests/fixtures/tiny/tiny-mistral-bf16 tiny-mistral-bf16
+tiny_gguf tests/fixtures/tiny/tiny-phi3-longrope tiny-phi3-longrope
 models="${TERN_MODELS:-$HOME/.cache/tern/models}"
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return

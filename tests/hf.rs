@@ -14,7 +14,7 @@ use tern_core::{Engine, Logits};
 use tern_tests::hfdir::{self, tiny};
 use tern_tests::*;
 
-const TINY: [&str; 13] = [
+const TINY: [&str; 14] = [
     "tiny-qwen2",
     "tiny-qwen3",
     "tiny-llama",
@@ -26,6 +26,7 @@ const TINY: [&str; 13] = [
     "tiny-mistral-bf16",
     "tiny-phi3",
     "tiny-phi3-bf16",
+    "tiny-phi3-longrope",
     "tiny-qwen2-yarn",
     "tiny-qwen3-yarn",
 ];
@@ -158,6 +159,34 @@ fn qwen3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
 fn phi3_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
     let g = gguf_twin_equals_the_oracle_and_the_hf_directory("tiny-phi3-bf16", tern_core::model::Arch::Phi3);
     assert_eq!(g.model.config.window.as_ref().map(|w| w.size), Some(5));
+}
+
+/// LongRoPE: a session past `original_max_position_embeddings` (32) uses
+/// the long factors — transformers' logits over a 40-token input; the
+/// short ones there are far off (the 12-token oracle above is short); the
+/// GGUF written as llama.cpp's converter does gives the same bits.
+#[test]
+fn phi3_longrope_past_the_original_context_uses_the_long_factors() {
+    let dir = tiny("tiny-phi3-longrope");
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("oracle.json")).unwrap()).unwrap();
+    let bytes = std::fs::read(dir.join("logits_long.bin")).unwrap();
+    assert_eq!(format!("{:x}", Sha256::digest(&bytes)), j["long_logits_sha256"].as_str().unwrap());
+    let want: Vec<f32> = bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let input = ids(&j["long_input_ids"]);
+    let mut lm = load_path(&dir);
+    assert_eq!(lm.model.config.rope_long.as_ref().map(|l| l.orig_ctx), Some(32));
+    for exact in [true, false] {
+        let d = max_abs_diff(&all_logits(&lm, &engine(exact), &input), &want);
+        println!("tiny-phi3-longrope, 40 tokens, exact={exact}: max |Δ| {d:.2e}");
+        assert!(d <= tolerance(exact), "exact={exact}: max |Δ| {d:e}");
+    }
+    // the GGUF as llama.cpp's converter writes it: the same bits, short and long
+    let gguf = gguf_twin_equals_the_oracle_and_the_hf_directory("tiny-phi3-longrope", tern_core::model::Arch::Phi3);
+    let e = engine(true);
+    assert!(bits_equal(&all_logits(&gguf, &e, &input), &all_logits(&lm, &e, &input)), "GGUF, 40 tokens");
+    lm.model.config.rope_long = None;
+    let d = max_abs_diff(&all_logits(&lm, &e, &input), &want);
+    assert!(d > 100.0 * tolerance(true), "the short factors are as close: {d:e}");
 }
 
 /// Mistral as llama.cpp converts it: a `llama` GGUF whose Q and K rows are

@@ -1,18 +1,21 @@
-"""Test-only: write a tiny bf16 oracle model (an HF directory saved by
-transformers: Qwen3ForCausalLM, Phi3ForCausalLM or Gemma2ForCausalLM) as a
-GGUF file with the `gguf` package (gguf-py), the way llama.cpp's converter
-lays out a qwen3, phi3, gemma2 or llama (Mistral) model: matrices kept in their saved dtype
-(bf16), norms in f32, Phi-3's fused qkv_proj as attn_qkv and gate_up_proj
-as ffn_up, its rotated dimensions and sliding window as keys; Gemma 2's
-norms stored as 1 + w, its four norms per layer under their GGUF names,
-its window and softcaps as keys; YaRN as Qwen's converter writes it
-(type, factor, original context); Mistral's Q and K rows permuted for
-ggml's RoPE, its window as `llama.attention.sliding_window`; no tokenizer (the oracle models have
-none).
+"""Test-only: write a tiny bf16 or f32 oracle model (an HF directory saved
+by transformers: Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM or
+MistralForCausalLM) as a GGUF file with the `gguf` package (gguf-py), the
+way llama.cpp's converter lays out a qwen3, phi3, gemma2 or llama model:
+matrices kept in their saved dtype, norms in f32; Phi-3's fused qkv_proj
+as attn_qkv and gate_up_proj as ffn_up, its rotated dimensions and sliding
+window as keys, LongRoPE's factors as rope_factors_long/short tensors with
+the original context and attention factor as keys; Gemma 2's norms stored
+as 1 + w, its four norms per layer under their GGUF names, its window and
+softcaps as keys; YaRN as Qwen's converter writes it (type, factor,
+original context); Mistral's Q and K rows permuted for ggml's RoPE, its
+window as `llama.attention.sliding_window`; no tokenizer (the oracle
+models have none).
 
     python tiny_to_gguf.py HF_DIR OUT.gguf
 """
 import json
+import math
 import struct
 import sys
 from pathlib import Path
@@ -106,14 +109,28 @@ def main(src: str, out: str) -> None:
             w.add_sliding_window(cfg["sliding_window"])
     rope = cfg["rope_parameters"]
     w.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "longrope":  # llama.cpp's Phi3 converter: factors as tensors
+        orig = cfg["original_max_position_embeddings"]
+        scale = cfg["max_position_embeddings"] / orig
+        w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0)
+        w.add_rope_scaling_orig_ctx_len(orig)
+        w.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
     if rope.get("rope_type") == "yarn":  # llama.cpp's Qwen2/Qwen3 converter's keys
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(rope["factor"])
         w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    f32 = cfg.get("dtype", cfg.get("torch_dtype")) == "float32"
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_BF16)
     for name, dtype, shape, data in read_safetensors(src / "model.safetensors"):
-        assert dtype == "BF16", (name, dtype)
+        assert dtype == ("F32" if f32 else "BF16"), (name, dtype)
+        if f32:
+            x = np.frombuffer(data, dtype=np.float32).reshape(shape)
+            if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+                x = permute(x, cfg["num_attention_heads"] if "q_proj" in name else cfg["num_key_value_heads"])
+            w.add_tensor(gguf_name(name, arch), x + np.float32(1) if arch == "gemma2" and len(shape) == 1 else x)
+            continue
         bits = np.frombuffer(data, dtype=np.uint16).reshape(shape)
         if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
             heads = cfg["num_attention_heads"] if "q_proj" in name else cfg["num_key_value_heads"]

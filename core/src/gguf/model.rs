@@ -2,12 +2,13 @@
 //! weights bound from its tensors.
 
 use alloc::string::ToString;
+use alloc::vec::Vec;
 
 use super::Gguf;
 use crate::error::{Error, Result};
 use crate::model::config::{
-    check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, Act, Arch, Config, RopeStyle, Window,
-    Yarn,
+    check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, inv_freq_divided, Act, Arch, Config,
+    LongRope, RopeStyle, Window, Yarn,
 };
 use crate::model::weights::{self, Expect, Weights};
 use crate::model::Model;
@@ -111,6 +112,27 @@ impl Config {
         if let Some(y) = &yarn {
             y.apply(rope_base, n_rot, &mut rope_inv_freq);
         }
+        // LongRoPE (llama.cpp's phi3): short and long factor tensors, the
+        // original context and the attention factor as keys
+        let factors = |name: &str| -> Result<Option<Vec<f32>>> {
+            match weights::rope_factors(g, name)? {
+                Some(f) if f.len() != n_rot / 2 => Err(Error::TensorShape {
+                    tensor: name.into(),
+                    detail: alloc::format!("{} factors for {} rotated pairs", f.len(), n_rot / 2),
+                }),
+                f => Ok(f),
+            }
+        };
+        let rope_long = match (factors("rope_factors_short.weight")?, factors("rope_factors_long.weight")?) {
+            (Some(short), Some(long)) => {
+                rope_inv_freq = inv_freq_divided(rope_base, n_rot, &short);
+                rope_attn_factor = g.get_f32(&k("rope.scaling.attn_factor"))?.unwrap_or(1.0);
+                let orig_ctx = usize_key(g, &k("rope.scaling.original_context_length"))?;
+                Some(LongRope { orig_ctx, inv_freq: inv_freq_divided(rope_base, n_rot, &long) })
+            }
+            (None, None) => None,
+            _ => return Err(Error::Unsupported { what: "one of rope_factors_short/long without the other".into() }),
+        };
         let n_layer = usize_key(g, &k("block_count"))?;
         let gemma = matches!(arch, Arch::Gemma2 | Arch::Gemma3);
         // what llama.cpp fills in for gemma2/gemma3, the GGUF not saying
@@ -170,6 +192,7 @@ impl Config {
             rope_pos_scale,
             rope_inv_freq,
             rope_attn_factor,
+            rope_long,
             attn_scale,
             attn_softcap: softcap("attn_logit_softcapping", 50.0)?,
             final_softcap: softcap("final_logit_softcapping", 30.0)?,

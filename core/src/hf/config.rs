@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::model::config::{
-    check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, Act, Arch, Config, RopeStyle, Window,
-    Yarn,
+    check_heads, every_nth_global, gemma_embd_scale, head_dim_scale, inv_freq, inv_freq_divided, Act, Arch, Config,
+    LongRope, RopeStyle, Window, Yarn,
 };
 use crate::model::weights::Expect;
 use crate::quant::GgmlType;
@@ -217,7 +217,7 @@ fn gemma2_attention(f: &Fields, n_layer: usize, n_rot: usize, n_ctx: usize) -> R
     let softcap = |k: &str| -> Result<Option<f32>> { Ok(f.opt_f64(k)?.map(|c| c as f32)) };
     Ok(GemmaAttention {
         window: Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: None },
-        rope: rope(f, n_rot, n_ctx)?,
+        rope: rope(f, Arch::Gemma2, n_rot, n_ctx)?,
         attn_scale: pre_attn_scale(f)?,
         attn_softcap: softcap("attn_logit_softcapping")?,
         final_softcap: softcap("final_logit_softcapping")?,
@@ -301,14 +301,26 @@ struct GemmaAttention {
 
 /// RoPE parameters: transformers 5's `rope_parameters`, or the older
 /// `rope_theta` + `rope_scaling`. Returns (base, inv_freq, position scale).
-fn rope(f: &Fields, n_rot: usize, n_ctx_train: usize) -> Result<RopeSpec> {
+fn rope(f: &Fields, arch: Arch, n_rot: usize, n_ctx_train: usize) -> Result<RopeSpec> {
     let params = f.get("rope_parameters").or_else(|| f.get("rope_scaling"));
     let field = if f.get("rope_parameters").is_some() { "rope_parameters" } else { "rope_scaling" };
-    let p = match params {
+    let mut p = match params {
         None => Map::new(),
         Some(Value::Object(m)) => m.clone(),
         Some(v) => return Err(bad(field, alloc::format!("{v} is not an object"))),
     };
+    // older configs keep the original context at the top level
+    let orig = "original_max_position_embeddings";
+    if let (false, Some(v)) = (p.contains_key(orig), f.get(orig)) {
+        p.insert(orig.into(), v.clone());
+    }
+    // Phi-3's "su" and "yarn" are LongRoPE (as transformers' Phi3Config reads them)
+    let fp = Fields(&p);
+    let su = matches!(fp.opt_str("rope_type")?.or(fp.opt_str("type")?), Some("su" | "yarn"));
+    if arch == Arch::Phi3 && su {
+        p.remove("type");
+        p.insert("rope_type".into(), "longrope".into());
+    }
     let base = Fields(&p).opt_f64("rope_theta")?.or(f.opt_f64("rope_theta")?).unwrap_or(10000.0) as f32;
     rope_params(&Fields(&p), field, base, n_rot, n_ctx_train)
 }
@@ -323,9 +335,13 @@ fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: us
             other => Err(bad(field, alloc::format!("factor {other:?} must be > 0"))),
         }
     };
-    let (mut pos_scale, mut attn_factor) = (1.0, 1.0);
+    let (mut pos_scale, mut attn_factor, mut long) = (1.0, 1.0, None);
     match kind {
         "default" => {}
+        "longrope" | "su" => {
+            let (short, l, attn) = longrope(p, field, base, n_rot, n_ctx_train)?;
+            (freq, long, attn_factor) = (short, Some(l), attn);
+        }
         "linear" => pos_scale = 1.0 / factor()?,
         "yarn" => attn_factor = yarn(p, field, base, n_rot, factor()?, &mut freq)?,
         "llama3" => {
@@ -348,7 +364,34 @@ fn rope_params(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx_train: us
         }
         other => return Err(Error::Unsupported { what: alloc::format!("{FILE}: {field}: rope type {other:?}") }),
     }
-    Ok(RopeSpec { base, inv_freq: freq, pos_scale, attn_factor })
+    Ok(RopeSpec { base, inv_freq: freq, pos_scale, attn_factor, long })
+}
+
+/// transformers' `_compute_longrope_parameters`: `inv_freq` divided by
+/// `short_factor` (and by `long_factor` for a context past
+/// `original_max_position_embeddings`); the attention factor
+/// √(1 + ln(factor) / ln(original)), factor = max_position_embeddings /
+/// original unless given. Returns (short inv_freq, long, attention factor).
+fn longrope(p: &Fields, field: &str, base: f32, n_rot: usize, n_ctx: usize) -> Result<(Vec<f32>, LongRope, f32)> {
+    let orig = p.usize("original_max_position_embeddings")?;
+    let factors = |k: &str| -> Result<Vec<f32>> {
+        let v = match p.get(k) {
+            Some(Value::Array(a)) if a.len() == n_rot / 2 => a.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>(),
+            _ => None,
+        };
+        v.filter(|v| v.iter().all(|x| x.is_finite() && *x > 0.0))
+            .map(|v| v.into_iter().map(|x| x as f32).collect())
+            .ok_or_else(|| bad(field, alloc::format!("{k} must be {} positive numbers", n_rot / 2)))
+    };
+    let scaled = |ext: &[f32]| inv_freq_divided(base, n_rot, ext);
+    let factor = p.opt_f64("factor")?.unwrap_or(n_ctx as f64 / orig as f64);
+    let attn = match p.opt_f64("attention_factor")? {
+        Some(a) => a,
+        None if factor <= 1.0 => 1.0,
+        None => (1.0 + factor.ln() / (orig as f64).ln()).sqrt(),
+    };
+    let long = LongRope { orig_ctx: orig, inv_freq: scaled(&factors("long_factor")?) };
+    Ok((scaled(&factors("short_factor")?), long, attn as f32))
 }
 
 /// A RoPE as config.json describes it.
@@ -359,6 +402,8 @@ struct RopeSpec {
     pos_scale: f32,
     /// cos and sin are multiplied by this (YaRN's attention factor).
     attn_factor: f32,
+    /// LongRoPE's frequencies past the original context.
+    long: Option<LongRope>,
 }
 
 /// transformers' YaRN parameters of a `rope_parameters` entry; the
@@ -445,10 +490,10 @@ impl HfConfig {
             }
             _ => {
                 let window = llama_window(&f, &architecture, n_layer)?;
-                (rope(&f, n_rot, n_ctx_train)?, window, head_dim_scale(head_dim), (None, None))
+                (rope(&f, arch, n_rot, n_ctx_train)?, window, head_dim_scale(head_dim), (None, None))
             }
         };
-        let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor } = rope;
+        let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor, long } = rope;
         let dtype = match f.opt_str("dtype")?.or(f.opt_str("torch_dtype")?) {
             Some(d) => Some(dtype(d)?),
             None => None,
@@ -473,6 +518,7 @@ impl HfConfig {
             rope_pos_scale,
             rope_inv_freq,
             rope_attn_factor: attn_factor,
+            rope_long: long,
             attn_scale,
             attn_softcap,
             final_softcap,

@@ -87,6 +87,16 @@ pub struct Window {
     pub rope_inv_freq: Option<Vec<f32>>,
 }
 
+/// LongRoPE (Phi-3's long-context models): other frequencies for a
+/// context past the one the model was first trained at.
+#[derive(Debug, Clone)]
+pub struct LongRope {
+    /// A session of more positions than this uses `inv_freq`.
+    pub orig_ctx: usize,
+    /// The long factors' `inv_freq`.
+    pub inv_freq: Vec<f32>,
+}
+
 /// The hyper-parameters a forward pass needs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -122,8 +132,12 @@ pub struct Config {
     pub rope_pos_scale: f32,
     /// `inv_freq[i] = 1 / (base^(2i/n_rot) * freq_factor[i])`, i < n_rot/2.
     pub rope_inv_freq: Vec<f32>,
-    /// cos and sin are multiplied by this (YaRN's attention factor; 1).
+    /// cos and sin are multiplied by this (YaRN's and LongRoPE's
+    /// attention factor; 1).
     pub rope_attn_factor: f32,
+    /// LongRoPE's frequencies for long contexts (`rope_inv_freq` holds
+    /// the short ones).
+    pub rope_long: Option<LongRope>,
     /// Scale of the attention scores (1/√head_dim, or Gemma's
     /// `query_pre_attn_scalar`^−½).
     pub attn_scale: f32,
@@ -264,7 +278,8 @@ impl Config {
             }
         }
         let local = self.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()).unwrap_or(&[]);
-        if let Some(f) = self.rope_inv_freq.iter().chain(local).find(|f| !(f.is_finite() && **f > 0.0)) {
+        let long = self.rope_long.as_ref().map_or(&[][..], |l| &l.inv_freq);
+        if let Some(f) = self.rope_inv_freq.iter().chain(local).chain(long).find(|f| !(f.is_finite() && **f > 0.0)) {
             let why = "gives a RoPE frequency that is not a finite number above 0";
             return Err(bad(Param::RopeScale, alloc::format!("(frequency {f})"), why));
         }
@@ -305,6 +320,16 @@ impl Config {
             });
         }
         Ok(())
+    }
+
+    /// The RoPE frequencies of a session of `n_ctx` positions: LongRoPE's
+    /// long ones past the original context (llama.cpp's rule; transformers
+    /// switches when the sequence itself grows past it), else the model's.
+    pub fn rope_inv_freq_for(&self, n_ctx: usize) -> &[f32] {
+        match &self.rope_long {
+            Some(l) if n_ctx > l.orig_ctx => &l.inv_freq,
+            _ => &self.rope_inv_freq,
+        }
     }
 
     /// Width of all query heads together.
@@ -393,6 +418,12 @@ impl Yarn {
             *fr = interpolation * (1.0 - extrapolation) + *fr * extrapolation;
         }
     }
+}
+
+/// `inv_freq[i] = 1 / (ext[i] · base^(2i/n_rot))`, as transformers'
+/// LongRoPE computes it (f32 powers).
+pub(crate) fn inv_freq_divided(base: f32, n_rot: usize, ext: &[f32]) -> Vec<f32> {
+    (0..n_rot / 2).map(|i| 1.0 / (ext[i] * libm::powf(base, (2 * i) as f32 / n_rot as f32))).collect()
 }
 
 /// RoPE's `inv_freq[i] = 1 / base^(2i/n_rot)`, i < n_rot/2.

@@ -59,10 +59,18 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
             t += 1;
         }
     }
-    let positions = || s.tok_pos[..n].iter().copied();
-    rope::tables(&c.rope_inv_freq, c.rope_pos_scale, c.rope_attn_factor, positions(), &mut s.rope);
-    if let Some(local) = c.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()) {
-        rope::tables(local, 1.0, 1.0, positions(), &mut s.rope_local);
+    // each sequence's RoPE tables (LongRoPE picks its frequencies by the
+    // sequence's context size)
+    let local = c.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref());
+    let mut t = 0;
+    for q in seqs.iter() {
+        let (at, pos) = (t * c.n_rot, q.pos0..q.pos0 + q.tokens.len());
+        let freq = c.rope_inv_freq_for(q.kv.n_ctx);
+        rope::tables(freq, c.rope_pos_scale, c.rope_attn_factor, pos.clone(), &mut s.rope[at..]);
+        if let Some(local) = local {
+            rope::tables(local, 1.0, 1.0, pos, &mut s.rope_local[at..]);
+        }
+        t += q.tokens.len();
     }
 
     let mut spans_of = None;

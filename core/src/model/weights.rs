@@ -205,15 +205,21 @@ fn rows(t: &TensorRef, r: core::ops::Range<usize>) -> TensorRef {
 
 /// Llama-3 style RoPE frequency factors, if the file has them.
 pub(crate) fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
-    let Some(t) = dir.get("rope_freqs.weight") else {
+    rope_factors(dir, "rope_freqs.weight")
+}
+
+/// A vector of RoPE factors (`rope_freqs`, or LongRoPE's
+/// `rope_factors_long`/`_short`), if the file has it.
+pub(crate) fn rope_factors(dir: &dyn TensorDir, name: &str) -> Result<Option<Vec<f32>>> {
+    let Some(t) = dir.get(name) else {
         return Ok(None);
     };
     if t.n_elements() > crate::backend::scalar::MAX_HEAD_DIM as u64 / 2 {
         let detail = format!("{} factors, more than any head has rotated pairs", t.n_elements());
-        return Err(Error::TensorShape { tensor: "rope_freqs.weight".into(), detail });
+        return Err(Error::TensorShape { tensor: name.into(), detail });
     }
     let b = Binder { dir, arch: "rope", read: true, problems: RefCell::default(), used: RefCell::default() };
-    let v = b.vector("rope_freqs.weight", t.n_elements() as usize);
+    let v = b.vector(name, t.n_elements() as usize);
     match b.problems.into_inner().pop() {
         Some(e) => Err(e),
         None => Ok(Some(v)),
