@@ -15,7 +15,7 @@ use super::simd::{reduce16, transpose8};
 /// Eight elements of a row from element `i`, widened to f32.
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn load8(x: KvRows, i: usize) -> __m256 {
+pub(super) fn load8(x: KvRows, i: usize) -> __m256 {
     match x {
         KvRows::F32(x) => {
             let x = &x[i..i + 8];
@@ -32,7 +32,7 @@ fn load8(x: KvRows, i: usize) -> __m256 {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn loadf(x: &[f32], i: usize) -> __m256 {
+pub(super) fn loadf(x: &[f32], i: usize) -> __m256 {
     let x = &x[i..i + 8];
     // SAFETY: `x` has 8 elements.
     unsafe { _mm256_loadu_ps(x.as_ptr()) }
@@ -134,7 +134,7 @@ fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut
 }
 
 /// Fewest queries the keys are transposed for.
-const TRANSPOSE_MIN: usize = 8;
+pub(super) const TRANSPOSE_MIN: usize = 8;
 
 /// A run of queries over the same rows (`Kernels::attention_queries`):
 /// the keys are transposed once, 8 positions to a vector, so each query's
@@ -148,7 +148,7 @@ pub(super) fn attention_queries(_: Avx2, qs: Queries, kv: Cached, scores: &mut [
 
 #[target_feature(enable = "avx2,fma,f16c")]
 fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-    let (n_kv, score, (k, v, kv_stride)) = (qs.n_kv, qs.score, (kv.k, kv.v, kv.stride));
+    let (n_kv, score) = (qs.n_kv, qs.score);
     let hd = out.len() / n_kv.len().max(1);
     // the transposition pays for itself over a prompt's run of queries, not
     // over the few heads of a decode step that share a KV head (F16C widens
@@ -159,14 +159,7 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
     }
     let max_kv = n_kv.iter().copied().max().unwrap_or(0);
     let nb = max_kv.div_ceil(8);
-    let kt = transposed_keys(k, kv_stride, max_kv, hd);
-    let mut vf = vec![0.0f32; max_kv * hd];
-    for (t, row) in vf.chunks_exact_mut(hd).enumerate() {
-        for i in (0..hd).step_by(8) {
-            // SAFETY: `row` has hd ≥ i + 8 elements.
-            unsafe { _mm256_storeu_ps(row[i..].as_mut_ptr(), load8(v, t * kv_stride + i)) };
-        }
-    }
+    let (kt, vf) = keys_and_values(kv, max_kv, hd);
     let mut sc = vec![0.0f32; nb * 8];
     for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
         let qj = &qs.q[j * qs.stride..j * qs.stride + hd];
@@ -176,14 +169,37 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
             unsafe { _mm256_storeu_ps(s8.as_mut_ptr(), s) };
         }
         let s = &mut sc[..n];
-        score.cap_all(s);
-        let mut max = f32::NEG_INFINITY;
-        for &x in s.iter() {
-            max = max.max(x);
-        }
-        let inv = super::exp::softmax_exp(s, max);
+        let inv = softmax(s, score);
         weighted_sum(s, inv, KvRows::F32(&vf), hd, o);
     }
+}
+
+/// Scaled dots → softcapped (if the model says) → `exp(s − max)` in
+/// place; returns 1 / Σ, as the reference.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn softmax(s: &mut [f32], score: Score) -> f32 {
+    score.cap_all(s);
+    let mut max = f32::NEG_INFINITY;
+    for &x in s.iter() {
+        max = max.max(x);
+    }
+    super::exp::softmax_exp(s, max)
+}
+
+/// The first `n` keys transposed (`transposed_keys`) and values widened
+/// to f32 rows of `hd`, for a run of queries to share.
+#[target_feature(enable = "avx2,f16c")]
+pub(super) fn keys_and_values(kv: Cached, n: usize, hd: usize) -> (Vec<f32>, Vec<f32>) {
+    let kt = transposed_keys(kv.k, kv.stride, n, hd);
+    let mut vf = vec![0.0f32; n * hd];
+    for (t, row) in vf.chunks_exact_mut(hd).enumerate() {
+        for i in (0..hd).step_by(8) {
+            // SAFETY: `row` has hd ≥ i + 8 elements.
+            unsafe { _mm256_storeu_ps(row[i..].as_mut_ptr(), load8(kv.v, t * kv.stride + i)) };
+        }
+    }
+    (kt, vf)
 }
 
 /// Keys 0..n as f32, 8 positions to a vector: element d of position

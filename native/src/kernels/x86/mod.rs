@@ -17,6 +17,7 @@
 //! suite checks each backend).
 
 mod attention;
+mod attention512;
 mod cpu;
 mod exact;
 mod exp;
@@ -170,7 +171,7 @@ impl Kernels for Avx512 {
         attention::attention_head(self.avx2(), q, kv, n_kv, score, scores, out)
     }
     fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-        attention::attention_queries(self.avx2(), qs, kv, scores, out)
+        attention512::attention_queries(*self, qs, kv, scores, out)
     }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(self.avx2(), g, u)
