@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::models::unigram::Unigram;
 use tokenizers::models::wordpiece::WordPiece;
+use tokenizers::normalizers::replace::ReplacePattern;
 use tokenizers::normalizers::{
     BertNormalizer, Lowercase, Prepend, Replace, Sequence as NormSeq, Strip, StripAccents, NFC, NFD, NFKC, NFKD,
 };
@@ -62,10 +63,14 @@ fn normalizer(v: &Value) -> Result<NormalizerWrapper> {
         "StripAccents" => StripAccents.into(),
         "Strip" => Strip::new(flag(v, "strip_left", true), flag(v, "strip_right", true)).into(),
         "Replace" => {
-            let pattern =
-                v.pointer("/pattern/String").and_then(Value::as_str).ok_or_else(|| unsupported("normalizer", v))?;
+            let pattern = match (v.pointer("/pattern/String"), v.pointer("/pattern/Regex")) {
+                (Some(Value::String(s)), _) => ReplacePattern::String(s.clone()),
+                (_, Some(Value::String(r))) => ReplacePattern::Regex(r.clone()),
+                _ => return Err(unsupported("normalizer", v)),
+            };
             Replace::new(pattern, text(v, "content")?).map_err(tok_err)?.into()
         }
+        "Precompiled" => super::charsmap::precompiled(text(v, "precompiled_charsmap")?)?.into(),
         "Sequence" => {
             let list = v.get("normalizers").and_then(Value::as_array).ok_or_else(|| unsupported("normalizer", v))?;
             NormSeq::new(list.iter().map(normalizer).collect::<Result<_>>()?).into()
@@ -464,8 +469,9 @@ impl Tokenizer {
         // the text's first space: a SentencePiece decoder's `Strip`, or the
         // one WordPiece's spelling puts before the first word
         let strip_first_space = json.get("decoder").is_some_and(strips_first_space) || spelling == Spelling::WordPiece;
-        // a token the post-processor appends (BERT's [SEP]) when it prepends one too
-        let append = match add_bos {
+        // a token the post-processor appends (BERT's [SEP], T5's </s>),
+        // unless the config turned off the BOS it prepends with it
+        let append = match add_bos || prepended.is_none() {
             true => json.get("post_processor").and_then(appended).and_then(|t| inner.token_to_id(t)),
             false => None,
         };

@@ -2,6 +2,7 @@
 //! vocabulary (`gguf`) or read from an HF `tokenizer.json` (`hf`), plus the
 //! bytes each token stands for, special tokens and end-of-generation ids.
 
+mod charsmap;
 mod gguf;
 mod hf;
 mod literal;
