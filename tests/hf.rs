@@ -328,8 +328,8 @@ fn float16_checkpoint_runs_as_its_float32_widening() {
     }
 }
 
-/// Sliding-window layers keep a ring of W + B − 1 positions (tiny-gemma3
-/// and tiny-gemma2: window 5, steps of up to 4 → 8, stored twice):
+/// Sliding-window layers keep a ring of W + B − 1 positions (tiny-gemma3,
+/// tiny-gemma2 and tiny-mistral: window 5, steps of up to 4 → 8, stored twice):
 /// decoding 60 tokens past the window gives the same bits as one dense
 /// forward over the whole sequence, on every backend, exact and quantized; the ring's memory does
 /// not grow with the context; a truncation the ring can no longer serve
