@@ -89,7 +89,7 @@ impl Config {
                     beta_slow: beta("rope.scaling.yarn_beta_slow", 1.0)?,
                     truncate: true,
                 });
-                let mscale = if factor <= 1.0 { 1.0 } else { 0.1 * (factor as f64).ln() + 1.0 };
+                let mscale = if factor <= 1.0 { 1.0 } else { 0.1 * libm::log(factor as f64) + 1.0 };
                 let attn = g.get_f32(&k("rope.scaling.yarn_attn_factor"))?.unwrap_or(1.0);
                 rope_attn_factor = (attn as f64 * mscale) as f32;
             }

@@ -414,7 +414,7 @@ fn yarn(p: &Fields, field: &str, base: f32, n_rot: usize, factor: f32, freq: &mu
     let orig = p
         .usize("original_max_position_embeddings")
         .map_err(|_| bad(field, "yarn needs original_max_position_embeddings"))?;
-    let mscale = |scale: f64, m: f64| if scale <= 1.0 { 1.0 } else { 0.1 * m * scale.ln() + 1.0 };
+    let mscale = |scale: f64, m: f64| if scale <= 1.0 { 1.0 } else { 0.1 * m * libm::log(scale) + 1.0 };
     let f = factor as f64;
     let attn = match (p.opt_f64("attention_factor")?, p.opt_f64("mscale")?, p.opt_f64("mscale_all_dim")?) {
         (Some(a), _, _) => a,

@@ -402,7 +402,7 @@ impl Yarn {
     /// Blend `freq` (`inv_freq` at `base` over `n_rot` dims) in place.
     pub fn apply(&self, base: f32, n_rot: usize, freq: &mut [f32]) {
         let (dim, base, orig) = (n_rot as f64, base as f64, self.orig_ctx as f64);
-        let corr = |rot: f64| dim * (orig / (rot * 2.0 * core::f64::consts::PI)).ln() / (2.0 * base.ln());
+        let corr = |rot: f64| dim * libm::log(orig / (rot * 2.0 * core::f64::consts::PI)) / (2.0 * libm::log(base));
         let (mut low, mut high) = (corr(self.beta_fast), corr(self.beta_slow));
         if self.truncate {
             (low, high) = (libm::floor(low), libm::ceil(high));
