@@ -43,12 +43,30 @@ fn llama3_rope_keeps_high_and_scales_low_frequencies() {
     assert!(scaled.windows(2).all(|w| w[1] <= w[0]));
 }
 
+/// Gemma 2: `Gemma2Config`'s defaults (softcaps 50 and 30, every other
+/// layer windowed); a null softcap is none, not the default.
+#[test]
+fn gemma2_softcaps_default_and_null() {
+    let g2 = |extra: &str| {
+        let c = config(extra).replace("LlamaForCausalLM", "Gemma2ForCausalLM");
+        HfConfig::parse(c.as_bytes()).unwrap().config
+    };
+    let c = g2("");
+    assert_eq!((c.attn_softcap, c.final_softcap), (Some(50.0), Some(30.0)));
+    assert_eq!(c.window.map(|w| (w.size, w.layers)), Some((4096, alloc::vec![true, false])));
+    let c = g2(r#", "final_logit_softcapping": null, "attn_logit_softcapping": 20.0"#);
+    assert_eq!((c.attn_softcap, c.final_softcap), (Some(20.0), None));
+}
+
 #[test]
 fn what_tern_cannot_run_is_refused_by_name() {
-    let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "Gemma2ForCausalLM").as_bytes());
-    assert_eq!(arch.unwrap_err(), Error::UnsupportedArch { arch: "Gemma2ForCausalLM".into() });
-    let longrope = parse(r#", "rope_scaling": {"rope_type": "longrope", "factor": 4.0}"#).unwrap_err();
-    assert!(longrope.to_string().contains("rope type \"longrope\""), "{longrope}");
+    let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "Gemma3nForCausalLM").as_bytes());
+    assert_eq!(arch.unwrap_err(), Error::UnsupportedArch { arch: "Gemma3nForCausalLM".into() });
+    let longrope = r#", "original_max_position_embeddings": 16, "rope_scaling": {"rope_type": "longrope", "factor": 4.0}"#;
+    let longrope = parse(longrope).unwrap_err();
+    assert!(longrope.to_string().contains("long_factor must be 8 positive numbers"), "{longrope}");
+    let su = parse(r#", "rope_scaling": {"rope_type": "su", "factor": 4.0}"#).unwrap_err();
+    assert!(su.to_string().contains("original_max_position_embeddings"), "{su}");
     let yarn = parse(r#", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}"#).unwrap_err();
     assert!(yarn.to_string().contains("yarn needs original_max_position_embeddings"), "{yarn}");
     assert!(parse(r#", "hidden_act": "gelu""#).unwrap_err().to_string().contains("gelu"));
