@@ -9,7 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # how long each part took, for keeping the whole under CI's budget
-mark() { echo "[test.sh] $((SECONDS / 60)) min $((SECONDS % 60)) s: $1 done" >&2; }
+# how much disk is left (a full disk shows up as a linker's bus error)
+mark() {
+  local free; free=$(df -Ph . | awk 'NR == 2 { print $4 }')
+  echo "[test.sh] $((SECONDS / 60)) min $((SECONDS % 60)) s: $1 done; $free free on disk" >&2
+}
 
 scripts/fetch-models.sh all
 scripts/make-test-models.sh
