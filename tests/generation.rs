@@ -152,7 +152,7 @@ fn streamed_deltas_build_the_text_and_cancel_works_from_another_thread() {
     let mut result = None;
     for ev in gen {
         match ev.unwrap() {
-            Event::Token { id, text: t } => {
+            Event::Token { id, text: t, .. } => {
                 ids.push(id);
                 text += &t;
             }

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use crate::chat::ChatTemplate;
 use crate::error::{Error, Result};
+use crate::grammar::GrammarCompiler;
 use crate::hf::{self, CheckpointInfo, GenerationDefaults};
 use crate::model::Model;
 use crate::tokenizer::Tokenizer;
@@ -37,6 +38,8 @@ pub struct Bundle<B> {
     pub source: Source,
     /// The compiled chat template, or why there is none.
     template: core::result::Result<ChatTemplate, Error>,
+    /// The grammar compiler, once a constrained generation asked for it.
+    grammar: std::sync::OnceLock<GrammarCompiler>,
 }
 
 impl<B: AsRef<[u8]>> Bundle<B> {
@@ -65,7 +68,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             Some(t) => ChatTemplate::of(t),
             None => Err(Error::Template { detail: "the model has no tokenizer, so no chat template".into() }),
         };
-        Bundle { model, tokenizer, defaults, source, template }
+        Bundle { model, tokenizer, defaults, source, template, grammar: std::sync::OnceLock::new() }
     }
 
     /// The tokenizer, or an error saying the model has none.
@@ -81,6 +84,16 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         self.template.as_ref().map_err(Clone::clone)
     }
 
+    /// The grammar compiler for this model's vocabulary, built on first use
+    /// (about half a second for a 150k-token vocabulary; then shared).
+    pub fn grammar(&self) -> Result<&GrammarCompiler> {
+        if let Some(g) = self.grammar.get() {
+            return Ok(g);
+        }
+        let g = GrammarCompiler::new(self.tokenizer()?, self.model.config.n_vocab)?;
+        Ok(self.grammar.get_or_init(|| g))
+    }
+
     /// End-of-generation ids: the tokenizer's, else generation_config's.
     pub fn eog(&self) -> Vec<u32> {
         match &self.tokenizer {
@@ -92,8 +105,8 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// The bundle with its model rewritten by `f` (quantized or widened
     /// at load), and what `f` reported.
     pub fn map_model<T>(self, f: impl FnOnce(Model<B>) -> Result<(Model<B>, T)>) -> Result<(Bundle<B>, T)> {
-        let Bundle { model, tokenizer, defaults, source, template } = self;
+        let Bundle { model, tokenizer, defaults, source, template, grammar } = self;
         let (model, t) = f(model)?;
-        Ok((Bundle { model, tokenizer, defaults, source, template }, t))
+        Ok((Bundle { model, tokenizer, defaults, source, template, grammar }, t))
     }
 }

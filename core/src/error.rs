@@ -180,6 +180,12 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// A grammar, JSON Schema or regular expression that does not compile
+    /// (or would take more than its bounds to).
+    Grammar {
+        /// What is wrong, as the compiler names it.
+        detail: String,
+    },
     /// Something tern does not do (yet), named.
     Unsupported {
         /// What it is.
@@ -266,6 +272,7 @@ impl fmt::Display for Error {
             }
             Tokenizer { detail } => write!(f, "tokenizer: {detail}"),
             Template { detail } => write!(f, "chat template: {detail}"),
+            Grammar { detail } => write!(f, "grammar: {detail}"),
             Unsupported { what } => write!(f, "unsupported: {what}"),
             TokenOutOfRange { id, n_vocab } => write!(f, "token id {id} is outside the vocabulary of {n_vocab}"),
             ContextFull { n_ctx, needed } => {

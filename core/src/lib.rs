@@ -8,7 +8,7 @@
 //!   run by an [`Engine`] (kernels, threads, exact or quantized path);
 //! - text: [`tokenizer`], [`chat`] templates, [`conversation`];
 //! - generation: [`sampler`], [`generate`] (events, stops, batches),
-//!   [`perplexity`];
+//!   [`grammar`] (constrained decoding), [`perplexity`];
 //! - for backend authors: [`backend`] (the `Kernels` trait, the scalar
 //!   reference and the conformance suite), [`quant`] (block layouts),
 //!   [`parallel`].
@@ -30,6 +30,8 @@ pub mod conversation;
 pub mod error;
 pub mod generate;
 pub mod gguf;
+#[cfg(feature = "std")]
+pub mod grammar;
 #[cfg(feature = "std")]
 pub mod hf;
 pub mod model;

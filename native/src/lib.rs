@@ -50,7 +50,8 @@ pub use error::{Error, Result};
 pub use load::{load, load_with, Buffer, IdsOnly, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};
 pub use tern_core;
-pub use tern_core::generate::{Event, GenerationResult};
+pub use tern_core::generate::{Event, GenerationResult, TokenLogprob};
+pub use tern_core::grammar::Grammar;
 use tern_core::Engine;
 pub use tern_threads::Threads;
 

@@ -24,8 +24,9 @@ use std::sync::Arc;
 use tern_core::backend::Kernels;
 use tern_core::conversation::Conversation;
 use tern_core::generate::{
-    generate_batch, BatchItem, CancelFlag, Event, GenerateConfig, Generation, GenerationResult, Parts,
+    generate_batch, BatchItem, CancelFlag, Constraint, Event, GenerateConfig, Generation, GenerationResult, Parts,
 };
+use tern_core::grammar::Grammar;
 use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, Session};
@@ -52,11 +53,12 @@ pub struct Options {
     cfg: GenerateConfig,
     /// Set by the caller (else the model's defaults apply).
     sampler_set: bool,
+    grammar: Option<Grammar>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { cfg: GenerateConfig { max_tokens: 256, ..Default::default() }, sampler_set: false }
+        Options { cfg: GenerateConfig { max_tokens: 256, ..Default::default() }, sampler_set: false, grammar: None }
     }
 }
 
@@ -97,6 +99,51 @@ impl Options {
     pub fn ignore_eos(mut self) -> Options {
         self.cfg.ignore_eos = true;
         self
+    }
+
+    /// Output that matches `g`: a JSON Schema, any JSON object, a regex or
+    /// a grammar (see `tern_core::grammar`).
+    ///
+    /// ```
+    /// # fn main() -> tern::Result<()> {
+    /// # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
+    /// #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
+    /// #     .join("smollm2-135m-instruct-q4_1.gguf");
+    /// use tern::{Grammar, Model, Options};
+    /// let model = Model::load(&path)?;
+    /// let schema = r#"{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}"#;
+    /// let o = Options::default().max_tokens(64).grammar(Grammar::json_schema(schema)?);
+    /// let out = model.generate("The capital of France, as JSON:", &o)?;
+    /// assert!(out.text.starts_with(r#"{"city": ""#));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn grammar(mut self, g: Grammar) -> Options {
+        self.grammar = Some(g);
+        self
+    }
+    /// Report each token's log-probability and its `top` most likely
+    /// alternatives (at most 20), in the events and the result.
+    pub fn logprobs(mut self, top: usize) -> Options {
+        self.cfg.logprobs = Some(top);
+        self
+    }
+
+    /// The grammar compiled, if there is one (its errors come before any token).
+    fn constraint(&self, model: &Model) -> Result<Option<Box<dyn Constraint>>> {
+        Ok(match &self.grammar {
+            Some(g) => Some(model.loaded.grammar()?.compile(g)?),
+            None => None,
+        })
+    }
+
+    /// A generation of `prompt` with these options and `constraint`.
+    fn generation(&self, model: &Model, prompt: &[u32], constraint: Option<Box<dyn Constraint>>) -> Generation {
+        let g = Generation::new(prompt, self.config(model)).with_clock(crate::clock);
+        match constraint {
+            Some(c) => g.with_constraint(c),
+            None => g,
+        }
     }
 
     fn config(&self, model: &Model) -> GenerateConfig {
@@ -184,7 +231,8 @@ impl Model {
     pub fn stream(&self, prompt: &str, o: &Options) -> Result<Stream<'_>> {
         let tok = self.tokenizer()?;
         let ids = tok.encode(prompt, true)?;
-        Ok(Stream::new(self, tok, self.session(), Generation::new(&ids, o.config(self))))
+        let generation = o.generation(self, &ids, o.constraint(self)?);
+        Ok(Stream::new(self, tok, self.session(), generation))
     }
 
     /// Generate after each prompt with its options, the sequences decoded
@@ -208,6 +256,12 @@ impl Model {
         let tok = self.tokenizer()?;
         let mut items = Vec::with_capacity(jobs.len());
         for (prompt, o) in jobs {
+            if o.grammar.is_some() {
+                return Err(tern_core::Error::Unsupported {
+                    what: "a grammar in generate_batch (use generate or stream for constrained output)".into(),
+                }
+                .into());
+            }
             items.push(BatchItem { prompt: tok.encode(prompt, true)?, cfg: o.config(self) });
         }
         let mut sessions = Vec::with_capacity(items.len());
@@ -240,7 +294,7 @@ pub struct Stream<'m> {
 impl<'m> Stream<'m> {
     fn new(model: &'m Model, tok: &'m Tokenizer, session: Session, generation: Generation) -> Stream<'m> {
         let cancel: CancelFlag = Arc::new(AtomicBool::new(false));
-        let generation = generation.with_cancel(cancel.clone()).with_clock(crate::clock);
+        let generation = generation.with_cancel(cancel.clone());
         Stream { model, tok, session, generation, cancel }
     }
 
@@ -277,9 +331,9 @@ impl<'m> Chat<'m> {
     /// Send a user message; the reply streams as events and is recorded
     /// in the conversation when its `Done` event has been read.
     pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
-        let cfg = self.options.config(self.model);
-        let prompt = self.conv.open_turn(self.tok, text, cfg.max_tokens)?;
-        let generation = Generation::new(&prompt, cfg).with_clock(crate::clock);
+        let constraint = self.options.constraint(self.model)?;
+        let prompt = self.conv.open_turn(self.tok, text, self.options.cfg.max_tokens)?;
+        let generation = self.options.generation(self.model, &prompt, constraint);
         Ok(Reply { chat: self, generation })
     }
 

@@ -156,6 +156,64 @@ fn the_openai_client_gets_what_tern_run_gives() {
 }
 
 #[test]
+fn structured_output_and_logprobs_through_the_openai_client() {
+    let srv = Server::start(&[]);
+    let r = python(&["structured", &srv.base()]);
+    // parse() with a Pydantic model gives the object
+    assert_eq!(r["parsed_type"], "City", "{r}");
+    assert!(r["parsed"]["population"].is_i64(), "{r}");
+    let obj: Value = serde_json::from_str(r["json_object"].as_str().unwrap()).expect("json_object output parses");
+    assert!(obj.is_object());
+    // logprobs: the log-softmax of the logits `tern run --logits-out` writes for the same greedy run
+    let dir = std::env::temp_dir().join(format!("tern-logprobs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("logits.bin");
+    let run =
+        tern_run(&["--chat", "-p", "What is the capital of France?", "-n", "12", "--logits-out", f.to_str().unwrap()]);
+    assert_eq!(r["logprobs_text"], run["text"]);
+    let bytes = std::fs::read(&f).unwrap();
+    let logits: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    let ids = run["ids"].as_array().unwrap();
+    let n_vocab = logits.len() / ids.len();
+    let lps = r["logprobs"].as_array().unwrap();
+    assert_eq!(lps.len(), ids.len());
+    for (i, (lp, id)) in lps.iter().zip(ids).enumerate() {
+        let row = &logits[i * n_vocab..(i + 1) * n_vocab];
+        let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let z = m + row.iter().map(|&x| (x as f64 - m).exp()).sum::<f64>().ln();
+        let want = row[id.as_u64().unwrap() as usize] as f64 - z;
+        let got = lp["logprob"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-4, "token {i}: {got} vs {want}");
+        assert_eq!(lp["top"].as_array().unwrap().len(), 2);
+        assert_eq!(lp["top"][0][1], lp["logprob"], "greedy takes the most likely token");
+    }
+    let streamed: Vec<f64> = r["streamed_logprobs"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let whole: Vec<f64> = lps.iter().map(|v| v["logprob"].as_f64().unwrap()).collect();
+    assert_eq!(streamed, whole, "streamed logprobs equal the whole answer's");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // bad grammars are 400s naming the field, before any token
+    let bad = [
+        (json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "strnig"}}}), "response_format"),
+        (json!({"type": "json_schema", "json_schema": {"name": "x"}}), "response_format"),
+        (json!({"type": "xml"}), "response_format"),
+    ];
+    for (rf, param) in bad {
+        let body = json!({"messages": [{"role": "user", "content": "hi"}], "response_format": rf}).to_string();
+        let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body);
+        let b: Value = serde_json::from_str(&b).unwrap();
+        assert_eq!((status, b["error"]["param"].as_str()), (400, Some(param)), "{b}");
+    }
+    let body = json!({"prompt": "x", "grammar": "root ::= (", "max_tokens": 2}).to_string();
+    let (status, b) = srv.call("POST", "/v1/completions", &[], &body);
+    assert_eq!(status, 400, "{b}");
+    assert!(b.contains("GBNF"), "{b}");
+    let body =
+        json!({"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 21, "logprobs": true}).to_string();
+    assert_eq!(srv.call("POST", "/v1/chat/completions", &[], &body).0, 400);
+}
+
+#[test]
 fn thirty_two_concurrent_streams_equal_their_single_runs() {
     let srv = Server::start(&["--parallel", "8", "--queue", "32"]);
     let r = python(&["load", &srv.base(), "32", "16"]);

@@ -2,6 +2,9 @@
 
     python openai_client.py basic BASE_URL
         chat and completions, streamed and not, greedy; prints one JSON object
+    python openai_client.py structured BASE_URL
+        chat.completions.parse with a Pydantic model, a streamed json_object,
+        greedy logprobs; prints one JSON object
     python openai_client.py load BASE_URL N TOKENS
         N different prompts, each alone (not streamed), then all N at once as
         concurrent streams; prints each pair of texts, throughput, TTFT p50/p99
@@ -49,6 +52,42 @@ def basic(base: str) -> None:
     }))
 
 
+def structured(base: str) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        country: str
+        population: int
+
+    c = OpenAI(base_url=base, api_key="unused")
+    msgs = [{"role": "user", "content": "Describe Paris as JSON."}]
+    parsed = c.chat.completions.parse(model="tern", messages=msgs, max_tokens=80, temperature=0.8, seed=3,
+                                      response_format=City)
+    city = parsed.choices[0].message.parsed
+    parts = []
+    for ch in c.chat.completions.create(model="tern", messages=msgs, max_tokens=80, temperature=0.8, seed=4,
+                                        stream=True, response_format={"type": "json_object"}):
+        if ch.choices:
+            parts.append(ch.choices[0].delta.content or "")
+    lp = c.chat.completions.create(model="tern", messages=[{"role": "user", "content": "What is the capital of France?"}],
+                                   max_tokens=12, temperature=0, logprobs=True, top_logprobs=2)
+    streamed_lp = []
+    for ch in c.chat.completions.create(model="tern", messages=[{"role": "user", "content": "What is the capital of France?"}],
+                                        max_tokens=12, temperature=0, logprobs=True, top_logprobs=2, stream=True):
+        if ch.choices and ch.choices[0].logprobs:
+            streamed_lp += [t.logprob for t in ch.choices[0].logprobs.content]
+    print(json.dumps({
+        "parsed_type": type(city).__name__, "parsed": city.model_dump() if city else None,
+        "parsed_finish": parsed.choices[0].finish_reason,
+        "json_object": "".join(parts),
+        "logprobs": [{"token": t.token, "bytes": t.bytes, "logprob": t.logprob,
+                      "top": [[x.token, x.logprob] for x in t.top_logprobs]} for t in lp.choices[0].logprobs.content],
+        "logprobs_text": lp.choices[0].message.content,
+        "streamed_logprobs": streamed_lp,
+    }))
+
+
 async def load(base: str, n: int, tokens: int) -> None:
     c = AsyncOpenAI(base_url=base, api_key="unused", max_retries=0, timeout=600)
     prompts = [f"A short poem about {TOPICS[i % len(TOPICS)]}, number {i}:" for i in range(n)]
@@ -82,5 +121,7 @@ async def load(base: str, n: int, tokens: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "basic":
         basic(sys.argv[2])
+    elif sys.argv[1] == "structured":
+        structured(sys.argv[2])
     else:
         asyncio.run(load(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

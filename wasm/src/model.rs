@@ -260,7 +260,7 @@ impl TernModel {
 
 fn event_json(ev: &Event) -> String {
     match ev {
-        Event::Token { id, text } => json!({ "type": "token", "id": id, "text": text }).to_string(),
+        Event::Token { id, text, .. } => json!({ "type": "token", "id": id, "text": text }).to_string(),
         Event::Done(r) => done_json(r).to_string(),
     }
 }

@@ -11,6 +11,7 @@
 //! ends with `length`. Cancellation, checked before each forward step, ends
 //! with `cancelled`.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
@@ -18,12 +19,16 @@ use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
 use crate::sampler::Sampler;
 
+mod constraint;
+mod logprobs;
 mod output;
 mod sequence;
 
+pub use constraint::{Allowed, Constraint};
+pub use logprobs::{token_logprob, TokenLogprob, MAX_TOP_LOGPROBS};
 use output::no_clock;
 pub use output::{CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Timings, Usage, Vocab};
-pub use sequence::Sequence;
+pub use sequence::{Sampled, Sequence};
 
 /// One generation's own state (sampler, stops, output, timings): stepped
 /// with the model, engine, vocabulary and session lent to each step, so a
@@ -33,6 +38,7 @@ pub struct Generation {
     cfg: GenerateConfig,
     prompt: Vec<u32>,
     cancel: Option<CancelFlag>,
+    constraint: Option<Box<dyn Constraint>>,
     clock: Clock,
     /// Sampling, stops and timings, from the start of the prefill.
     seq: Option<Sequence>,
@@ -63,6 +69,7 @@ impl Generation {
             prompt: prompt.to_vec(),
             cfg,
             cancel: None,
+            constraint: None,
             clock: no_clock,
             seq: None,
             pending: None,
@@ -80,6 +87,13 @@ impl Generation {
     /// Measure timings with `clock` (none without one).
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Sample only what `c` allows (a grammar, a JSON Schema: see
+    /// [`crate::grammar`]).
+    pub fn with_constraint(mut self, c: Box<dyn Constraint>) -> Self {
+        self.constraint = Some(c);
         self
     }
 
@@ -115,9 +129,12 @@ impl Generation {
             if self.prompt.is_empty() {
                 return Err(crate::Error::InvalidArgument { what: "an empty prompt".into() });
             }
-            self.cfg.sampler.validate()?;
+            self.cfg.validate()?;
             let keep = prefill_start(p.session, &self.prompt);
             let mut q = Sequence::new(&self.cfg, self.prompt.len(), keep, self.clock);
+            if let Some(c) = self.constraint.take() {
+                q.constrain(c);
+            }
             if self.cfg.max_tokens == 0 {
                 self.seq = Some(q);
                 return Ok(self.finish(FinishReason::Length));
@@ -129,7 +146,7 @@ impl Generation {
             p.session.forward(p.model, p.engine, &[t], Logits::Last)?;
         }
         let q = self.seq.as_mut().expect("started above");
-        let (id, text, end) = q.sample(p.session, None, p.vocab);
+        let Sampled { id, text, logprob, end } = q.sample(p.session, None, p.vocab)?;
         match end {
             Some(r) => {
                 self.finished = true;
@@ -137,7 +154,7 @@ impl Generation {
             }
             None => self.pending = Some(id),
         }
-        Ok(Event::Token { id, text })
+        Ok(Event::Token { id, text, logprob })
     }
 
     fn finish(&mut self, reason: FinishReason) -> Event {
@@ -182,6 +199,12 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
         self
     }
 
+    /// Sample only what `c` allows (see `Generation::with_constraint`).
+    pub fn with_constraint(mut self, c: Box<dyn Constraint>) -> Self {
+        self.state = self.state.with_constraint(c);
+        self
+    }
+
     /// The logits the latest token was sampled from.
     pub fn last_logits(&mut self) -> &[f32] {
         self.session.sampling_parts().0
@@ -191,7 +214,7 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
     pub fn run(mut self, mut on_token: impl FnMut(u32, &str)) -> Result<GenerationResult> {
         loop {
             match self.next() {
-                Some(Ok(Event::Token { id, text })) => on_token(id, &text),
+                Some(Ok(Event::Token { id, text, .. })) => on_token(id, &text),
                 Some(Ok(Event::Done(r))) => return Ok(r),
                 Some(Err(e)) => return Err(e),
                 None => unreachable!("a generator always ends with Done"),
@@ -261,6 +284,7 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         if it.prompt.is_empty() {
             return Err(crate::Error::InvalidArgument { what: alloc::format!("batch item {i} has an empty prompt") });
         }
+        it.cfg.validate()?;
         let keep = prefill_start(sess, &it.prompt);
         let mut q = Sequence::new(&it.cfg, it.prompt.len(), keep, clock);
         if it.cfg.max_tokens > 0 {
@@ -270,9 +294,9 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         if it.cfg.max_tokens == 0 {
             results[i] = Some(q.finish(FinishReason::Length));
         } else {
-            match q.sample(sess, None, vocab) {
-                (_, _, Some(r)) => results[i] = Some(r),
-                (id, _, None) => {
+            match q.sample(sess, None, vocab)? {
+                Sampled { end: Some(r), .. } => results[i] = Some(r),
+                Sampled { id, .. } => {
                     pending[i] = id;
                     active.push(i);
                 }
@@ -301,9 +325,9 @@ pub fn generate_batch<B: AsRef<[u8]>>(
         still.clear();
         for (row, &i) in active.iter().enumerate() {
             let row = &logits[row * nv..(row + 1) * nv];
-            match seqs[i].sample(&mut sessions[i], Some(row), vocab) {
-                (_, _, Some(r)) => results[i] = Some(r),
-                (id, _, None) => {
+            match seqs[i].sample(&mut sessions[i], Some(row), vocab)? {
+                Sampled { end: Some(r), .. } => results[i] = Some(r),
+                Sampled { id, .. } => {
                     pending[i] = id;
                     still.push(i);
                 }

@@ -7,6 +7,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 
+use super::logprobs::TokenLogprob;
 use crate::sampler::SamplerConfig;
 use crate::utf8::Utf8Stream;
 
@@ -31,6 +32,9 @@ pub struct GenerateConfig {
     pub stop_tokens: Vec<u32>,
     /// Do not stop at the model's end-of-generation tokens.
     pub ignore_eos: bool,
+    /// Report each token's log-probability with this many most likely
+    /// alternatives (at most [`super::MAX_TOP_LOGPROBS`]); None: none.
+    pub logprobs: Option<usize>,
 }
 
 impl Default for GenerateConfig {
@@ -41,6 +45,21 @@ impl Default for GenerateConfig {
             stop: Vec::new(),
             stop_tokens: Vec::new(),
             ignore_eos: false,
+            logprobs: None,
+        }
+    }
+}
+
+impl GenerateConfig {
+    /// The sampler's settings in range and `logprobs` at most
+    /// [`super::MAX_TOP_LOGPROBS`]: an error naming the first that is not.
+    pub fn validate(&self) -> crate::error::Result<()> {
+        self.sampler.validate()?;
+        match self.logprobs {
+            Some(n) if n > super::MAX_TOP_LOGPROBS => Err(crate::Error::InvalidArgument {
+                what: alloc::format!("{n} top logprobs (at most {})", super::MAX_TOP_LOGPROBS),
+            }),
+            _ => Ok(()),
         }
     }
 }
@@ -112,6 +131,8 @@ pub struct GenerationResult {
     pub usage: Usage,
     /// Timings.
     pub timings: Timings,
+    /// Each token's log-probability, if asked for (`GenerateConfig::logprobs`).
+    pub logprobs: Vec<TokenLogprob>,
 }
 
 /// A step of a generation.
@@ -124,6 +145,8 @@ pub enum Event {
         id: u32,
         /// Text it adds to the output.
         text: String,
+        /// Its log-probability, if asked for.
+        logprob: Option<TokenLogprob>,
     },
     /// The generation ended; its result.
     Done(GenerationResult),
@@ -188,6 +211,13 @@ impl Output {
         let text = String::from(&self.text[self.emitted..safe]);
         self.emitted = safe;
         (text, None)
+    }
+
+    /// End with `id`, an end-of-generation token forced by a finished
+    /// constraint (its text not part of the output, even with `ignore_eos`).
+    pub fn end(&mut self, id: u32) -> (String, Option<FinishReason>) {
+        self.tokens.push(id);
+        (self.flush(), Some(FinishReason::Stop))
     }
 
     /// Earliest stop string in the text (they cannot lie wholly in text

@@ -3,9 +3,14 @@
 //! that mixes prefill chunks with decode steps): the host fills the cache,
 //! this samples from the logits it got and says when the sequence ends.
 
+use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::vec::Vec;
 
+use super::constraint::{mask_logits, Allowed, Constraint};
+use super::logprobs::{token_logprob, TokenLogprob};
 use super::output::{Clock, FinishReason, GenerateConfig, GenerationResult, Output, Stopwatch, Usage, Vocab};
+use crate::error::Result;
 use crate::model::Session;
 use crate::sampler::{Rng, Sampler};
 
@@ -18,6 +23,24 @@ pub struct Sequence {
     watch: Stopwatch,
     clock: Clock,
     seed: Option<u64>,
+    constraint: Option<Box<dyn Constraint>>,
+    /// The logits with what the constraint forbids at −∞.
+    masked: Vec<f32>,
+    n_logprobs: Option<usize>,
+    logprobs: Vec<TokenLogprob>,
+}
+
+/// A sampled token.
+#[derive(Debug)]
+pub struct Sampled {
+    /// Its id.
+    pub id: u32,
+    /// The text it releases.
+    pub text: String,
+    /// Its log-probability, if asked for.
+    pub logprob: Option<TokenLogprob>,
+    /// The result, if the sequence ends with it.
+    pub end: Option<GenerationResult>,
 }
 
 impl Sequence {
@@ -31,7 +54,16 @@ impl Sequence {
             watch: Stopwatch::start(clock(), cfg.max_tokens.min(1 << 16)),
             clock,
             seed: cfg.sampler.seed,
+            constraint: None,
+            masked: Vec::new(),
+            n_logprobs: cfg.logprobs,
+            logprobs: Vec::new(),
         }
+    }
+
+    /// Sample only what `c` allows (see [`Constraint`]).
+    pub fn constrain(&mut self, c: Box<dyn Constraint>) {
+        self.constraint = Some(c);
     }
 
     /// The whole prompt is in the cache: seed the session's RNG as asked.
@@ -43,21 +75,36 @@ impl Sequence {
     }
 
     /// Sample the next token from `logits` (this sequence's row; None: the
-    /// session's last computed row) with the session's RNG and history:
-    /// the token, the text it releases, and the result if it ends here.
-    pub fn sample(
-        &mut self,
-        session: &mut Session,
-        logits: Option<&[f32]>,
-        vocab: &dyn Vocab,
-    ) -> (u32, String, Option<GenerationResult>) {
-        let id = match logits {
-            Some(l) => session.sample_with(&mut self.sampler, l),
-            None => session.sample_last(&mut self.sampler),
+    /// session's last computed row) with the session's RNG and history, and
+    /// the constraint's mask if there is one.
+    pub fn sample(&mut self, session: &mut Session, logits: Option<&[f32]>, vocab: &dyn Vocab) -> Result<Sampled> {
+        let (last, rng, history) = session.sampling_parts();
+        let row = logits.unwrap_or(last);
+        let mut forced_end = false;
+        let id = match self.constraint.as_deref_mut() {
+            None => self.sampler.sample(row, history, rng),
+            Some(c) => match c.allowed()? {
+                Allowed::Only(id) => id,
+                Allowed::End(id) => {
+                    forced_end = true;
+                    id
+                }
+                Allowed::Mask(bits) => {
+                    mask_logits(row, bits, &mut self.masked);
+                    self.sampler.sample(&self.masked, history, rng)
+                }
+            },
         };
+        let logprob = self.n_logprobs.map(|n| token_logprob(row, id, n));
         self.watch.token((self.clock)());
-        let (text, end) = self.out.accept(vocab, id);
-        (id, text, end.map(|r| self.finish(r)))
+        let (text, end) = if forced_end { self.out.end(id) } else { self.out.accept(vocab, id) };
+        if let (None, Some(c)) = (end, self.constraint.as_deref_mut()) {
+            c.accept(id)?;
+        }
+        if let Some(lp) = &logprob {
+            self.logprobs.push(lp.clone());
+        }
+        Ok(Sampled { id, text, logprob, end: end.map(|r| self.finish(r)) })
     }
 
     /// End now (`cancelled`, or `length` for a sequence allowed no tokens).
@@ -66,7 +113,8 @@ impl Sequence {
         let timings = self.watch.timings((self.clock)(), u.prompt_tokens - u.cached_tokens);
         let (tokens, text) = self.out.take();
         u.completion_tokens = tokens.len();
-        GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings }
+        let logprobs = core::mem::take(&mut self.logprobs);
+        GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings, logprobs }
     }
 
     /// Tokens sampled so far.

@@ -62,7 +62,8 @@ fn gemma2_softcaps_default_and_null() {
 fn what_tern_cannot_run_is_refused_by_name() {
     let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "Gemma3nForCausalLM").as_bytes());
     assert_eq!(arch.unwrap_err(), Error::UnsupportedArch { arch: "Gemma3nForCausalLM".into() });
-    let longrope = r#", "original_max_position_embeddings": 16, "rope_scaling": {"rope_type": "longrope", "factor": 4.0}"#;
+    let longrope =
+        r#", "original_max_position_embeddings": 16, "rope_scaling": {"rope_type": "longrope", "factor": 4.0}"#;
     let longrope = parse(longrope).unwrap_err();
     assert!(longrope.to_string().contains("long_factor must be 8 positive numbers"), "{longrope}");
     let su = parse(r#", "rope_scaling": {"rope_type": "su", "factor": 4.0}"#).unwrap_err();

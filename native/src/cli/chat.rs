@@ -67,6 +67,12 @@ pub fn run(a: Args) -> Result<()> {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout();
     let mut seed = a.sampling.seed();
+    // every reply matches the grammar, if one is given: compiled here to
+    // refuse a bad one before the first turn, then for each reply (~1 ms)
+    let grammar = a.sampling.grammar()?;
+    if let Some(g) = &grammar {
+        lm.grammar()?.compile(g)?;
+    }
     loop {
         eprint!("> ");
         let mut line = String::new();
@@ -109,8 +115,13 @@ pub fn run(a: Args) -> Result<()> {
         busy.store(true, Ordering::SeqCst);
         let cfg = a.sampling.config(seed, &tok.eog, &lm.defaults);
         seed = seed.wrapping_add(1);
-        let gen = conv.generator(&lm.model, engine, tok, line, cfg);
-        let r = gen.and_then(|g| {
+        let constraint = grammar.as_ref().map(|g| lm.grammar().and_then(|c| c.compile(g))).transpose();
+        let gen = constraint.and_then(|c| Ok((c, conv.generator(&lm.model, engine, tok, line, cfg)?)));
+        let r = gen.and_then(|(c, g)| {
+            let g = match c {
+                Some(c) => g.with_constraint(c),
+                None => g,
+            };
             g.with_cancel(cancel.clone()).with_clock(tern::clock).run(|_, text| {
                 let _ = stdout.write_all(text.as_bytes());
                 let _ = stdout.flush();

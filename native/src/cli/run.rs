@@ -45,6 +45,10 @@ pub struct Args {
     /// Print one JSON object instead of streaming text
     #[arg(long)]
     json: bool,
+    /// With --json: each token's log-probability and its N most likely
+    /// alternatives (log-softmax of the model's logits, before sampling)
+    #[arg(long, value_name = "N", requires = "json")]
+    logprobs: Option<usize>,
     /// Write raw little-endian f32 logits of the last prompt position and
     /// of every generated step to this file
     #[arg(long)]
@@ -97,13 +101,21 @@ pub fn run(a: Args) -> Result<()> {
         None => None,
     };
     let eog = lm.eog();
-    let cfg = a.sampling.config(seed, &eog, &lm.defaults);
+    let mut cfg = a.sampling.config(seed, &eog, &lm.defaults);
+    cfg.logprobs = a.logprobs;
+    let constraint = match a.sampling.grammar()? {
+        Some(g) => Some(lm.grammar()?.compile(&g)?),
+        None => None,
+    };
     let ids_only = IdsOnly(&eog);
     let vocab: &dyn Vocab = match &lm.tokenizer {
         Some(t) => t,
         None => &ids_only,
     };
     let mut gen = Generator::new(&lm.model, engine, vocab, &mut session, &prompt, cfg).with_clock(tern::clock);
+    if let Some(c) = constraint {
+        gen = gen.with_constraint(c);
+    }
     let mut stdout = std::io::stdout().lock();
     let result = loop {
         let ev = gen.next().expect("a generator ends with Done")?;
@@ -135,6 +147,7 @@ pub fn run(a: Args) -> Result<()> {
             "finish_reason": result.finish_reason.as_str(),
             "seed": seed,
             "exact": a.exact,
+            "logprobs": a.logprobs.map(|_| logprobs_json(&result.logprobs, vocab)),
             "usage": {
                 "prompt_tokens": result.usage.prompt_tokens,
                 "cached_tokens": result.usage.cached_tokens,
@@ -166,6 +179,18 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Each token's id, text and log-probability, with its alternatives.
+fn logprobs_json(lps: &[tern::TokenLogprob], vocab: &dyn Vocab) -> serde_json::Value {
+    let entry = |id: u32, lp: f32| serde_json::json!({ "id": id, "token": String::from_utf8_lossy(vocab.token_bytes(id)), "logprob": lp });
+    lps.iter()
+        .map(|t| {
+            let mut e = entry(t.id, t.logprob);
+            e["top_logprobs"] = t.top.iter().map(|&(id, lp)| entry(id, lp)).collect();
+            e
+        })
+        .collect()
 }
 
 /// Largest prompt file `-f` reads (a prompt of `MAX_CTX` tokens is far

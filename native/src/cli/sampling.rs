@@ -1,6 +1,10 @@
 //! Sampling and stop options shared by `run` and `chat`.
 
+use std::path::Path;
+
+use tern::{limits, Error, Result};
 use tern_core::generate::GenerateConfig;
+use tern_core::grammar::{Grammar, MAX_GRAMMAR_BYTES};
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 
@@ -44,11 +48,44 @@ pub struct SamplingArgs {
     /// llama.cpp's --ignore-eos does)
     #[arg(long)]
     pub ignore_eos: bool,
+    /// Output valid against this JSON Schema (a file, or the schema itself)
+    #[arg(long, value_name = "FILE|JSON", group = "constraint")]
+    pub json_schema: Option<String>,
+    /// Output derived from this grammar file (llama.cpp's GBNF, or Lark)
+    #[arg(long, value_name = "FILE", group = "constraint")]
+    pub grammar: Option<std::path::PathBuf>,
+    /// Output matching this regular expression
+    #[arg(long, value_name = "REGEX", group = "constraint")]
+    pub regex: Option<String>,
+}
+
+/// A grammar or schema file's text, refused unread past the grammar limit.
+fn read_source(f: &Path) -> Result<String> {
+    let io = |source| Error::Io { path: f.to_path_buf(), source };
+    let len = std::fs::metadata(f).map_err(io)?.len();
+    if len > MAX_GRAMMAR_BYTES as u64 {
+        return Err(limits::invalid(format!(
+            "{} has {len} bytes (a grammar has at most {MAX_GRAMMAR_BYTES})",
+            f.display()
+        )));
+    }
+    std::fs::read_to_string(f).map_err(io)
 }
 
 impl SamplingArgs {
     pub fn seed(&self) -> u64 {
         self.seed.unwrap_or_else(tern::clock_seed)
+    }
+
+    /// What the output must match, from `--json-schema`, `--grammar` or `--regex`.
+    pub fn grammar(&self) -> Result<Option<Grammar>> {
+        Ok(Some(match (&self.json_schema, &self.grammar, &self.regex) {
+            (Some(s), _, _) if s.trim_start().starts_with('{') => Grammar::json_schema(s)?,
+            (Some(s), _, _) => Grammar::json_schema(&read_source(Path::new(s))?)?,
+            (_, Some(f), _) => Grammar::gbnf_or_lark(&read_source(f)?)?,
+            (_, _, Some(rx)) => Grammar::regex(rx)?,
+            _ => return Ok(None),
+        }))
     }
 
     /// The sampler: llama.cpp's defaults, then the model's generation
@@ -80,6 +117,7 @@ impl SamplingArgs {
             stop: self.stop.clone(),
             stop_tokens: Vec::new(),
             ignore_eos: self.ignore_eos,
+            logprobs: None,
         }
     }
 }

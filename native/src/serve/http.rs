@@ -30,8 +30,9 @@ use super::openai::{ApiError, Envelope, Prompt, Request};
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};
-use crate::Loaded;
-use tern_core::generate::GenerateConfig;
+use crate::{IdsOnly, Loaded};
+use tern_core::generate::{Constraint, GenerateConfig, Vocab};
+use tern_core::grammar::Grammar;
 
 pub struct App {
     lm: Arc<Loaded>,
@@ -152,7 +153,7 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         Err(e) => return error(e),
     };
     drop(bytes);
-    let prompt = match tokenize(app.clone(), req.prompt).await {
+    let (prompt, constraint) = match prepare(app.clone(), req.prompt, req.grammar).await {
         Ok(p) => p,
         Err(e) => return error(e),
     };
@@ -176,9 +177,10 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         max_tokens: req.max_tokens.unwrap_or(room),
         sampler: req.sampler,
         stop: req.stop,
+        logprobs: req.logprobs,
         ..Default::default()
     };
-    let job = Job { prompt, cfg, events: tx, arrived: Instant::now() };
+    let job = Job { prompt, cfg, constraint, events: tx, arrived: Instant::now() };
     if app.engine.0.send(Msg::Job(job)).is_err() {
         return error(ApiError::new(503, "server_error", "the engine has stopped"));
     }
@@ -219,14 +221,31 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> std::result::R
     }
 }
 
-/// Render and tokenize on the blocking pool, at most one per core at a
-/// time: a 4 MB prompt never holds an async worker.
-async fn tokenize(app: Arc<App>, p: Prompt) -> std::result::Result<Vec<u32>, ApiError> {
+type Prepared = (Vec<u32>, Option<Box<dyn Constraint>>);
+
+/// Render and tokenize, and compile the grammar, on the blocking pool, at
+/// most one per core at a time: a 4 MB prompt or a large schema never holds
+/// an async worker.
+async fn prepare(
+    app: Arc<App>,
+    p: Prompt,
+    grammar: Option<(Grammar, &'static str)>,
+) -> std::result::Result<Prepared, ApiError> {
     let _permit = app.prep.acquire().await.map_err(|_| ApiError::new(503, "server_error", "shutting down"))?;
     let work = app.clone();
-    tokio::task::spawn_blocking(move || tokenize_now(&work, &p))
-        .await
-        .unwrap_or_else(|e| Err(ApiError::new(500, "server_error", format!("tokenizing failed: {e}"))))
+    tokio::task::spawn_blocking(move || {
+        let constraint = match grammar {
+            Some((g, param)) => Some(compile(&work, &g).map_err(|e| ApiError::invalid(param, e.to_string()))?),
+            None => None,
+        };
+        Ok((tokenize_now(&work, &p)?, constraint))
+    })
+    .await
+    .unwrap_or_else(|e| Err(ApiError::new(500, "server_error", format!("preparing the request failed: {e}"))))
+}
+
+fn compile(app: &App, g: &Grammar) -> tern_core::Result<Box<dyn Constraint>> {
+    app.lm.grammar()?.compile(g)
 }
 
 fn tokenize_now(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError> {
@@ -257,7 +276,13 @@ async fn whole(
         match u {
             Update::Token { .. } => {}
             Update::Done(r) => {
-                let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat };
+                let eog = app.lm.eog();
+                let ids_only = IdsOnly(&eog);
+                let vocab: &(dyn Vocab + Sync) = match &app.lm.tokenizer {
+                    Some(t) => t,
+                    None => &ids_only,
+                };
+                let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat, vocab };
                 return Json(env.response(&r)).into_response();
             }
             Update::Error(e) => return error(ApiError::new(500, "server_error", e)),
@@ -277,16 +302,22 @@ fn stream(
     let (tx, out) = mpsc::channel::<std::result::Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let _admitted = admitted;
-        let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat };
+        let eog = app.lm.eog();
+        let ids_only = IdsOnly(&eog);
+        let vocab: &(dyn Vocab + Sync) = match &app.lm.tokenizer {
+            Some(t) => t,
+            None => &ids_only,
+        };
+        let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat, vocab };
         let send = |v: Value| tx.send(Ok(Event::default().data(v.to_string())));
-        if chat && send(env.chunk(None, None)).await.is_err() {
+        if chat && send(env.chunk(None, None, None)).await.is_err() {
             return;
         }
         while let Some(u) = rx.recv().await {
             let ok = match u {
-                Update::Token { text } => send(env.chunk(Some(&text), None)).await.is_ok(),
+                Update::Token { text, logprob } => send(env.chunk(Some(&text), logprob.as_ref(), None)).await.is_ok(),
                 Update::Done(r) => {
-                    let _ = send(env.chunk(None, Some(&r))).await;
+                    let _ = send(env.chunk(None, None, Some(&r))).await;
                     if usage {
                         let _ = send(env.usage_chunk(&r)).await;
                     }

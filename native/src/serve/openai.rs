@@ -4,7 +4,9 @@
 
 use serde_json::{json, Map, Value};
 use tern_core::chat::Message;
-use tern_core::generate::{FinishReason, GenerationResult};
+use tern_core::generate::Vocab;
+use tern_core::generate::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
+use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 
@@ -60,6 +62,39 @@ pub struct Request {
     pub stream: bool,
     /// `stream_options.include_usage`: a last chunk with the usage.
     pub include_usage: bool,
+    /// What the output must match (`response_format`; llama.cpp's
+    /// `json_schema` and `grammar`), and the field that asked for it.
+    pub grammar: Option<(Grammar, &'static str)>,
+    /// Log-probabilities with this many alternatives (chat: `logprobs` and
+    /// `top_logprobs`; completions: `logprobs` as the count).
+    pub logprobs: Option<usize>,
+}
+
+/// `response_format`: `text`, `json_object`, or `json_schema` with its schema.
+fn response_format(v: &Value) -> Result<Option<Grammar>, ApiError> {
+    let k = "response_format";
+    let bad = |m: String| ApiError::invalid(k, m);
+    match v.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Grammar::JsonObject)),
+        Some("json_schema") => {
+            let js = v.get("json_schema").ok_or_else(|| bad("json_schema needs a json_schema object".into()))?;
+            let schema = js.get("schema").ok_or_else(|| bad("json_schema.schema is required".into()))?;
+            if !(schema.is_object() || schema.is_boolean()) {
+                return Err(bad("json_schema.schema must be a JSON Schema object".into()));
+            }
+            Ok(Some(Grammar::JsonSchema(schema.clone())))
+        }
+        Some(t) => Err(bad(format!("unknown response_format type {t:?} (text, json_object, json_schema)"))),
+        None => Err(bad("response_format needs a type".into())),
+    }
+}
+
+fn top_count(v: &Value, k: &str) -> Result<usize, ApiError> {
+    match v.as_u64() {
+        Some(n) if n as usize <= MAX_TOP_LOGPROBS => Ok(n as usize),
+        _ => Err(ApiError::invalid(k, format!("{k} must be an integer in [0, {MAX_TOP_LOGPROBS}], got {v}"))),
+    }
 }
 
 fn num(v: &Value, k: &str, lo: f64, hi: f64) -> Result<f32, ApiError> {
@@ -142,7 +177,11 @@ impl Request {
             stop: vec![],
             stream: false,
             include_usage: false,
+            grammar: None,
+            logprobs: None,
         };
+        let mut want_logprobs = false;
+        let mut top = None;
         let main = if chat { "messages" } else { "prompt" };
         let p = m.get(main).ok_or_else(|| ApiError::invalid(main, format!("{main} is required")))?;
         r.prompt = if chat { Prompt::Chat(messages(p)?) } else { prompt(p, n_vocab)? };
@@ -156,8 +195,6 @@ impl Request {
                 | "prompt"
                 | "model"
                 | "user"
-                | "logprobs"
-                | "top_logprobs"
                 | "metadata"
                 | "store"
                 | "parallel_tool_calls"
@@ -208,12 +245,34 @@ impl Request {
                         s.logit_bias.push((id, if b <= -100.0 { f32::NEG_INFINITY } else { b }));
                     }
                 }
-                "response_format" if v.get("type").and_then(Value::as_str) == Some("text") => {}
-                "tools" | "tool_choice" | "functions" | "response_format" | "echo" | "best_of" | "suffix" => {
+                "logprobs" if chat => {
+                    want_logprobs = v.as_bool().ok_or_else(|| ApiError::invalid(k, "logprobs must be true or false"))?
+                }
+                "logprobs" => r.logprobs = Some(top_count(v, k)?),
+                "top_logprobs" => top = Some(top_count(v, k)?),
+                "response_format" => {
+                    if let Some(g) = response_format(v)? {
+                        r.grammar = Some((g, "response_format"));
+                    }
+                }
+                "json_schema" => r.grammar = Some((Grammar::JsonSchema(v.clone()), "json_schema")),
+                "grammar" => {
+                    let src = v.as_str().ok_or_else(|| ApiError::invalid(k, "grammar must be a GBNF string"))?;
+                    r.grammar =
+                        Some((Grammar::gbnf_or_lark(src).map_err(|e| ApiError::invalid(k, e.to_string()))?, "grammar"));
+                }
+                "tools" | "tool_choice" | "functions" | "echo" | "best_of" | "suffix" => {
                     return Err(ApiError::invalid(k, format!("{k} is not supported")))
                 }
                 _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
             }
+        }
+        match (want_logprobs, top) {
+            (true, t) => r.logprobs = Some(t.unwrap_or(0)),
+            (false, Some(t)) if t > 0 => {
+                return Err(ApiError::invalid("top_logprobs", "top_logprobs needs logprobs: true"));
+            }
+            _ => {}
         }
         Ok(r)
     }
@@ -245,9 +304,49 @@ pub(crate) struct Envelope<'a> {
     pub(crate) created: u64,
     pub(crate) model: &'a str,
     pub(crate) chat: bool,
+    /// The bytes of each token, for logprobs.
+    pub(crate) vocab: &'a (dyn Vocab + Sync),
+}
+
+/// A token's entry: its text, log-probability and bytes.
+fn token_entry(vocab: &dyn Vocab, id: u32, logprob: f32) -> Value {
+    let b = vocab.token_bytes(id);
+    json!({ "token": String::from_utf8_lossy(b), "logprob": logprob, "bytes": b })
 }
 
 impl Envelope<'_> {
+    /// OpenAI's logprobs object for these tokens (chat: `content`, a list of
+    /// entries with `top_logprobs`; completions: the legacy parallel lists).
+    pub fn logprobs(&self, lps: &[TokenLogprob]) -> Value {
+        if self.chat {
+            let content: Vec<Value> = lps
+                .iter()
+                .map(|t| {
+                    let mut e = token_entry(self.vocab, t.id, t.logprob);
+                    e["top_logprobs"] = t.top.iter().map(|&(id, lp)| token_entry(self.vocab, id, lp)).collect();
+                    e
+                })
+                .collect();
+            return json!({ "content": content, "refusal": null });
+        }
+        let text = |id: u32| String::from_utf8_lossy(self.vocab.token_bytes(id)).into_owned();
+        let mut offset = 0;
+        let offsets: Vec<usize> = lps
+            .iter()
+            .map(|t| {
+                let o = offset;
+                offset += text(t.id).len();
+                o
+            })
+            .collect();
+        json!({
+            "tokens": lps.iter().map(|t| text(t.id)).collect::<Vec<_>>(),
+            "token_logprobs": lps.iter().map(|t| t.logprob).collect::<Vec<_>>(),
+            "top_logprobs": lps.iter().map(|t| t.top.iter().map(|&(id, lp)| (text(id), json!(lp))).collect::<Map<_, _>>()).collect::<Vec<_>>(),
+            "text_offset": offsets,
+        })
+    }
+
     fn wrap(&self, object: &str, choices: Value) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("id".into(), self.id.into());
@@ -260,10 +359,11 @@ impl Envelope<'_> {
 
     /// The whole answer, not streamed.
     pub fn response(&self, r: &GenerationResult) -> Value {
+        let lp = if r.logprobs.is_empty() { Value::Null } else { self.logprobs(&r.logprobs) };
         let choice = if self.chat {
-            json!({ "index": 0, "message": { "role": "assistant", "content": r.text }, "finish_reason": finish_reason(r), "logprobs": null })
+            json!({ "index": 0, "message": { "role": "assistant", "content": r.text }, "finish_reason": finish_reason(r), "logprobs": lp })
         } else {
-            json!({ "index": 0, "text": r.text, "finish_reason": finish_reason(r), "logprobs": null })
+            json!({ "index": 0, "text": r.text, "finish_reason": finish_reason(r), "logprobs": lp })
         };
         let mut m = self.wrap(if self.chat { "chat.completion" } else { "text_completion" }, json!([choice]));
         m.insert("usage".into(), usage(r));
@@ -272,17 +372,18 @@ impl Envelope<'_> {
 
     /// One stream chunk: a text delta (or the assistant role first), or the
     /// end with its finish reason.
-    pub fn chunk(&self, text: Option<&str>, end: Option<&GenerationResult>) -> Value {
+    pub fn chunk(&self, text: Option<&str>, lp: Option<&TokenLogprob>, end: Option<&GenerationResult>) -> Value {
         let reason = end.map(finish_reason);
+        let lp = lp.map_or(Value::Null, |t| self.logprobs(core::slice::from_ref(t)));
         let choice = if self.chat {
             let delta = match text {
                 Some(t) => json!({ "content": t }),
                 None if end.is_none() => json!({ "role": "assistant", "content": "" }),
                 None => json!({}),
             };
-            json!({ "index": 0, "delta": delta, "finish_reason": reason, "logprobs": null })
+            json!({ "index": 0, "delta": delta, "finish_reason": reason, "logprobs": lp })
         } else {
-            json!({ "index": 0, "text": text.unwrap_or(""), "finish_reason": reason, "logprobs": null })
+            json!({ "index": 0, "text": text.unwrap_or(""), "finish_reason": reason, "logprobs": lp })
         };
         Value::Object(self.wrap(if self.chat { "chat.completion.chunk" } else { "text_completion" }, json!([choice])))
     }

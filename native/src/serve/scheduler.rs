@@ -12,8 +12,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tern_core::generate::Sequence;
 use tern_core::generate::{prefill_start, FinishReason, GenerateConfig, GenerationResult, Vocab};
+use tern_core::generate::{Constraint, Sampled, Sequence, TokenLogprob};
 use tern_core::{Engine, Session};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -22,7 +22,11 @@ use crate::{IdsOnly, Loaded};
 
 /// What a request hears from the engine.
 pub enum Update {
-    Token { text: String },
+    /// A token's text (may be empty: held back) and its log-probability if asked for.
+    Token {
+        text: String,
+        logprob: Option<TokenLogprob>,
+    },
     Done(GenerationResult),
     Error(String),
 }
@@ -30,6 +34,8 @@ pub enum Update {
 pub struct Job {
     pub prompt: Vec<u32>,
     pub cfg: GenerateConfig,
+    /// The request's grammar, compiled.
+    pub constraint: Option<Box<dyn Constraint>>,
     pub events: UnboundedSender<Update>,
     pub arrived: Instant,
 }
@@ -133,10 +139,13 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         while let Some(job) = waiting.front() {
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
             let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(&job.prompt)) else { break };
-            let job = waiting.pop_front().expect("front exists");
+            let mut job = waiting.pop_front().expect("front exists");
             let s = &mut slots[i];
             let keep = prefill_start(&mut s.session, &job.prompt);
-            let seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
+            let mut seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
+            if let Some(c) = job.constraint.take() {
+                seq.constrain(c);
+            }
             let now = Instant::now();
             s.active = Some(Active { job, seq, next: keep, pending: [0], prefilled: false, last_token: now });
         }
@@ -206,7 +215,16 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
                 }
             }
             let row = &logits[row * nv..(row + 1) * nv];
-            let (id, text, end) = a.seq.sample(&mut s.session, Some(row), vocab);
+            let Sampled { id, text, logprob, end } = match a.seq.sample(&mut s.session, Some(row), vocab) {
+                Ok(x) => x,
+                Err(e) => {
+                    let a = s.active.take().expect("active");
+                    let _ = a.job.events.send(Update::Error(e.to_string()));
+                    metrics.errors.fetch_add(1, Relaxed);
+                    s.session.truncate(0);
+                    continue;
+                }
+            };
             let now = Instant::now();
             if a.seq.n_generated() == 1 {
                 metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
@@ -215,8 +233,8 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             }
             a.last_token = now;
             a.pending = [id];
-            if !text.is_empty() {
-                let _ = a.job.events.send(Update::Token { text });
+            if !text.is_empty() || logprob.is_some() {
+                let _ = a.job.events.send(Update::Token { text, logprob });
             }
             if let Some(r) = end {
                 let a = s.active.take().expect("active");

@@ -1,0 +1,69 @@
+//! One model's grammar compiler: llguidance's parser factory over the
+//! model's vocabulary (built once — about half a second for a 150k
+//! vocabulary), compiling each request's [`Grammar`] into a constraint.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use llguidance::api::{ParserLimits, TopLevelGrammar};
+use llguidance::ParserFactory;
+use serde_json::{json, Value};
+
+use super::matcher::GrammarConstraint;
+use super::vocab::token_env;
+use super::{grammar_err, Grammar};
+use crate::error::{Error, Result};
+use crate::generate::Constraint;
+use crate::tokenizer::Tokenizer;
+
+/// Compiles grammars for one model's vocabulary; share it (`Arc`) across
+/// requests.
+pub struct GrammarCompiler {
+    factory: ParserFactory,
+    /// The end-of-generation tokens, the trie's end token first.
+    eog: Vec<u32>,
+}
+
+/// JSON as the model writes it under a schema: `", "` and `": "` between
+/// items and keys, no other whitespace (flexible whitespace lets a small
+/// model pad with newlines until the length limit).
+fn json_options(mut schema: Value) -> Value {
+    if let Some(o) = schema.as_object_mut() {
+        o.entry("x-guidance")
+            .or_insert_with(|| json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}));
+    }
+    schema
+}
+
+impl GrammarCompiler {
+    /// A compiler for `tok`'s vocabulary over `n_vocab` logits.
+    pub fn new(tok: &Tokenizer, n_vocab: usize) -> Result<GrammarCompiler> {
+        let eos = tok.eos.or(tok.eog.first().copied()).ok_or_else(|| Error::Unsupported {
+            what: "constrained output for a vocabulary without an end-of-sequence token".into(),
+        })?;
+        let mut eog = Vec::from([eos]);
+        eog.extend(tok.eog.iter().filter(|&&e| e != eos));
+        let env = token_env(tok, n_vocab, eos);
+        let mut factory = ParserFactory::new_simple(&env).map_err(grammar_err)?;
+        factory.quiet();
+        // llguidance's limits, but for the lexer's states (each 1-2 kB):
+        // at most ~200 MB however large the schema; errors without the
+        // whole grammar in them
+        *factory.limits_mut() = ParserLimits { max_lexer_states: 100_000, verbose_errors: false, ..Default::default() };
+        Ok(GrammarCompiler { factory, eog })
+    }
+
+    /// Compile `g`: an error naming what is wrong (a schema keyword
+    /// llguidance does not support, a regex or grammar that does not parse,
+    /// a limit exceeded) before any token is generated.
+    pub fn compile(&self, g: &Grammar) -> Result<Box<dyn Constraint>> {
+        let top = match g {
+            Grammar::JsonObject => TopLevelGrammar::from_json_schema(json_options(json!({"type": "object"}))),
+            Grammar::JsonSchema(v) => TopLevelGrammar::from_json_schema(json_options(v.clone())),
+            Grammar::Regex(rx) => TopLevelGrammar::from_regex(rx),
+            Grammar::Lark(src) => TopLevelGrammar::from_lark(src.clone()),
+        };
+        let parser = self.factory.create_parser(top).map_err(grammar_err)?;
+        Ok(Box::new(GrammarConstraint::new(parser, self.eog.clone())?))
+    }
+}
