@@ -30,8 +30,8 @@ use super::openai::{ApiError, Envelope, Prompt, Request};
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};
-use crate::{IdsOnly, Loaded};
-use tern_core::generate::{Constraint, GenerateConfig, Vocab};
+use crate::Loaded;
+use tern_core::generate::{Constraint, GenerateConfig};
 use tern_core::grammar::Grammar;
 
 pub struct App {
@@ -276,13 +276,13 @@ async fn whole(
         match u {
             Update::Token { .. } => {}
             Update::Done(r) => {
-                let eog = app.lm.eog();
-                let ids_only = IdsOnly(&eog);
-                let vocab: &(dyn Vocab + Sync) = match &app.lm.tokenizer {
-                    Some(t) => t,
-                    None => &ids_only,
+                let env = Envelope {
+                    id: &id,
+                    created: unix_now(),
+                    model: &app.model_id,
+                    chat,
+                    tok: app.lm.tokenizer.as_ref(),
                 };
-                let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat, vocab };
                 return Json(env.response(&r)).into_response();
             }
             Update::Error(e) => return error(ApiError::new(500, "server_error", e)),
@@ -302,13 +302,7 @@ fn stream(
     let (tx, out) = mpsc::channel::<std::result::Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let _admitted = admitted;
-        let eog = app.lm.eog();
-        let ids_only = IdsOnly(&eog);
-        let vocab: &(dyn Vocab + Sync) = match &app.lm.tokenizer {
-            Some(t) => t,
-            None => &ids_only,
-        };
-        let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat, vocab };
+        let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat, tok: app.lm.tokenizer.as_ref() };
         let send = |v: Value| tx.send(Ok(Event::default().data(v.to_string())));
         if chat && send(env.chunk(None, None, None)).await.is_err() {
             return;

@@ -4,11 +4,11 @@
 
 use serde_json::{json, Map, Value};
 use tern_core::chat::Message;
-use tern_core::generate::Vocab;
 use tern_core::generate::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
 use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
+use tern_core::tokenizer::Tokenizer;
 
 /// A 4xx answer: OpenAI's error object, naming the parameter.
 #[derive(Debug)]
@@ -304,13 +304,17 @@ pub(crate) struct Envelope<'a> {
     pub(crate) created: u64,
     pub(crate) model: &'a str,
     pub(crate) chat: bool,
-    /// The bytes of each token, for logprobs.
-    pub(crate) vocab: &'a (dyn Vocab + Sync),
+    /// The tokens' bytes, for logprobs (none without a tokenizer).
+    pub(crate) tok: Option<&'a Tokenizer>,
+}
+
+fn token_bytes(tok: Option<&Tokenizer>, id: u32) -> &[u8] {
+    tok.map_or(&[], |t| t.token_bytes(id))
 }
 
 /// A token's entry: its text, log-probability and bytes.
-fn token_entry(vocab: &dyn Vocab, id: u32, logprob: f32) -> Value {
-    let b = vocab.token_bytes(id);
+fn token_entry(tok: Option<&Tokenizer>, id: u32, logprob: f32) -> Value {
+    let b = token_bytes(tok, id);
     json!({ "token": String::from_utf8_lossy(b), "logprob": logprob, "bytes": b })
 }
 
@@ -322,14 +326,14 @@ impl Envelope<'_> {
             let content: Vec<Value> = lps
                 .iter()
                 .map(|t| {
-                    let mut e = token_entry(self.vocab, t.id, t.logprob);
-                    e["top_logprobs"] = t.top.iter().map(|&(id, lp)| token_entry(self.vocab, id, lp)).collect();
+                    let mut e = token_entry(self.tok, t.id, t.logprob);
+                    e["top_logprobs"] = t.top.iter().map(|&(id, lp)| token_entry(self.tok, id, lp)).collect();
                     e
                 })
                 .collect();
             return json!({ "content": content, "refusal": null });
         }
-        let text = |id: u32| String::from_utf8_lossy(self.vocab.token_bytes(id)).into_owned();
+        let text = |id: u32| String::from_utf8_lossy(token_bytes(self.tok, id)).into_owned();
         let mut offset = 0;
         let offsets: Vec<usize> = lps
             .iter()
