@@ -19,6 +19,7 @@ scripts/fetch-models.sh all
 scripts/make-test-models.sh
 scripts/install-cross.sh
 scripts/install-wasm-tools.sh
+scripts/fetch-schemas.sh
 mark "models and tools"
 cargo build --locked -p tern-llm-core --no-default-features --target wasm32-unknown-unknown
 cargo test --locked --release --workspace

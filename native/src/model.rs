@@ -24,7 +24,8 @@ use std::sync::Arc;
 use tern_core::backend::Kernels;
 use tern_core::conversation::Conversation;
 use tern_core::generate::{
-    generate_batch, BatchItem, CancelFlag, Constraint, Event, GenerateConfig, Generation, GenerationResult, Parts,
+    generate_batch_constrained, BatchItem, CancelFlag, Constraint, Event, GenerateConfig, Generation, GenerationResult,
+    Parts,
 };
 use tern_core::grammar::Grammar;
 use tern_core::sampler::SamplerConfig;
@@ -255,14 +256,10 @@ impl Model {
     pub fn generate_batch(&self, jobs: &[(&str, Options)]) -> Result<Vec<GenerationResult>> {
         let tok = self.tokenizer()?;
         let mut items = Vec::with_capacity(jobs.len());
+        let mut constraints = Vec::with_capacity(jobs.len());
         for (prompt, o) in jobs {
-            if o.grammar.is_some() {
-                return Err(tern_core::Error::Unsupported {
-                    what: "a grammar in generate_batch (use generate or stream for constrained output)".into(),
-                }
-                .into());
-            }
             items.push(BatchItem { prompt: tok.encode(prompt, true)?, cfg: o.config(self) });
+            constraints.push(o.constraint(self)?);
         }
         let mut sessions = Vec::with_capacity(items.len());
         for it in &items {
@@ -270,7 +267,8 @@ impl Model {
             sessions.push(self.loaded.model.session(n_ctx, BATCH));
         }
         let engine = self.engine();
-        Ok(generate_batch(&self.loaded.model, &engine, tok, &mut sessions, &items, crate::clock)?)
+        let model = &self.loaded.model;
+        Ok(generate_batch_constrained(model, &engine, tok, &mut sessions, &items, constraints, crate::clock)?)
     }
 
     /// A conversation in one live session (each turn prefills only what

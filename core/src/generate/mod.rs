@@ -268,9 +268,29 @@ pub fn generate_batch<B: AsRef<[u8]>>(
     items: &[BatchItem],
     clock: Clock,
 ) -> Result<Vec<GenerationResult>> {
-    if sessions.len() != items.len() {
+    let none = items.iter().map(|_| None).collect();
+    generate_batch_constrained(model, engine, vocab, sessions, items, none, clock)
+}
+
+/// [`generate_batch`], each item sampling only what its constraint allows
+/// (None: unconstrained).
+pub fn generate_batch_constrained<B: AsRef<[u8]>>(
+    model: &Model<B>,
+    engine: &Engine,
+    vocab: &dyn Vocab,
+    sessions: &mut [Session],
+    items: &[BatchItem],
+    constraints: Vec<Option<Box<dyn Constraint>>>,
+    clock: Clock,
+) -> Result<Vec<GenerationResult>> {
+    if sessions.len() != items.len() || constraints.len() != items.len() {
         return Err(crate::Error::InvalidArgument {
-            what: alloc::format!("{} sessions for {} batch items", sessions.len(), items.len()),
+            what: alloc::format!(
+                "{} sessions and {} constraints for {} batch items",
+                sessions.len(),
+                constraints.len(),
+                items.len()
+            ),
         });
     }
     let nv = model.config.n_vocab;
@@ -280,13 +300,16 @@ pub fn generate_batch<B: AsRef<[u8]>>(
     let mut active: Vec<usize> = Vec::with_capacity(items.len());
 
     // prefill each sequence on its own, then sample its first token
-    for (i, (sess, it)) in sessions.iter_mut().zip(items).enumerate() {
+    for (i, ((sess, it), c)) in sessions.iter_mut().zip(items).zip(constraints).enumerate() {
         if it.prompt.is_empty() {
             return Err(crate::Error::InvalidArgument { what: alloc::format!("batch item {i} has an empty prompt") });
         }
         it.cfg.validate()?;
         let keep = prefill_start(sess, &it.prompt);
         let mut q = Sequence::new(&it.cfg, it.prompt.len(), keep, clock);
+        if let Some(c) = c {
+            q.constrain(c);
+        }
         if it.cfg.max_tokens > 0 {
             sess.forward(model, engine, &it.prompt[keep..], Logits::Last)?;
         }
