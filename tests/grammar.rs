@@ -104,6 +104,18 @@ fn schema_suite_outputs_parse_and_validate() {
         let lm = load(file);
         let tok = lm.tokenizer().unwrap();
         let compiler = lm.grammar().unwrap();
+        let mut compile_ms: Vec<f64> = grammars
+            .iter()
+            .map(|g| {
+                let t = Instant::now();
+                compiler.compile(g).unwrap();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        compile_ms.sort_by(f64::total_cmp);
+        let median = compile_ms[compile_ms.len() / 2];
+        println!("{model}: schema compile median {median:.2} ms, max {:.2} ms", compile_ms[compile_ms.len() - 1]);
+        assert!(median < 50.0, "the median schema compiles in {median} ms");
         let e = tern::engine(threads(), false).unwrap();
         let prompts: Vec<Vec<u32>> = cases
             .iter()
