@@ -20,12 +20,20 @@ pub struct Message {
     pub role: String,
     /// Its text.
     pub content: String,
+    /// An assistant message's tool calls, as chat templates read them
+    /// (transformers' convention): `[{"type": "function", "function":
+    /// {"name": ..., "arguments": {...}}}]`, arguments an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<serde_json::Value>,
+    /// A tool message's answer to this call id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl Message {
     /// A message of `role` (system, user, assistant, tool) with `content`.
     pub fn new(role: &str, content: &str) -> Message {
-        Message { role: role.to_string(), content: content.to_string() }
+        Message { role: role.to_string(), content: content.to_string(), tool_calls: None, tool_call_id: None }
     }
 }
 
@@ -59,6 +67,9 @@ impl std::io::Write for Capped {
 /// strings it may print.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// Whether the template reads `tools` (renders tool definitions).
+    pub takes_tools: bool,
+    source: String,
     /// The BOS token's text.
     pub bos_token: String,
     /// The EOS token's text.
@@ -93,7 +104,19 @@ impl ChatTemplate {
         env.add_function("strftime_now", |fmt: String| strftime(&fmt, unix_now()));
         env.set_fuel(Some(MAX_FUEL));
         env.add_template_owned("chat", source.to_string()).map_err(template_err)?;
-        Ok(ChatTemplate { env, bos_token: bos_token.to_string(), eos_token: eos_token.to_string() })
+        let takes_tools = source.contains("tools");
+        Ok(ChatTemplate {
+            env,
+            takes_tools,
+            source: source.to_string(),
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        })
+    }
+
+    /// Whether the template's source contains `text` (a format's marker).
+    pub fn source_has(&self, text: &str) -> bool {
+        self.source.contains(text)
     }
 
     /// Render a conversation; `add_generation_prompt` opens the assistant's
@@ -154,13 +177,30 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         content_specials: bool,
     ) -> Result<Vec<u32>> {
+        self.encode_with_tools(tok, messages, add_generation_prompt, content_specials, None)
+    }
+
+    /// [`ChatTemplate::encode`] with tool definitions (OpenAI's `tools`
+    /// list) for the template to render; a template that reads no `tools`
+    /// is an error rather than a prompt that silently drops them.
+    pub fn encode_with_tools(
+        &self,
+        tok: &Tokenizer,
+        messages: &[Message],
+        add_generation_prompt: bool,
+        content_specials: bool,
+        tools: Option<&serde_json::Value>,
+    ) -> Result<Vec<u32>> {
+        if tools.is_some() && !self.takes_tools {
+            return Err(Error::Template { detail: "this model's chat template does not render tools".into() });
+        }
         if content_specials {
-            return tok.encode(self.once_bos(tok, &self.render(messages, add_generation_prompt, None)?), true);
+            return tok.encode(self.once_bos(tok, &self.render(messages, add_generation_prompt, tools)?), true);
         }
         let mut esc = tok.escaper();
         let escaped: Vec<Message> =
-            messages.iter().map(|m| Message { role: m.role.clone(), content: esc.escape(&m.content) }).collect();
-        esc.encode(self.once_bos(tok, &self.render(&escaped, add_generation_prompt, None)?), true)
+            messages.iter().map(|m| Message { content: esc.escape(&m.content), ..m.clone() }).collect();
+        esc.encode(self.once_bos(tok, &self.render(&escaped, add_generation_prompt, tools)?), true)
     }
 
     /// The rendering without the template's own BOS when the tokenizer adds

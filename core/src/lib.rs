@@ -42,6 +42,8 @@ pub mod sampler;
 pub(crate) mod tensors;
 #[cfg(feature = "std")]
 pub mod tokenizer;
+#[cfg(feature = "std")]
+pub mod tools;
 pub mod utf8;
 
 pub use error::{Error, Result};

@@ -214,6 +214,59 @@ fn structured_output_and_logprobs_through_the_openai_client() {
 }
 
 #[test]
+fn tool_calls_round_trip_through_the_openai_client() {
+    let qwen = common::qwen();
+    assert!(qwen.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", qwen.display());
+    let srv = Server::start_model(&qwen.display().to_string(), &[]);
+    let r = python(&["tools", &srv.base()]);
+    // forced: exactly one call (parallel_tool_calls false) of a known
+    // function, its arguments valid against that function's schema
+    assert_eq!(r["finish"], "tool_calls", "{r}");
+    let calls = r["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{r}");
+    let args = &calls[0]["arguments"];
+    match calls[0]["name"].as_str() {
+        Some("get_weather") => {
+            assert!(args["city"].is_string(), "{r}");
+            assert!(["celsius", "fahrenheit"].contains(&args["unit"].as_str().unwrap()), "{r}");
+            assert_eq!(args.as_object().unwrap().len(), 2, "no other keys: {r}");
+        }
+        Some("get_time") => assert!(args["tz"].is_string(), "{r}"),
+        other => panic!("unknown function {other:?}: {r}"),
+    }
+    // the tool's answer taken back: a plain reply
+    assert_eq!(r["answer_finish"], "stop", "{r}");
+    assert!(!r["answer"].as_str().unwrap_or("").is_empty(), "{r}");
+    // a named function, streamed as one delta.tool_calls
+    assert_eq!(r["streamed_finish"], "tool_calls", "{r}");
+    assert_eq!(r["streamed"][0]["name"], "get_time", "{r}");
+    assert!(r["streamed"][0]["arguments"]["tz"].is_string(), "{r}");
+
+    // errors name the field
+    let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
+    let cases = [
+        (json!({"tools": tools, "tool_choice": {"type": "function", "function": {"name": "g"}}}), "tool_choice"),
+        (json!({"tools": [{"type": "function", "function": {"name": "bad name"}}]}), "tools[0]"),
+        (json!({"tool_choice": "required"}), "tool_choice"),
+        (json!({"tools": tools, "tool_choice": "required", "response_format": {"type": "json_object"}}), "tool_choice"),
+    ];
+    for (extra, param) in cases {
+        let mut body = json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body.to_string());
+        let b: Value = serde_json::from_str(&b).unwrap();
+        assert_eq!((status, b["error"]["param"].as_str()), (400, Some(param)), "{b}");
+    }
+    drop(srv);
+    // a template that renders no tools is refused, not silently ignored
+    let srv = Server::start(&[]);
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "max_tokens": 4});
+    let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body.to_string());
+    assert_eq!(status, 400, "{b}");
+    assert!(b.contains("tool"), "{b}");
+}
+
+#[test]
 fn thirty_two_concurrent_streams_equal_their_single_runs() {
     let srv = Server::start(&["--parallel", "8", "--queue", "32"]);
     let r = python(&["load", &srv.base(), "32", "16"]);

@@ -5,6 +5,9 @@
     python openai_client.py structured BASE_URL
         chat.completions.parse with a Pydantic model, a streamed json_object,
         greedy logprobs; prints one JSON object
+    python openai_client.py tools BASE_URL
+        a tool-call round trip with tool_choice "required" (call, tool
+        message, answer), a named function streamed; prints one JSON object
     python openai_client.py load BASE_URL N TOKENS
         N different prompts, each alone (not streamed), then all N at once as
         concurrent streams; prints each pair of texts, throughput, TTFT p50/p99
@@ -88,6 +91,40 @@ def structured(base: str) -> None:
     }))
 
 
+def tools(base: str) -> None:
+    c = OpenAI(base_url=base, api_key="unused")
+    weather = {"type": "function", "function": {
+        "name": "get_weather", "description": "The current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                        "unit": {"enum": ["celsius", "fahrenheit"]}},
+                       "required": ["city", "unit"], "additionalProperties": False}}}
+    clock = {"type": "function", "function": {
+        "name": "get_time", "description": "The time in a timezone",
+        "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
+    first = c.chat.completions.create(model="tern", messages=msgs, tools=[weather, clock], tool_choice="required",
+                                      max_tokens=80, temperature=0.7, seed=1, parallel_tool_calls=False)
+    m = first.choices[0].message
+    calls = [{"name": t.function.name, "arguments": json.loads(t.function.arguments)} for t in m.tool_calls or []]
+    msgs.append({"role": "assistant", "content": m.content, "tool_calls": [t.model_dump() for t in m.tool_calls or []]})
+    for t in m.tool_calls or []:
+        msgs.append({"role": "tool", "tool_call_id": t.id, "content": json.dumps({"temperature": 21, "sky": "clear"})})
+    answer = c.chat.completions.create(model="tern", messages=msgs, tools=[weather, clock], max_tokens=60, temperature=0)
+    streamed, finish = [], None
+    for ch in c.chat.completions.create(model="tern", messages=[{"role": "user", "content": "Time in Tokyo?"}],
+                                        tools=[weather, clock], max_tokens=60, temperature=0, stream=True,
+                                        tool_choice={"type": "function", "function": {"name": "get_time"}}):
+        if ch.choices:
+            for t in ch.choices[0].delta.tool_calls or []:
+                streamed.append({"name": t.function.name, "arguments": json.loads(t.function.arguments)})
+            finish = ch.choices[0].finish_reason or finish
+    print(json.dumps({
+        "finish": first.choices[0].finish_reason, "calls": calls, "ids": [t.id for t in m.tool_calls or []],
+        "answer": answer.choices[0].message.content, "answer_finish": answer.choices[0].finish_reason,
+        "streamed": streamed, "streamed_finish": finish,
+    }))
+
+
 async def load(base: str, n: int, tokens: int) -> None:
     c = AsyncOpenAI(base_url=base, api_key="unused", max_retries=0, timeout=600)
     prompts = [f"A short poem about {TOPICS[i % len(TOPICS)]}, number {i}:" for i in range(n)]
@@ -123,5 +160,7 @@ if __name__ == "__main__":
         basic(sys.argv[2])
     elif sys.argv[1] == "structured":
         structured(sys.argv[2])
+    elif sys.argv[1] == "tools":
+        tools(sys.argv[2])
     else:
         asyncio.run(load(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

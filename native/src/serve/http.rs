@@ -33,6 +33,9 @@ use crate::error::{Error, Result};
 use crate::Loaded;
 use tern_core::generate::{Constraint, GenerateConfig};
 use tern_core::grammar::Grammar;
+use tern_core::tools::{tool_call_grammar, CALL_OPEN};
+
+use super::tools::{streamable, Choice, ToolRequest};
 
 pub struct App {
     lm: Arc<Loaded>,
@@ -153,7 +156,8 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         Err(e) => return error(e),
     };
     drop(bytes);
-    let (prompt, constraint) = match prepare(app.clone(), req.prompt, req.grammar).await {
+    let tools_on = req.tools.as_ref().is_some_and(|t| t.choice != Choice::None);
+    let (prompt, constraint) = match prepare(app.clone(), req.prompt, req.grammar, req.tools).await {
         Ok(p) => p,
         Err(e) => return error(e),
     };
@@ -187,9 +191,9 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     let n = app.next_id.fetch_add(1, Relaxed);
     let id = format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" });
     if req.stream {
-        stream(app.clone(), admitted, rx, id, chat, req.include_usage)
+        stream(app.clone(), admitted, rx, id, chat, tools_on, req.include_usage)
     } else {
-        whole(app.clone(), admitted, rx, id, chat).await
+        whole(app.clone(), admitted, rx, id, chat, tools_on).await
     }
 }
 
@@ -230,15 +234,25 @@ async fn prepare(
     app: Arc<App>,
     p: Prompt,
     grammar: Option<(Grammar, &'static str)>,
+    tools: Option<ToolRequest>,
 ) -> std::result::Result<Prepared, ApiError> {
     let _permit = app.prep.acquire().await.map_err(|_| ApiError::new(503, "server_error", "shutting down"))?;
     let work = app.clone();
     tokio::task::spawn_blocking(move || {
+        let tools = tools.filter(|t| t.choice != Choice::None);
+        // a forced call: the grammar of the model's call syntax over the allowed tools
+        let grammar = match tools.as_ref().and_then(|t| Some((t.forced()?, t.parallel))) {
+            Some((forced, parallel)) => {
+                let g = tool_call_grammar(&forced, parallel).map_err(|e| ApiError::invalid("tools", e.to_string()))?;
+                Some((g, "tools"))
+            }
+            None => grammar,
+        };
         let constraint = match grammar {
             Some((g, param)) => Some(compile(&work, &g).map_err(|e| ApiError::invalid(param, e.to_string()))?),
             None => None,
         };
-        Ok((tokenize_now(&work, &p)?, constraint))
+        Ok((tokenize_now(&work, &p, tools.as_ref().map(|t| &t.defs))?, constraint))
     })
     .await
     .unwrap_or_else(|e| Err(ApiError::new(500, "server_error", format!("preparing the request failed: {e}"))))
@@ -248,7 +262,7 @@ fn compile(app: &App, g: &Grammar) -> tern_core::Result<Box<dyn Constraint>> {
     app.lm.grammar()?.compile(g)
 }
 
-fn tokenize_now(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError> {
+fn tokenize_now(app: &App, p: &Prompt, tools: Option<&Value>) -> std::result::Result<Vec<u32>, ApiError> {
     let tok = || {
         app.lm
             .tokenizer
@@ -260,9 +274,20 @@ fn tokenize_now(app: &App, p: &Prompt) -> std::result::Result<Vec<u32>, ApiError
         Prompt::Text(t) => tok()?.encode(t, true).map_err(|e| ApiError::invalid("prompt", e.to_string())),
         Prompt::Chat(msgs) => {
             let t = app.lm.template().map_err(|e| ApiError::invalid("messages", e.to_string()))?;
-            t.encode(tok()?, msgs, true, app.content_specials).map_err(|e| ApiError::invalid("messages", e.to_string()))
+            if tools.is_some() && !t.source_has(CALL_OPEN) {
+                let msg = "tool calls need a chat template in the <tool_call> format (Qwen2.5, Qwen3, Hermes); this model's is not";
+                return Err(ApiError::invalid("tools", msg));
+            }
+            let param = if tools.is_some() { "tools" } else { "messages" };
+            t.encode_with_tools(tok()?, msgs, true, app.content_specials, tools)
+                .map_err(|e| ApiError::invalid(param, e.to_string()))
         }
     }
+}
+
+/// The answer's envelope.
+fn envelope<'a>(app: &'a App, id: &'a str, chat: bool, tools: bool) -> Envelope<'a> {
+    Envelope { id, created: unix_now(), model: &app.model_id, chat, tok: app.lm.tokenizer.as_ref(), tools }
 }
 
 async fn whole(
@@ -271,19 +296,13 @@ async fn whole(
     mut rx: mpsc::UnboundedReceiver<Update>,
     id: String,
     chat: bool,
+    tools: bool,
 ) -> Response {
     while let Some(u) = rx.recv().await {
         match u {
             Update::Token { .. } => {}
             Update::Done(r) => {
-                let env = Envelope {
-                    id: &id,
-                    created: unix_now(),
-                    model: &app.model_id,
-                    chat,
-                    tok: app.lm.tokenizer.as_ref(),
-                };
-                return Json(env.response(&r)).into_response();
+                return Json(envelope(&app, &id, chat, tools).response(&r)).into_response();
             }
             Update::Error(e) => return error(ApiError::new(500, "server_error", e)),
         }
@@ -297,20 +316,43 @@ fn stream(
     mut rx: mpsc::UnboundedReceiver<Update>,
     id: String,
     chat: bool,
+    tools: bool,
     usage: bool,
 ) -> Response {
     let (tx, out) = mpsc::channel::<std::result::Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let _admitted = admitted;
-        let env = Envelope { id: &id, created: unix_now(), model: &app.model_id, chat, tok: app.lm.tokenizer.as_ref() };
+        let env = envelope(&app, &id, chat, tools);
+        // with tools, text is held back from where a call could begin
+        let (mut all, mut sent) = (String::new(), 0);
         let send = |v: Value| tx.send(Ok(Event::default().data(v.to_string())));
         if chat && send(env.chunk(None, None, None)).await.is_err() {
             return;
         }
         while let Some(u) = rx.recv().await {
             let ok = match u {
+                Update::Token { text, logprob } if tools => {
+                    all.push_str(&text);
+                    let upto = streamable(&all).max(sent);
+                    let delta = &all[sent..upto];
+                    sent = upto;
+                    match (delta.is_empty(), &logprob) {
+                        (true, None) => true,
+                        _ => send(env.chunk(Some(delta), logprob.as_ref(), None)).await.is_ok(),
+                    }
+                }
                 Update::Token { text, logprob } => send(env.chunk(Some(&text), logprob.as_ref(), None)).await.is_ok(),
                 Update::Done(r) => {
+                    if tools {
+                        let (_, calls) = env.calls(&r);
+                        let rest = if calls.is_empty() { &all[sent..] } else { "" };
+                        if !rest.is_empty() {
+                            let _ = send(env.chunk(Some(rest), None, None)).await;
+                        }
+                        if !calls.is_empty() {
+                            let _ = send(env.tool_calls_chunk(&calls)).await;
+                        }
+                    }
                     let _ = send(env.chunk(None, None, Some(&r))).await;
                     if usage {
                         let _ = send(env.usage_chunk(&r)).await;

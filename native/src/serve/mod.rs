@@ -7,6 +7,7 @@ mod http;
 mod metrics;
 pub mod openai;
 mod scheduler;
+mod tools;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

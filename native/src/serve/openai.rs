@@ -9,6 +9,9 @@ use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
+use tern_core::tools::{parse_tool_calls, ToolCall};
+
+use super::tools::{calls_json, message_tool_calls, ToolRequest};
 
 /// A 4xx answer: OpenAI's error object, naming the parameter.
 #[derive(Debug)]
@@ -65,6 +68,8 @@ pub struct Request {
     /// What the output must match (`response_format`; llama.cpp's
     /// `json_schema` and `grammar`), and the field that asked for it.
     pub grammar: Option<(Grammar, &'static str)>,
+    /// `tools`, `tool_choice`, `parallel_tool_calls` (chat only).
+    pub tools: Option<ToolRequest>,
     /// Log-probabilities with this many alternatives (chat: `logprobs` and
     /// `top_logprobs`; completions: `logprobs` as the count).
     pub logprobs: Option<usize>,
@@ -143,7 +148,15 @@ fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
                 return Err(ApiError::invalid(&format!("messages[{i}].role"), format!("unknown role {role:?}")));
             }
             let role = if role == "developer" { "system" } else { role };
-            Ok(Message::new(role, &content(m.get("content").unwrap_or(&Value::Null), i)?))
+            let mut msg = Message::new(role, &content(m.get("content").unwrap_or(&Value::Null), i)?);
+            match m.get("tool_calls") {
+                Some(c) if role == "assistant" && !c.is_null() => msg.tool_calls = Some(message_tool_calls(c, i)?),
+                _ => {}
+            }
+            if role == "tool" {
+                msg.tool_call_id = m.get("tool_call_id").and_then(Value::as_str).map(String::from);
+            }
+            Ok(msg)
         })
         .collect()
 }
@@ -179,6 +192,7 @@ impl Request {
             include_usage: false,
             grammar: None,
             logprobs: None,
+            tools: None,
         };
         let mut want_logprobs = false;
         let mut top = None;
@@ -191,14 +205,8 @@ impl Request {
             }
             let s = &mut r.sampler;
             match k.as_str() {
-                "messages"
-                | "prompt"
-                | "model"
-                | "user"
-                | "metadata"
-                | "store"
-                | "parallel_tool_calls"
-                | "service_tier" => {}
+                "messages" | "prompt" | "model" | "user" | "metadata" | "store" | "service_tier" => {}
+                "tools" | "tool_choice" | "parallel_tool_calls" if chat => {}
                 "max_tokens" | "max_completion_tokens" | "n_predict" => r.max_tokens = Some(count(v, k)?),
                 "temperature" => s.temperature = num(v, k, 0.0, 2.0)?,
                 "top_p" => s.top_p = num(v, k, 0.0, 1.0)?,
@@ -267,6 +275,18 @@ impl Request {
                 _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
             }
         }
+        if let Some(t) = m.get("tools").filter(|t| chat && !t.is_null()) {
+            let tr = ToolRequest::parse(t, m.get("tool_choice"), m.get("parallel_tool_calls"))?;
+            if tr.forced().is_some() && r.grammar.is_some() {
+                return Err(ApiError::invalid(
+                    "tool_choice",
+                    "a forced tool call and a response format exclude each other",
+                ));
+            }
+            r.tools = Some(tr);
+        } else if m.get("tool_choice").is_some_and(|c| !c.is_null()) {
+            return Err(ApiError::invalid("tool_choice", "tool_choice needs tools"));
+        }
         match (want_logprobs, top) {
             (true, t) => r.logprobs = Some(t.unwrap_or(0)),
             (false, Some(t)) if t > 0 => {
@@ -306,6 +326,8 @@ pub(crate) struct Envelope<'a> {
     pub(crate) chat: bool,
     /// The tokens' bytes, for logprobs (none without a tokenizer).
     pub(crate) tok: Option<&'a Tokenizer>,
+    /// Whether the reply may hold tool calls (tools given, not `none`).
+    pub(crate) tools: bool,
 }
 
 fn token_bytes(tok: Option<&Tokenizer>, id: u32) -> &[u8] {
@@ -319,6 +341,29 @@ fn token_entry(tok: Option<&Tokenizer>, id: u32, logprob: f32) -> Value {
 }
 
 impl Envelope<'_> {
+    /// The reply's text outside tool calls, and the calls (none unless
+    /// tools were offered).
+    pub fn calls(&self, r: &GenerationResult) -> (String, Vec<ToolCall>) {
+        match self.tools && self.chat {
+            true => parse_tool_calls(&r.text),
+            false => (r.text.clone(), Vec::new()),
+        }
+    }
+
+    /// `tool_calls` when the reply called tools, else OpenAI's reason.
+    fn reason(&self, r: &GenerationResult) -> &'static str {
+        match self.calls(r).1.is_empty() {
+            true => finish_reason(r),
+            false => "tool_calls",
+        }
+    }
+
+    /// A stream chunk with the reply's tool calls, all in one delta.
+    pub fn tool_calls_chunk(&self, calls: &[ToolCall]) -> Value {
+        let choice = json!({ "index": 0, "delta": { "tool_calls": calls_json(calls, self.id) }, "finish_reason": null, "logprobs": null });
+        Value::Object(self.wrap("chat.completion.chunk", json!([choice])))
+    }
+
     /// OpenAI's logprobs object for these tokens (chat: `content`, a list of
     /// entries with `top_logprobs`; completions: the legacy parallel lists).
     pub fn logprobs(&self, lps: &[TokenLogprob]) -> Value {
@@ -365,7 +410,13 @@ impl Envelope<'_> {
     pub fn response(&self, r: &GenerationResult) -> Value {
         let lp = if r.logprobs.is_empty() { Value::Null } else { self.logprobs(&r.logprobs) };
         let choice = if self.chat {
-            json!({ "index": 0, "message": { "role": "assistant", "content": r.text }, "finish_reason": finish_reason(r), "logprobs": lp })
+            let mut message = json!({ "role": "assistant", "content": r.text });
+            let (text, calls) = self.calls(r);
+            if !calls.is_empty() {
+                let content = if text.is_empty() { Value::Null } else { text.into() };
+                message = json!({ "role": "assistant", "content": content, "tool_calls": calls_json(&calls, self.id) });
+            }
+            json!({ "index": 0, "message": message, "finish_reason": self.reason(r), "logprobs": lp })
         } else {
             json!({ "index": 0, "text": r.text, "finish_reason": finish_reason(r), "logprobs": lp })
         };
@@ -377,7 +428,7 @@ impl Envelope<'_> {
     /// One stream chunk: a text delta (or the assistant role first), or the
     /// end with its finish reason.
     pub fn chunk(&self, text: Option<&str>, lp: Option<&TokenLogprob>, end: Option<&GenerationResult>) -> Value {
-        let reason = end.map(finish_reason);
+        let reason = end.map(|r| self.reason(r));
         let lp = lp.map_or(Value::Null, |t| self.logprobs(core::slice::from_ref(t)));
         let choice = if self.chat {
             let delta = match text {

@@ -10,3 +10,10 @@ use std::path::PathBuf;
 pub fn smollm2() -> PathBuf {
     tern::models_dir().join("smollm2-135m-instruct-q4_1.gguf")
 }
+
+/// Qwen2.5-Coder-0.5B-Instruct Q4_K_M, the default model (its chat
+/// template renders tools).
+#[allow(dead_code)]
+pub fn qwen() -> PathBuf {
+    tern::models_dir().join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+}
