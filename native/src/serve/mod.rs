@@ -3,6 +3,7 @@
 //! pass (`scheduler`). Endpoints and error shapes: `http`, `openai`;
 //! Prometheus metrics: `metrics`.
 
+mod api_error;
 mod http;
 mod metrics;
 pub mod openai;

@@ -11,35 +11,8 @@ use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::tools::{parse_tool_calls, ToolCall};
 
+pub use super::api_error::ApiError;
 use super::tools::{calls_json, message_tool_calls, ToolRequest};
-
-/// A 4xx answer: OpenAI's error object, naming the parameter.
-#[derive(Debug)]
-pub struct ApiError {
-    /// HTTP status.
-    pub status: u16,
-    /// What is wrong.
-    pub message: String,
-    /// The request field it is about.
-    pub param: Option<String>,
-    /// OpenAI's error type (`invalid_request_error`, ...).
-    pub kind: &'static str,
-}
-
-impl ApiError {
-    /// A 400 about request field `param`.
-    pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
-        ApiError { status: 400, message: message.into(), param: Some(param.into()), kind: "invalid_request_error" }
-    }
-    /// An error of this status and type.
-    pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), param: None, kind }
-    }
-    /// The JSON body OpenAI's clients expect.
-    pub fn body(&self) -> Value {
-        json!({ "error": { "message": self.message, "type": self.kind, "param": self.param, "code": null } })
-    }
-}
 
 /// What a request asks to continue.
 pub enum Prompt {

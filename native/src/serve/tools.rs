@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 use tern_core::tools::{Tool, ToolCall, CALL_OPEN};
 
-use super::openai::ApiError;
+use super::api_error::ApiError;
 
 /// The most tools a request may define.
 const MAX_TOOLS: usize = 128;
