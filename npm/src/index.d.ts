@@ -10,6 +10,7 @@ export class TernError extends Error {
     | 'invalid_argument'
     | 'invalid_input'
     | 'context_full'
+    | 'grammar'
     | 'fetch_failed'
     | 'aborted'
     | 'worker_failed'
@@ -129,7 +130,28 @@ export interface GenerateOptions {
    * cannot close its turn or open another.
    */
   contentSpecials?: boolean;
+  /**
+   * The output must match: OpenAI's `{type: 'json_object'}` or
+   * `{type: 'json_schema', json_schema: {schema}}` (llguidance computes
+   * each step's allowed tokens). A schema that does not compile, or uses a
+   * keyword llguidance does not support, is a `grammar` error before any token.
+   */
+  responseFormat?: { type: 'text' | 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean } };
+  /** The output derives from this grammar: llama.cpp's GBNF (`root ::= ...`) or Lark. */
+  grammar?: string;
+  /** The whole output matches this regular expression. */
+  regex?: string;
+  /** Report each token's log-probability (the log-softmax of the model's logits) with this many alternatives (0–20). */
+  logprobs?: number;
   signal?: AbortSignal;
+}
+
+/** A token's log-probability, and the most likely tokens at its step. */
+export interface TokenLogprob {
+  id: number;
+  text: string;
+  logprob: number;
+  top: { id: number; text: string; logprob: number }[];
 }
 
 export interface TokenEvent {
@@ -137,6 +159,8 @@ export interface TokenEvent {
   id: number;
   /** The text this token completes (may be empty); deltas concatenate to the result's text. */
   text: string;
+  /** With `logprobs`. */
+  logprob?: TokenLogprob;
 }
 
 export interface GenerationResult {
@@ -157,6 +181,8 @@ export interface GenerationResult {
   };
   seed: number | null;
   promptIds: number[];
+  /** Each token's, with `logprobs` (else empty). */
+  logprobs: TokenLogprob[];
 }
 
 export interface ChatMessage {

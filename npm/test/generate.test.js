@@ -101,6 +101,53 @@ describe('SmolLM2 in a worker', () => {
     assert.ok(r.tokens.length >= 3 && r.tokens.length < 10, `${r.tokens.length} tokens`);
   });
 
+  test('responseFormat: a JSON Schema constrains the reply, the same ids as the native build', async () => {
+    const schema = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 0 } },
+      required: ['city', 'population'], additionalProperties: false };
+    const prompt = 'Describe a city as JSON.';
+    const r = await model.chat([{ role: 'user', content: prompt }], {
+      maxTokens: 64, temperature: 0.8, seed: 3, responseFormat: { type: 'json_schema', json_schema: { name: 'city', schema } },
+    }).result;
+    const v = JSON.parse(r.text);
+    assert.deepEqual(Object.keys(v), ['city', 'population']);
+    assert.ok(Number.isInteger(v.population) && v.population >= 0, r.text);
+    const native = nativeRun(['-m', SMOLLM2, '--chat', '-p', prompt, '-n', '64', '--temp', '0.8', '-s', '3',
+      '--json-schema', JSON.stringify(schema)]);
+    assert.deepEqual(r.tokens, native.ids);
+    // a regex and a GBNF grammar
+    const d = await model.generate('Today is', { maxTokens: 16, regex: '[0-9]{4}-[0-9]{2}-[0-9]{2}' }).result;
+    assert.match(d.text, /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/);
+    const yn = await model.chat([{ role: 'user', content: 'Is water wet?' }], { maxTokens: 8, grammar: 'root ::= "yes" | "no"' }).result;
+    assert.ok(['yes', 'no'].includes(yn.text), yn.text);
+  });
+
+  test('logprobs: each token\'s log-softmax and alternatives, equal to the native build\'s', async () => {
+    const r = await model.generate(greedy.p1.prompt_ids, { maxTokens: 6, temperature: 0, logprobs: 2 }).result;
+    const native = nativeRun(['-m', SMOLLM2, '--prompt-ids', greedy.p1.prompt_ids.join(','), '-n', '6', '--temp', '0', '--logprobs', '2']);
+    assert.equal(r.logprobs.length, 6);
+    r.logprobs.forEach((lp, i) => {
+      assert.equal(lp.id, native.logprobs[i].id);
+      assert.equal(lp.logprob, native.logprobs[i].logprob);
+      assert.deepEqual(lp.top.map((t) => t.id), native.logprobs[i].top_logprobs.map((t) => t.id));
+      assert.ok(lp.logprob <= 0);
+    });
+  });
+
+  test('bad grammars are typed errors before any token', async () => {
+    for (const [opts, want] of [
+      [{ responseFormat: { type: 'json_schema', json_schema: { schema: { type: 'strnig' } } } }, /strnig/],
+      [{ regex: '[a-' }, /unclosed/],
+      [{ grammar: 'root ::= (' }, /GBNF/],
+      [{ responseFormat: { type: 'xml' } }, /responseFormat/],
+    ]) {
+      await assert.rejects(model.generate('x', { maxTokens: 2, ...opts }).result, (e) => {
+        assert.ok(e instanceof TernError, String(e));
+        assert.match(e.message, want);
+        return true;
+      });
+    }
+  });
+
   test('bad options are typed errors naming the field', async () => {
     await assert.rejects(model.generate('x', { temperature: 'hot' }).result, (e) => {
       assert.ok(e instanceof TernError);

@@ -23,5 +23,7 @@ test('npm pack: under 2 MB gzip, with every declared file', () => {
     assert.ok(files.has(f), `${f} in the package`);
   }
   console.log(`package: ${pack.size} bytes gzip, ${pack.unpackedSize} unpacked, ${pack.files.length} files`);
-  assert.ok(pack.size < 2_000_000, `${pack.size} bytes`);
+  // under 3 MB: two wasm builds (single-threaded and threaded), each with
+  // llguidance's constrained decoding (~350 KB gzip of the ~1.3 MB each)
+  assert.ok(pack.size < 3_000_000, `${pack.size} bytes`);
 });

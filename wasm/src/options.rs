@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 use tern_core::generate::GenerateConfig;
+use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 
@@ -30,15 +31,38 @@ fn token_id(v: &Value, field: &str, n_vocab: usize) -> Result<u32, JsValue> {
     }
 }
 
+fn grammar_err(field: &str, e: tern_core::Error) -> JsValue {
+    js_error("grammar", &format!("option {field}: {e}"))
+}
+
+/// `responseFormat`: OpenAI's shapes, `{type: "json_object"}` or
+/// `{type: "json_schema", json_schema: {schema}}` (or `schema` beside `type`).
+fn response_format(v: &Value) -> Result<Option<Grammar>, JsValue> {
+    let k = "responseFormat";
+    match v.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Grammar::JsonObject)),
+        Some("json_schema") => {
+            let schema = v.pointer("/json_schema/schema").or_else(|| v.get("schema"));
+            let schema = schema
+                .filter(|s| s.is_object() || s.is_boolean())
+                .ok_or_else(|| bad(k, "a JSON Schema in json_schema.schema"))?;
+            Ok(Some(Grammar::JsonSchema(schema.clone())))
+        }
+        _ => Err(bad(k, "{type: \"text\" | \"json_object\" | \"json_schema\"}")),
+    }
+}
+
 /// `json`: the options object; `eog`: the model's end-of-generation ids
 /// (banned by `ignoreEos`, as llama.cpp does); `n_vocab` bounds token ids;
-/// `defaults`: the model's own sampling defaults.
+/// `defaults`: the model's own sampling defaults. Also what the output must
+/// match (`responseFormat`, `grammar` or `regex`), if anything.
 pub fn parse(
     json: &str,
     eog: &[u32],
     n_vocab: usize,
     defaults: &GenerationDefaults,
-) -> Result<GenerateConfig, JsValue> {
+) -> Result<(GenerateConfig, Option<Grammar>), JsValue> {
     let v: Value = serde_json::from_str(json).map_err(|e| js_error("invalid_argument", &format!("options: {e}")))?;
     let empty = Map::new();
     let obj = match &v {
@@ -47,6 +71,7 @@ pub fn parse(
         _ => return Err(bad("options", "an object")),
     };
     let mut c = GenerateConfig::default();
+    let mut grammar = None;
     let mut s = SamplerConfig::default();
     defaults.apply(&mut s);
     for (k, v) in obj {
@@ -77,6 +102,16 @@ pub fn parse(
                 c.stop_tokens = arr.iter().map(|x| token_id(x, k, n_vocab)).collect::<Result<_, _>>()?;
             }
             "ignoreEos" => c.ignore_eos = v.as_bool().ok_or_else(|| bad(k, "a boolean"))?,
+            "logprobs" => c.logprobs = Some(count(v, k)?),
+            "responseFormat" => grammar = response_format(v)?,
+            "grammar" => {
+                let src = v.as_str().ok_or_else(|| bad(k, "a GBNF or Lark grammar (a string)"))?;
+                grammar = Some(Grammar::gbnf_or_lark(src).map_err(|e| grammar_err(k, e))?);
+            }
+            "regex" => {
+                let src = v.as_str().ok_or_else(|| bad(k, "a regular expression (a string)"))?;
+                grammar = Some(Grammar::regex(src).map_err(|e| grammar_err(k, e))?);
+            }
             "logitBias" => {
                 let m = v.as_object().ok_or_else(|| bad(k, "an object of token id → bias"))?;
                 for (id, b) in m {
@@ -95,5 +130,6 @@ pub fn parse(
         s.logit_bias.extend(eog.iter().map(|&t| (t, f32::NEG_INFINITY)));
     }
     c.sampler = s;
-    Ok(c)
+    c.validate().map_err(|e| js_error("invalid_argument", &e.to_string()))?;
+    Ok((c, grammar))
 }

@@ -139,7 +139,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let t = &result.timings;
     if a.json {
-        let j = serde_json::json!({
+        let mut j = serde_json::json!({
             "model": path.display().to_string(),
             "prompt_ids": prompt,
             "ids": result.tokens,
@@ -147,7 +147,6 @@ pub fn run(a: Args) -> Result<()> {
             "finish_reason": result.finish_reason.as_str(),
             "seed": seed,
             "exact": a.exact,
-            "logprobs": a.logprobs.map(|_| logprobs_json(&result.logprobs, vocab)),
             "usage": {
                 "prompt_tokens": result.usage.prompt_tokens,
                 "cached_tokens": result.usage.cached_tokens,
@@ -165,6 +164,9 @@ pub fn run(a: Args) -> Result<()> {
                 "tokens_per_s": t.tokens_per_s,
             },
         });
+        if a.logprobs.is_some() {
+            j["logprobs"] = logprobs_json(&result.logprobs, vocab);
+        }
         println!("{j}");
     } else {
         let _ = writeln!(stdout);
