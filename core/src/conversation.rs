@@ -36,6 +36,10 @@ pub struct Conversation {
     /// Parse control-token strings typed into messages as control tokens
     /// (off: they are text; see `ChatTemplate::encode`).
     pub content_specials: bool,
+    /// Tool definitions (OpenAI's `tools` list) the template renders for
+    /// the model; with them, replies are parsed for calls
+    /// ([`crate::tools`]).
+    pub tools: Option<serde_json::Value>,
 }
 
 impl Conversation {
@@ -49,19 +53,39 @@ impl Conversation {
             session: model.session(n_ctx, 512),
             overflow: Overflow::Error,
             content_specials: false,
+            tools: None,
         })
+    }
+
+    /// Offer `tools` to the model from now on (None: none). An error if the
+    /// model's template does not render tools in the `<tool_call>` format
+    /// [`crate::tools`] parses.
+    pub fn set_tools(&mut self, tools: Option<&[crate::tools::Tool]>) -> Result<()> {
+        if tools.is_some() && !(self.template.takes_tools && self.template.source_has(crate::tools::CALL_OPEN)) {
+            return Err(Error::Unsupported {
+                what: "tool calls with this model's chat template (tern parses the <tool_call> format of Qwen2.5, Qwen3 and Hermes)".into(),
+            });
+        }
+        self.tools = tools.map(|t| t.iter().map(crate::tools::Tool::to_json).collect());
+        Ok(())
     }
 
     /// The rendered conversation, opening the assistant's turn.
     pub fn render(&self) -> Result<String> {
-        self.template.render(&self.messages, true, None)
+        self.template.render(&self.messages, true, self.tools.as_ref())
     }
 
     /// Token ids of the whole conversation so far plus the assistant opener,
     /// after applying the overflow policy for a reply of `reserve` tokens.
     pub fn prompt(&mut self, tok: &Tokenizer, reserve: usize) -> Result<Vec<u32>> {
         loop {
-            let ids = self.template.encode(tok, &self.messages, true, self.content_specials)?;
+            let ids = self.template.encode_with_tools(
+                tok,
+                &self.messages,
+                true,
+                self.content_specials,
+                self.tools.as_ref(),
+            )?;
             let needed = ids.len() + reserve;
             if needed <= self.session.n_ctx() {
                 return Ok(ids);
@@ -99,17 +123,40 @@ impl Conversation {
     /// Add a user message and return the prompt for the reply (room left
     /// for `reserve` tokens); on an error the message is taken back.
     pub fn open_turn(&mut self, tok: &Tokenizer, user: &str, reserve: usize) -> Result<Vec<u32>> {
-        self.messages.push(Message::new("user", user));
+        self.open_with(tok, alloc::vec![Message::new("user", user)], reserve)
+    }
+
+    /// Add `new` messages (a user turn, tool results) and return the
+    /// prompt for the reply; on an error they are taken back.
+    pub fn open_with(&mut self, tok: &Tokenizer, new: Vec<Message>, reserve: usize) -> Result<Vec<u32>> {
+        let n = self.messages.len();
+        self.messages.extend(new);
         let ids = self.prompt(tok, reserve);
         if ids.is_err() {
-            self.messages.pop();
+            self.messages.truncate(n);
         }
         ids
     }
 
-    /// Record the assistant's reply (after its generation).
+    /// Record the assistant's reply (after its generation); with tools,
+    /// its calls as the message's `tool_calls` (ids `call_N`, counted over
+    /// the conversation).
     pub fn push_reply(&mut self, text: &str) {
-        self.messages.push(Message::new("assistant", text));
+        let (content, calls) = match self.tools {
+            Some(_) => crate::tools::parse_tool_calls(text),
+            None => (text.into(), Vec::new()),
+        };
+        let mut m = Message::new("assistant", if calls.is_empty() { text } else { &content });
+        if !calls.is_empty() {
+            let before =
+                self.messages.iter().filter_map(|m| m.tool_calls.as_ref()?.as_array().map(Vec::len)).sum::<usize>();
+            let list = calls.iter().enumerate().map(|(i, c)| {
+                serde_json::json!({ "id": alloc::format!("call_{}", before + i), "type": "function",
+                                    "function": { "name": c.name, "arguments": c.arguments } })
+            });
+            m.tool_calls = Some(list.collect());
+        }
+        self.messages.push(m);
     }
 
     /// A whole turn: the user message in, the reply generated (timings by

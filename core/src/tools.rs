@@ -27,14 +27,49 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// Whether and which tools the model must call (OpenAI's `tool_choice`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolChoice {
+    /// The model does not call tools (they are not rendered).
+    None,
+    /// The model may call tools (the default).
+    Auto,
+    /// The model must call one or more tools.
+    Required,
+    /// The model must call this function.
+    Named(String),
+}
+
+impl ToolChoice {
+    /// The tools a forced call may use, of `tools` (None: nothing is forced).
+    pub fn forced(&self, tools: &[Tool]) -> Option<Vec<Tool>> {
+        match self {
+            ToolChoice::Required => Some(tools.to_vec()),
+            ToolChoice::Named(n) => Some(tools.iter().filter(|t| &t.name == n).cloned().collect()),
+            ToolChoice::None | ToolChoice::Auto => None,
+        }
+    }
+}
+
 /// A function the model may call: its name and the JSON Schema of its
 /// arguments (OpenAI's `tools[].function`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tool {
     /// The function's name.
     pub name: String,
+    /// What it does, for the model.
+    pub description: String,
     /// The JSON Schema of its arguments (`{"type": "object"}` if none given).
     pub parameters: Value,
+}
+
+impl Tool {
+    /// OpenAI's shape, `{"type": "function", "function": {...}}`, as chat
+    /// templates render tools.
+    pub fn to_json(&self) -> Value {
+        json!({ "type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters } })
+    }
 }
 
 /// The reply's text outside its calls (trimmed), and the calls, in order.
@@ -114,7 +149,7 @@ mod tests {
 
     #[test]
     fn the_forcing_grammar_compiles_to_lark() {
-        let t = Tool { name: "f".into(), parameters: json!({"type": "object"}) };
+        let t = Tool { name: "f".into(), description: String::new(), parameters: json!({"type": "object"}) };
         let Grammar::Lark(src) = tool_call_grammar(&[t], true).unwrap() else { panic!() };
         assert!(src.starts_with("start: call (\"\\n\" call)*\ncall: \"<tool_call>\\n\" %json {"), "{src}");
         assert!(tool_call_grammar(&[], false).is_err());

@@ -276,7 +276,7 @@ impl Model {
     pub fn chat(&self, system: Option<&str>) -> Result<Chat<'_>> {
         let tok = self.tokenizer()?;
         let conv = Conversation::new(&self.loaded.model, tok, self.n_ctx, system)?;
-        Ok(Chat { model: self, tok, conv, options: Options::default() })
+        Ok(Chat { model: self, tok, conv, options: Options::default(), forced: None })
     }
 }
 
@@ -317,6 +317,8 @@ pub struct Chat<'m> {
     tok: &'m Tokenizer,
     conv: Conversation,
     options: Options,
+    /// The grammar of a forced tool call, for `send`.
+    forced: Option<Grammar>,
 }
 
 impl<'m> Chat<'m> {
@@ -326,11 +328,79 @@ impl<'m> Chat<'m> {
         self
     }
 
+    /// Offer `tools` to the model from now on; `choice` says whether a
+    /// reply to `send` must call one (`Required`, `Named`: its arguments
+    /// then valid against the function's schema) or may (`Auto`); `None`
+    /// takes the tools away. A reply's calls: [`tern_core::tools::parse_tool_calls`]
+    /// on its text (they are also recorded as the message's `tool_calls`).
+    ///
+    /// ```
+    /// # fn main() -> tern::Result<()> {
+    /// # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
+    /// #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
+    /// #     .join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    /// use tern::tern_core::tools::{parse_tool_calls, Tool, ToolChoice};
+    /// let model = tern::Model::load(&path)?;
+    /// let weather = Tool {
+    ///     name: "get_weather".into(),
+    ///     description: "The weather in a city".into(),
+    ///     parameters: serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    /// };
+    /// let mut chat = model.chat(None)?;
+    /// chat.options(tern::Options::default().max_tokens(64)).tools(&[weather], ToolChoice::Required)?;
+    /// let r = chat.send("What is the weather in Paris?")?.last().unwrap()?;
+    /// let tern::Event::Done(r) = r else { unreachable!() };
+    /// let (_, calls) = parse_tool_calls(&r.text);
+    /// assert_eq!(calls[0].name, "get_weather");
+    /// let answer = chat.send_tool_results(&[("call_0", r#"{"temperature": 21}"#)])?;
+    /// # for _ in answer {}
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tools(
+        &mut self,
+        tools: &[tern_core::tools::Tool],
+        choice: tern_core::tools::ToolChoice,
+    ) -> Result<&mut Self> {
+        if choice == tern_core::tools::ToolChoice::None {
+            self.conv.set_tools(None)?;
+            self.forced = None;
+            return Ok(self);
+        }
+        self.conv.set_tools(Some(tools))?;
+        self.forced = match choice.forced(tools) {
+            Some(t) => Some(tern_core::tools::tool_call_grammar(&t, true)?),
+            None => None,
+        };
+        Ok(self)
+    }
+
     /// Send a user message; the reply streams as events and is recorded
     /// in the conversation when its `Done` event has been read.
     pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
-        let constraint = self.options.constraint(self.model)?;
+        let constraint = match &self.forced {
+            Some(g) => Some(self.model.loaded.grammar()?.compile(g)?),
+            None => self.options.constraint(self.model)?,
+        };
         let prompt = self.conv.open_turn(self.tok, text, self.options.cfg.max_tokens)?;
+        let generation = self.options.generation(self.model, &prompt, constraint);
+        Ok(Reply { chat: self, generation })
+    }
+
+    /// Answer the last reply's tool calls: (call id, result) each, as
+    /// `tool` messages; the model's next reply streams as events (never
+    /// forced to call a tool: it may call more, or answer).
+    pub fn send_tool_results(&mut self, results: &[(&str, &str)]) -> Result<Reply<'_, 'm>> {
+        let constraint = self.options.constraint(self.model)?;
+        let msgs = results
+            .iter()
+            .map(|&(id, content)| {
+                let mut m = tern_core::chat::Message::new("tool", content);
+                m.tool_call_id = Some(id.to_string());
+                m
+            })
+            .collect();
+        let prompt = self.conv.open_with(self.tok, msgs, self.options.cfg.max_tokens)?;
         let generation = self.options.generation(self.model, &prompt, constraint);
         Ok(Reply { chat: self, generation })
     }

@@ -5,6 +5,7 @@
 //! when streamed). The model's syntax is core's (`tern_core::tools`).
 
 use serde_json::{json, Value};
+pub use tern_core::tools::ToolChoice as Choice;
 use tern_core::tools::{Tool, ToolCall, CALL_OPEN};
 
 use super::api_error::ApiError;
@@ -22,19 +23,6 @@ pub struct ToolRequest {
     pub choice: Choice,
     /// `parallel_tool_calls` (default true).
     pub parallel: bool,
-}
-
-/// `tool_choice`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Choice {
-    /// The model does not call tools (they are not rendered).
-    None,
-    /// The model may call tools (the default).
-    Auto,
-    /// The model must call one or more tools.
-    Required,
-    /// The model must call this function.
-    Named(String),
 }
 
 impl ToolRequest {
@@ -60,7 +48,8 @@ impl ToolRequest {
             if !parameters.is_object() {
                 return Err(ApiError::invalid(&k, "parameters must be a JSON Schema object"));
             }
-            parsed.push(Tool { name: name.to_string(), parameters });
+            let description = f.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
+            parsed.push(Tool { name: name.to_string(), description, parameters });
         }
         let choice = match choice {
             None | Some(Value::Null) => Choice::Auto,
@@ -87,11 +76,7 @@ impl ToolRequest {
 
     /// The tools a forced call may use (None: nothing is forced).
     pub fn forced(&self) -> Option<Vec<Tool>> {
-        match &self.choice {
-            Choice::Required => Some(self.tools.clone()),
-            Choice::Named(n) => Some(self.tools.iter().filter(|t| &t.name == n).cloned().collect()),
-            Choice::None | Choice::Auto => None,
-        }
+        self.choice.forced(&self.tools)
     }
 }
 
