@@ -35,6 +35,11 @@ cargo clippy --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown
 mark "docs and lints"
 # the published crates package (and build from their packages), and build
 # with the minimum Rust they declare
+# (cargo package verifies each crate against the others' packages, unpacked
+# under ~/.cargo/registry/src/-HASH/; a copy an earlier run left there is
+# reused as it is, stale, so tern's own are cleared first)
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/-*/tern-llm-* "$cargo_home"/registry/cache/-*/tern-llm-*
 cargo package --locked --workspace --exclude tern-llm-wasm --exclude tern-tests
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 cargo "+$msrv" check --locked -p tern-llm --features serve
