@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use tern::{Event, Grammar, Model, Options};
-use tern_core::generate::Allowed;
+use tern_core::generate::{allows, Allowed};
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -58,13 +58,9 @@ fn main() -> tern::Result<()> {
             let t = Instant::now();
             if let Allowed::Mask(bits) = c.allowed()? {
                 masked.clear();
-                masked.extend(logits.iter().enumerate().map(|(i, &l)| {
-                    if bits[i / 32] >> (i % 32) & 1 == 1 {
-                        l
-                    } else {
-                        f32::NEG_INFINITY
-                    }
-                }));
+                masked.extend(
+                    logits.iter().enumerate().map(|(i, &l)| if allows(bits, i) { l } else { f32::NEG_INFINITY }),
+                );
             }
             c.accept(id)?;
             steps.push(t.elapsed().as_secs_f64() * 1e3);

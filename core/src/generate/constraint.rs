@@ -27,18 +27,16 @@ pub trait Constraint: Send {
     fn accept(&mut self, id: u32) -> Result<()>;
 }
 
-/// `logits` with every token `mask` does not allow set to −∞, into `out`
+/// Whether `mask` (the layout of [`Allowed::Mask`]) allows token `id`
 /// (ids past the mask are not allowed).
+pub fn allows(mask: &[u32], id: usize) -> bool {
+    mask.get(id / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
+}
+
+/// `logits` with every token `mask` does not allow set to −∞, into `out`.
 pub(crate) fn mask_logits(logits: &[f32], mask: &[u32], out: &mut Vec<f32>) {
     out.clear();
-    out.extend(logits.iter().enumerate().map(|(i, &l)| {
-        let allowed = mask.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1);
-        if allowed {
-            l
-        } else {
-            f32::NEG_INFINITY
-        }
-    }));
+    out.extend(logits.iter().enumerate().map(|(i, &l)| if allows(mask, i) { l } else { f32::NEG_INFINITY }));
 }
 
 #[cfg(test)]

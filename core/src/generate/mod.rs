@@ -24,7 +24,7 @@ mod logprobs;
 mod output;
 mod sequence;
 
-pub use constraint::{Allowed, Constraint};
+pub use constraint::{allows, Allowed, Constraint};
 pub use logprobs::{token_logprob, TokenLogprob, MAX_TOP_LOGPROBS};
 use output::no_clock;
 pub use output::{CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Timings, Usage, Vocab};

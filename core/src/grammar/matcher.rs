@@ -8,7 +8,7 @@ use llguidance::{Matcher, TokenParser};
 
 use super::grammar_err;
 use crate::error::Result;
-use crate::generate::{Allowed, Constraint};
+use crate::generate::{allows, Allowed, Constraint};
 
 pub(super) struct GrammarConstraint {
     m: Matcher,
@@ -17,10 +17,6 @@ pub(super) struct GrammarConstraint {
     fresh: bool,
     /// End-of-generation ids; the first is the trie's end token.
     eog: Vec<u32>,
-}
-
-fn bit(mask: &[u32], id: u32) -> bool {
-    mask.get(id as usize / 32).is_some_and(|w| w >> (id % 32) & 1 == 1)
 }
 
 impl GrammarConstraint {
@@ -39,7 +35,7 @@ impl GrammarConstraint {
         let v = self.m.compute_mask().map_err(grammar_err)?;
         self.mask.clear();
         self.mask.extend_from_slice(v.as_slice());
-        if bit(&self.mask, self.eog[0]) {
+        if allows(&self.mask, self.eog[0] as usize) {
             for &e in &self.eog[1..] {
                 if let Some(w) = self.mask.get_mut(e as usize / 32) {
                     *w |= 1 << (e % 32);

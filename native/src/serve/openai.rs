@@ -323,9 +323,9 @@ impl Envelope<'_> {
         }
     }
 
-    /// `tool_calls` when the reply called tools, else OpenAI's reason.
-    fn reason(&self, r: &GenerationResult) -> &'static str {
-        match self.calls(r).1.is_empty() {
+    /// `tool_calls` when the reply called tools (`calls`), else OpenAI's reason.
+    fn reason(r: &GenerationResult, calls: &[ToolCall]) -> &'static str {
+        match calls.is_empty() {
             true => finish_reason(r),
             false => "tool_calls",
         }
@@ -389,7 +389,7 @@ impl Envelope<'_> {
                 let content = if text.is_empty() { Value::Null } else { text.into() };
                 message = json!({ "role": "assistant", "content": content, "tool_calls": calls_json(&calls, self.id) });
             }
-            json!({ "index": 0, "message": message, "finish_reason": self.reason(r), "logprobs": lp })
+            json!({ "index": 0, "message": message, "finish_reason": Self::reason(r, &calls), "logprobs": lp })
         } else {
             json!({ "index": 0, "text": r.text, "finish_reason": finish_reason(r), "logprobs": lp })
         };
@@ -401,7 +401,7 @@ impl Envelope<'_> {
     /// One stream chunk: a text delta (or the assistant role first), or the
     /// end with its finish reason.
     pub fn chunk(&self, text: Option<&str>, lp: Option<&TokenLogprob>, end: Option<&GenerationResult>) -> Value {
-        let reason = end.map(|r| self.reason(r));
+        let reason = end.map(|r| Self::reason(r, &self.calls(r).1));
         let lp = lp.map_or(Value::Null, |t| self.logprobs(core::slice::from_ref(t)));
         let choice = if self.chat {
             let delta = match text {
