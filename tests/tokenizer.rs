@@ -76,3 +76,31 @@ fn tokenizer_json_tokenizers_match_hf_and_the_gguf_ones() {
         assert!(g.eog.iter().all(|id| tok.is_eog(*id)), "{model}: end ids {:?} vs {:?}", tok.eog, g.eog);
     }
 }
+
+/// Conversations with tools, tool calls and tool answers render as HF
+/// transformers' `apply_chat_template` renders them with Qwen2.5's template
+/// (oracle/chat_tools, made by make_chat_tools.py): tool definitions in
+/// their own key order, arguments as JSON objects, non-ASCII unescaped.
+#[test]
+fn chat_with_tools_renders_as_hf() {
+    let dir = oracle_dir().join("hf/qwen2.5-coder-0.5b");
+    let src = std::fs::read_to_string(dir.join("chat_template.jinja")).unwrap();
+    let t = tern_core::chat::ChatTemplate::new(&src, "", "<|im_end|>").unwrap();
+    let cases = read_json("chat_tools/chat_tools.json");
+    let cases = cases["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    for c in cases {
+        let msgs = tern_core::chat::messages_from_json(&c["messages"]).unwrap();
+        let got = t.render(&msgs, true, Some(&c["tools"])).unwrap();
+        assert_eq!(got, c["rendered"].as_str().unwrap(), "case {}", c["name"]);
+    }
+    // OpenAI's shape, arguments as a JSON string, renders the same
+    let mut openai = cases[2]["messages"].clone();
+    for call in openai[1]["tool_calls"].as_array_mut().unwrap() {
+        let args = call["function"]["arguments"].to_string();
+        call["function"]["arguments"] = args.into();
+    }
+    let msgs = tern_core::chat::messages_from_json(&openai).unwrap();
+    assert_eq!(t.render(&msgs, true, Some(&cases[2]["tools"])).unwrap(), cases[2]["rendered"].as_str().unwrap());
+    println!("{} renderings with tools equal HF's apply_chat_template", cases.len());
+}

@@ -18,7 +18,9 @@ use crate::tokenizer::Tokenizer;
 pub struct Message {
     /// system, user, assistant or tool
     pub role: String,
-    /// Its text.
+    /// Its text (`null` reads as empty: an assistant message that only
+    /// calls tools).
+    #[serde(deserialize_with = "null_as_empty")]
     pub content: String,
     /// An assistant message's tool calls, as chat templates read them
     /// (transformers' convention): `[{"type": "function", "function":
@@ -28,6 +30,10 @@ pub struct Message {
     /// A tool message's answer to this call id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> core::result::Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 impl Message {
@@ -119,6 +125,17 @@ impl ChatTemplate {
         self.source.contains(text)
     }
 
+    /// Ok if the template renders tools and asks for calls in the
+    /// `<tool_call>` format [`crate::tools`] parses; else an error saying so.
+    pub fn check_tool_calls(&self) -> Result<()> {
+        match self.takes_tools && self.source_has(crate::tools::CALL_OPEN) {
+            true => Ok(()),
+            false => Err(Error::Unsupported {
+                what: "tool calls with this model's chat template (tern parses the <tool_call> format of Qwen2.5, Qwen3 and Hermes)".into(),
+            }),
+        }
+    }
+
     /// Render a conversation; `add_generation_prompt` opens the assistant's
     /// turn. `tools`: JSON tool definitions, if any.
     pub fn render(
@@ -181,8 +198,10 @@ impl ChatTemplate {
     }
 
     /// [`ChatTemplate::encode`] with tool definitions (OpenAI's `tools`
-    /// list) for the template to render; a template that reads no `tools`
-    /// is an error rather than a prompt that silently drops them.
+    /// list) for the template to render; a template that reads no `tools`,
+    /// or asks for calls in a format tern does not parse, is an error
+    /// ([`ChatTemplate::check_tool_calls`]) rather than a prompt that
+    /// silently drops them.
     pub fn encode_with_tools(
         &self,
         tok: &Tokenizer,
@@ -191,8 +210,8 @@ impl ChatTemplate {
         content_specials: bool,
         tools: Option<&serde_json::Value>,
     ) -> Result<Vec<u32>> {
-        if tools.is_some() && !self.takes_tools {
-            return Err(Error::Template { detail: "this model's chat template does not render tools".into() });
+        if tools.is_some() {
+            self.check_tool_calls()?;
         }
         if content_specials {
             return tok.encode(self.once_bos(tok, &self.render(messages, add_generation_prompt, tools)?), true);
@@ -281,9 +300,18 @@ pub fn strftime(fmt: &str, unix: i64) -> String {
     out
 }
 
-/// Messages from a JSON array of `{role, content}` objects.
+/// Messages from a JSON array of `{role, content}` objects (an assistant's
+/// `tool_calls` and a tool's `tool_call_id` too, OpenAI's shapes: the
+/// calls' arguments may be JSON strings).
 pub fn messages_from_json(v: &serde_json::Value) -> Result<Vec<Message>> {
-    serde_json::from_value(v.clone()).map_err(|e| Error::InvalidArgument { what: alloc::format!("messages: {e}") })
+    let mut msgs: Vec<Message> = serde_json::from_value(v.clone())
+        .map_err(|e| Error::InvalidArgument { what: alloc::format!("messages: {e}") })?;
+    for (i, m) in msgs.iter_mut().enumerate() {
+        if let Some(c) = m.tool_calls.take().filter(|c| !c.is_null()) {
+            m.tool_calls = Some(crate::tools::message_tool_calls(&c, i)?);
+        }
+    }
+    Ok(msgs)
 }
 
 #[cfg(test)]

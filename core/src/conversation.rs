@@ -61,10 +61,8 @@ impl Conversation {
     /// model's template does not render tools in the `<tool_call>` format
     /// [`crate::tools`] parses.
     pub fn set_tools(&mut self, tools: Option<&[crate::tools::Tool]>) -> Result<()> {
-        if tools.is_some() && !(self.template.takes_tools && self.template.source_has(crate::tools::CALL_OPEN)) {
-            return Err(Error::Unsupported {
-                what: "tool calls with this model's chat template (tern parses the <tool_call> format of Qwen2.5, Qwen3 and Hermes)".into(),
-            });
+        if tools.is_some() {
+            self.template.check_tool_calls()?;
         }
         self.tools = tools.map(|t| t.iter().map(crate::tools::Tool::to_json).collect());
         Ok(())

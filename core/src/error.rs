@@ -210,6 +210,13 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// A field of a request (`tools[2]`, `tool_choice`, ...) that is wrong.
+    InvalidField {
+        /// The field, as the request names it.
+        field: String,
+        /// What is wrong with it.
+        what: String,
+    },
 }
 
 /// Problems a report lists one by one; the rest are counted.
@@ -279,6 +286,7 @@ impl fmt::Display for Error {
                 write!(f, "context full: {needed} positions needed, the session holds {n_ctx}")
             }
             InvalidArgument { what } => write!(f, "invalid argument: {what}"),
+            InvalidField { field, what } => write!(f, "{field}: {what}"),
         }
     }
 }

@@ -60,8 +60,9 @@ export class LocalEngine {
     return call(() => this.#model.decode(Uint32Array.from(ids)));
   }
 
-  applyChatTemplate(messages, { addGenerationPrompt = true } = {}) {
-    return call(() => this.#model.render_chat(JSON.stringify(messages), addGenerationPrompt));
+  applyChatTemplate(messages, { addGenerationPrompt = true, tools, toolChoice } = {}) {
+    const opts = JSON.stringify({ tools, toolChoice });
+    return call(() => this.#model.render_chat(JSON.stringify(messages), addGenerationPrompt, opts));
   }
 
   /** Bytes of wasm memory this instance holds (model, cache, scratch). */
@@ -72,14 +73,17 @@ export class LocalEngine {
   /**
    * The prompt ids for a `generate` prompt (text or ids) or `chat` messages.
    * Control-token strings typed into messages are text, unless
-   * `contentSpecials`.
+   * `contentSpecials`. A chat's `tools` are rendered by the template.
    */
-  promptIds(kind, input, { contentSpecials = false } = {}) {
+  promptIds(kind, input, { contentSpecials = false, tools, toolChoice, parallelToolCalls } = {}) {
     if (kind === 'chat') {
       if (!Array.isArray(input))
         throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
-      return Array.from(call(() => this.#model.encode_chat(JSON.stringify(input), true, !!contentSpecials)));
+      const opts = JSON.stringify({ tools, toolChoice, parallelToolCalls });
+      return Array.from(call(() => this.#model.encode_chat(JSON.stringify(input), true, !!contentSpecials, opts)));
     }
+    if (tools !== undefined || toolChoice !== undefined)
+      throw new TernError('invalid_argument', 'tools are an option of chat, not of generate');
     if (Array.isArray(input) || input instanceof Uint32Array) return Array.from(input);
     if (typeof input !== 'string')
       throw new TernError('invalid_argument', 'prompt must be a string or an array of token ids');

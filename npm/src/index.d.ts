@@ -146,6 +146,39 @@ export interface GenerateOptions {
   signal?: AbortSignal;
 }
 
+/** A function the model may call (OpenAI's `tools[]` entry). */
+export interface Tool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: object };
+}
+
+/** A call the model made (OpenAI's shape: `arguments` a JSON string). */
+export interface ToolCall {
+  index: number;
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** `chat`'s options: generation's, and tools. */
+export interface ChatOptions extends GenerateOptions {
+  /**
+   * Functions the model may call, rendered by its chat template (Qwen2.5,
+   * Qwen3 and Hermes templates: calls in `<tool_call>` blocks; another
+   * template is an `unsupported` error). The result's `toolCalls` holds the calls.
+   */
+  tools?: Tool[];
+  /**
+   * `'auto'` (default): the model may call; `'required'` or
+   * `{type: 'function', function: {name}}`: it must, its arguments valid
+   * against the function's `parameters` schema (forced by grammar);
+   * `'none'`: the tools are not offered.
+   */
+  toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+  /** A forced reply may hold several calls (default true). */
+  parallelToolCalls?: boolean;
+}
+
 /** A token's log-probability, and the most likely tokens at its step. */
 export interface TokenLogprob {
   id: number;
@@ -167,7 +200,8 @@ export interface GenerationResult {
   type: 'done';
   tokens: number[];
   text: string;
-  finishReason: 'stop' | 'length' | 'cancelled';
+  /** `tool_calls`: a chat with `tools` whose reply called one or more. */
+  finishReason: 'stop' | 'length' | 'cancelled' | 'tool_calls';
   usage: { promptTokens: number; cachedTokens: number; completionTokens: number };
   timings: {
     prefillMs: number;
@@ -183,11 +217,21 @@ export interface GenerationResult {
   promptIds: number[];
   /** Each token's, with `logprobs` (else empty). */
   logprobs: TokenLogprob[];
+  /** A chat with `tools`: the reply's text outside its calls. */
+  content?: string;
+  /** A chat with `tools`: the reply's calls, in order (none: an empty list). */
+  toolCalls?: ToolCall[];
 }
 
+/**
+ * A message: an assistant's may carry the `tool_calls` it made (content
+ * then may be null), a `tool` message answers one by `tool_call_id`.
+ */
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool' | string;
-  content: string;
+  content: string | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
 }
 
 /** A running generation: token events, then the result. */
@@ -201,9 +245,12 @@ export class TernModel {
   info: ModelInfo;
   encode(text: string, options?: { addSpecial?: boolean }): Promise<number[]>;
   decode(ids: ArrayLike<number>): Promise<string>;
-  applyChatTemplate(messages: ChatMessage[], options?: { addGenerationPrompt?: boolean }): Promise<string>;
+  applyChatTemplate(
+    messages: ChatMessage[],
+    options?: { addGenerationPrompt?: boolean; tools?: Tool[]; toolChoice?: ChatOptions['toolChoice'] },
+  ): Promise<string>;
   generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Generation;
-  chat(messages: ChatMessage[], options?: GenerateOptions): Generation;
+  chat(messages: ChatMessage[], options?: ChatOptions): Generation;
   /** Bytes of wasm memory in use (model, KV cache, scratch). */
   memoryBytes(): Promise<number>;
   setContextSize(n: number): Promise<ModelInfo>;

@@ -178,6 +178,97 @@ test('Qwen: weights widened at load or not (Q5_0 as Q8_0, f32 scales), the same 
   assert.deepEqual(runs[0], nativeGreedy(QWEN, prompt, n).ids);
 });
 
+describe('Qwen chat with tools', () => {
+  let model;
+  before(async () => {
+    model = await loadModel(QWEN, { threads: 2 });
+  });
+  after(() => model.dispose());
+
+  const weather = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The current weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+    },
+  };
+
+  test('tools are rendered by the template; toolChoice none renders none', async () => {
+    const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+    const text = await model.applyChatTemplate(messages, { tools: [weather] });
+    assert.ok(text.includes('<tools>') && text.includes('"get_weather"'), text);
+    assert.equal(await model.applyChatTemplate(messages, { tools: [weather], toolChoice: 'none' }),
+      await model.applyChatTemplate(messages), 'toolChoice none: no tools rendered');
+  });
+
+  test('a forced call parses into toolCalls; a tool message answers it', async () => {
+    const messages = [{ role: 'user', content: 'What is the weather like in Paris today?' }];
+    for (const toolChoice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+      const r = await model.chat(messages, { tools: [weather], toolChoice, maxTokens: 48, temperature: 0.8, seed: 5 }).result;
+      assert.equal(r.finishReason, 'tool_calls', r.text);
+      assert.ok(r.toolCalls.length >= 1, r.text);
+      const call = r.toolCalls[0];
+      assert.equal(call.type, 'function');
+      assert.equal(call.function.name, 'get_weather');
+      const args = JSON.parse(call.function.arguments);
+      assert.deepEqual(Object.keys(args), ['city'], call.function.arguments);
+      assert.equal(typeof args.city, 'string');
+    }
+    // the round trip: the call recorded with the reply, answered by a tool message
+    const r = await model.chat(messages, { tools: [weather], toolChoice: 'required', maxTokens: 48, temperature: 0 }).result;
+    const next = [
+      ...messages,
+      { role: 'assistant', content: r.content || null, tool_calls: r.toolCalls },
+      { role: 'tool', tool_call_id: r.toolCalls[0].id, content: '{"temperature_c": 21, "sky": "clear"}' },
+    ];
+    const rendered = await model.applyChatTemplate(next, { tools: [weather] });
+    assert.ok(rendered.includes('<tool_response>') && rendered.includes('"temperature_c": 21'), rendered);
+    const answer = await model.chat(next, { tools: [weather], maxTokens: 40, temperature: 0 }).result;
+    assert.equal(answer.finishReason === 'tool_calls', false, answer.text);
+    assert.equal(answer.toolCalls.length, 0);
+    assert.match(answer.content, /21/, answer.content);
+    assert.equal(answer.content, answer.text.trim());
+  });
+
+  test('without tools there is no toolCalls; bad tools are errors naming the field', async () => {
+    const r = await model.chat([{ role: 'user', content: 'Hi' }], { maxTokens: 2, temperature: 0 }).result;
+    assert.equal(r.toolCalls, undefined);
+    for (const [opts, want] of [
+      [{ tools: {} }, /option tools: tools must be a list/],
+      [{ tools: [{ type: 'function', function: { name: 'a b' } }] }, /option tools\[0\]: function name/],
+      [{ tools: [weather], toolChoice: 'sometimes' }, /option toolChoice: unknown/],
+      [{ tools: [weather], toolChoice: { type: 'function', function: { name: 'other' } } }, /no tool is named "other"/],
+      [{ tools: [weather], parallelToolCalls: 'yes' }, /option parallelToolCalls/],
+      [{ toolChoice: 'required' }, /option toolChoice: expected tools beside it/],
+      [{ tools: [weather], toolChoice: 'required', regex: 'x' }, /excludes/],
+    ]) {
+      await assert.rejects(model.chat([{ role: 'user', content: 'x' }], { maxTokens: 2, ...opts }).result, (e) => {
+        assert.ok(e instanceof TernError, String(e));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, want);
+        return true;
+      });
+    }
+    await assert.rejects(model.generate('x', { tools: [weather] }).result, /tools are an option of chat/);
+    await assert.rejects(
+      model.chat([{ role: 'assistant', content: null, tool_calls: [{ function: { name: 'f', arguments: '{' } }] }], {}).result,
+      /messages\[0\]\.tool_calls: the arguments of f are not JSON/,
+    );
+  });
+});
+
+test('a template without the <tool_call> format refuses tools', async () => {
+  const m = await loadModel(SMOLLM2, { worker: false });
+  const tools = [{ type: 'function', function: { name: 'f' } }];
+  await assert.rejects(m.chat([{ role: 'user', content: 'x' }], { tools, maxTokens: 1 }).result, (e) => {
+    assert.equal(e.code, 'unsupported');
+    assert.match(e.message, /<tool_call> format/);
+    return true;
+  });
+  await m.dispose();
+});
+
 test('one thread (single-thread build) and two give the same tokens', async () => {
   const prompt = greedy.p2.prompt_ids;
   const runs = [];

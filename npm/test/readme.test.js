@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { root, SMOLLM2 } from './helpers.js';
+import { QWEN, root, SMOLLM2 } from './helpers.js';
 import { codeBlocks, installPacked } from './packed.js';
 
 test('the packed tarball holds the whole package', () => {
@@ -32,10 +32,13 @@ for (const [name, path] of readmes) {
     blocks.forEach((code, i) => {
       const file = join(app, `${name.replace(/\W/g, '_')}-${i}.mjs`);
       writeFileSync(file, code);
-      const out = execFileSync(process.execPath, [file, SMOLLM2], { cwd: app, encoding: 'utf8', timeout: 300_000 });
+      // tool calls need a template in the <tool_call> format: Qwen's
+      const model = code.includes('toolChoice') ? QWEN : SMOLLM2;
+      const out = execFileSync(process.execPath, [file, model], { cwd: app, encoding: 'utf8', timeout: 300_000 });
       console.log(`${name} block ${i}: ${JSON.stringify(out.slice(0, 120))}`);
       assert.ok(out.trim().length > 0, `${name} block ${i} printed something`);
       if (code.includes('The capital of France is')) assert.match(out, /Paris/);
+      if (code.includes('toolChoice')) assert.match(out, /^tool_calls get_weather \{ city: 'Paris' \}/);
     });
   });
 }

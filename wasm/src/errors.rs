@@ -32,7 +32,7 @@ pub fn code(e: &Error) -> &'static str {
         | Error::Unsupported { .. } => "unsupported",
         Error::ContextFull { .. } => "context_full",
         Error::Tokenizer { .. } | Error::Template { .. } | Error::TokenOutOfRange { .. } => "invalid_input",
-        Error::InvalidArgument { .. } => "invalid_argument",
+        Error::InvalidArgument { .. } | Error::InvalidField { .. } => "invalid_argument",
         Error::Grammar { .. } => "grammar",
         _ => "error",
     }

@@ -10,6 +10,7 @@ use tern_core::generate::{Event, Generation, GenerationResult, Parts, TokenLogpr
 use tern_core::grammar::GrammarCompiler;
 use tern_core::model::Widened;
 use tern_core::tokenizer::Tokenizer;
+use tern_core::tools::{calls_json, parse_tool_calls};
 use tern_core::{Engine, KvType, Session};
 use wasm_bindgen::prelude::*;
 
@@ -51,6 +52,10 @@ pub struct TernModel {
     widened: Option<(Widened, usize)>,
     /// Built at the first constrained generation (~0.5 s for 150k tokens).
     grammar: Option<GrammarCompiler>,
+    /// Whether the running generation's reply may call tools; generations
+    /// begun so far (numbering their calls' ids).
+    tools: bool,
+    n_begun: u64,
 }
 
 impl TernModel {
@@ -100,7 +105,18 @@ impl TernModel {
         } else {
             (b, None)
         };
-        Ok(TernModel { b, tok, session: None, exact: false, gen: None, file_bytes, widened, grammar: None })
+        Ok(TernModel {
+            b,
+            tok,
+            session: None,
+            exact: false,
+            gen: None,
+            file_bytes,
+            widened,
+            grammar: None,
+            tools: false,
+            n_begun: 0,
+        })
     }
 
     fn engine(&self) -> Engine<'static> {
@@ -187,22 +203,36 @@ impl TernModel {
         Ok(self.tok.decode(ids))
     }
 
-    /// The chat template applied to a JSON array of `{role, content}`.
-    pub fn render_chat(&self, messages_json: &str, add_generation_prompt: bool) -> Result<String, JsValue> {
+    /// The chat template applied to a JSON array of `{role, content}`,
+    /// with the tools of `options_json` (`tools`, `toolChoice`).
+    pub fn render_chat(
+        &self,
+        messages_json: &str,
+        add_generation_prompt: bool,
+        options_json: &str,
+    ) -> Result<String, JsValue> {
         let (t, msgs) = self.chat_input(messages_json)?;
-        t.render(&msgs, add_generation_prompt, None).map_err(from_core)
+        let tools = options::tools(options_json)?;
+        if tools.is_some() {
+            t.check_tool_calls().map_err(from_core)?;
+        }
+        t.render(&msgs, add_generation_prompt, tools.as_ref().map(|t| &t.defs)).map_err(from_core)
     }
 
     /// Token ids of the rendered conversation; control-token strings in
-    /// the messages are text unless `content_specials`.
+    /// the messages are text unless `content_specials`. The tools of
+    /// `options_json` (`tools`, `toolChoice`) are rendered by the template.
     pub fn encode_chat(
         &self,
         messages_json: &str,
         add_generation_prompt: bool,
         content_specials: bool,
+        options_json: &str,
     ) -> Result<Vec<u32>, JsValue> {
         let (t, msgs) = self.chat_input(messages_json)?;
-        t.encode(&self.tok, &msgs, add_generation_prompt, content_specials).map_err(from_core)
+        let tools = options::tools(options_json)?;
+        t.encode_with_tools(&self.tok, &msgs, add_generation_prompt, content_specials, tools.as_ref().map(|t| &t.defs))
+            .map_err(from_core)
     }
 
     /// Start generating after `prompt` (the whole sequence: the cached
@@ -215,7 +245,8 @@ impl TernModel {
         if let Some(&id) = prompt.iter().find(|&&i| i as usize >= n_vocab) {
             return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab }));
         }
-        let (cfg, grammar) = options::parse(options_json, &self.tok.eog, n_vocab, &self.b.defaults)?;
+        let options::Options { cfg, grammar, tools } =
+            options::parse(options_json, &self.tok.eog, n_vocab, &self.b.defaults)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
         let needed = prompt.len() + cfg.max_tokens.max(1) - 1;
         if needed > n_ctx {
@@ -230,6 +261,8 @@ impl TernModel {
             gen = gen.with_constraint(compiler.compile(&g).map_err(from_core)?);
         }
         self.gen = Some(gen);
+        self.tools = tools;
+        self.n_begun += 1;
         Ok(())
     }
 
@@ -248,7 +281,7 @@ impl TernModel {
                 self.gen = None;
                 Err(from_core(e))
             }
-            Some(Ok(ev)) => Ok(Some(event_json(&ev, &self.tok))),
+            Some(Ok(ev)) => Ok(Some(self.event_json(&ev))),
         }
     }
 
@@ -257,7 +290,7 @@ impl TernModel {
     pub fn cancel(&mut self) -> Option<String> {
         let ev = self.gen.as_mut()?.cancel();
         self.gen = None;
-        ev.as_ref().map(|e| event_json(e, &self.tok))
+        ev.as_ref().map(|e| self.event_json(e))
     }
 
     /// Forget the cached tokens (the next generation prefills everything).
@@ -269,16 +302,30 @@ impl TernModel {
     }
 }
 
-fn event_json(ev: &Event, tok: &Tokenizer) -> String {
-    match ev {
-        Event::Token { id, text, logprob } => {
-            let mut e = json!({ "type": "token", "id": id, "text": text });
-            if let Some(lp) = logprob {
-                e["logprob"] = logprob_json(lp, tok);
+impl TernModel {
+    fn event_json(&self, ev: &Event) -> String {
+        match ev {
+            Event::Token { id, text, logprob } => {
+                let mut e = json!({ "type": "token", "id": id, "text": text });
+                if let Some(lp) = logprob {
+                    e["logprob"] = logprob_json(lp, &self.tok);
+                }
+                e.to_string()
             }
-            e.to_string()
+            Event::Done(r) => {
+                let mut e = done_json(r, &self.tok);
+                // with tools: the text outside the calls, and the calls
+                if self.tools {
+                    let (content, calls) = parse_tool_calls(&r.text);
+                    if !calls.is_empty() {
+                        e["finishReason"] = "tool_calls".into();
+                    }
+                    e["content"] = content.into();
+                    e["toolCalls"] = calls_json(&calls, &self.n_begun.to_string());
+                }
+                e.to_string()
+            }
         }
-        Event::Done(r) => done_json(r, tok).to_string(),
     }
 }
 

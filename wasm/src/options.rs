@@ -8,6 +8,7 @@ use tern_core::generate::GenerateConfig;
 use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
+use tern_core::tools::{ToolChoice, ToolRequest};
 
 use crate::errors::js_error;
 use wasm_bindgen::JsValue;
@@ -53,28 +54,63 @@ fn response_format(v: &Value) -> Result<Option<Grammar>, JsValue> {
     }
 }
 
+/// The options a generation runs with.
+pub struct Options {
+    /// Sampling, limits, stops, logprobs.
+    pub cfg: GenerateConfig,
+    /// What the output must match (`responseFormat`, `grammar`, `regex`,
+    /// or a forced tool call), if anything.
+    pub grammar: Option<Grammar>,
+    /// Whether the reply may call tools (its calls are parsed out).
+    pub tools: bool,
+}
+
+/// The options object (JSON) as a map; `null` is empty.
+fn object(json: &str) -> Result<Map<String, Value>, JsValue> {
+    match serde_json::from_str(json).map_err(|e| js_error("invalid_argument", &format!("options: {e}")))? {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        _ => Err(bad("options", "an object")),
+    }
+}
+
+/// `tools`, `toolChoice` and `parallelToolCalls` of the options (JSON), in
+/// OpenAI's shapes; None without tools or with `toolChoice: "none"`.
+pub fn tools(json: &str) -> Result<Option<ToolRequest>, JsValue> {
+    tools_of(&object(json)?)
+}
+
+fn tools_of(obj: &Map<String, Value>) -> Result<Option<ToolRequest>, JsValue> {
+    let Some(t) = obj.get("tools").filter(|t| !t.is_null()) else {
+        return match obj.get("toolChoice").is_some_and(|c| !c.is_null()) {
+            true => Err(bad("toolChoice", "tools beside it")),
+            false => Ok(None),
+        };
+    };
+    let r = ToolRequest::parse(t, obj.get("toolChoice"), obj.get("parallelToolCalls")).map_err(|e| match e {
+        tern_core::Error::InvalidField { field, what } => {
+            let field = match field.as_str() {
+                "tool_choice" => "toolChoice".into(),
+                "parallel_tool_calls" => "parallelToolCalls".into(),
+                _ => field,
+            };
+            js_error("invalid_argument", &format!("option {field}: {what}"))
+        }
+        e => js_error("invalid_argument", &e.to_string()),
+    })?;
+    Ok(Some(r).filter(|r| r.choice != ToolChoice::None))
+}
+
 /// `json`: the options object; `eog`: the model's end-of-generation ids
 /// (banned by `ignoreEos`, as llama.cpp does); `n_vocab` bounds token ids;
-/// `defaults`: the model's own sampling defaults. Also what the output must
-/// match (`responseFormat`, `grammar` or `regex`), if anything.
-pub fn parse(
-    json: &str,
-    eog: &[u32],
-    n_vocab: usize,
-    defaults: &GenerationDefaults,
-) -> Result<(GenerateConfig, Option<Grammar>), JsValue> {
-    let v: Value = serde_json::from_str(json).map_err(|e| js_error("invalid_argument", &format!("options: {e}")))?;
-    let empty = Map::new();
-    let obj = match &v {
-        Value::Object(m) => m,
-        Value::Null => &empty,
-        _ => return Err(bad("options", "an object")),
-    };
+/// `defaults`: the model's own sampling defaults.
+pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefaults) -> Result<Options, JsValue> {
+    let obj = object(json)?;
     let mut c = GenerateConfig::default();
     let mut grammar = None;
     let mut s = SamplerConfig::default();
     defaults.apply(&mut s);
-    for (k, v) in obj {
+    for (k, v) in &obj {
         if v.is_null() {
             continue;
         }
@@ -112,6 +148,7 @@ pub fn parse(
                 let src = v.as_str().ok_or_else(|| bad(k, "a regular expression (a string)"))?;
                 grammar = Some(Grammar::regex(src).map_err(|e| grammar_err(k, e))?);
             }
+            "tools" | "toolChoice" | "parallelToolCalls" => {}
             "logitBias" => {
                 let m = v.as_object().ok_or_else(|| bad(k, "an object of token id → bias"))?;
                 for (id, b) in m {
@@ -131,5 +168,13 @@ pub fn parse(
     }
     c.sampler = s;
     c.validate().map_err(|e| js_error("invalid_argument", &e.to_string()))?;
-    Ok((c, grammar))
+    let tools = tools_of(&obj)?;
+    let forced = tools.as_ref().map(ToolRequest::grammar).transpose().map_err(crate::errors::from_core)?.flatten();
+    if let Some(g) = forced {
+        if grammar.is_some() {
+            return Err(bad("toolChoice", "a forced tool call excludes responseFormat, grammar and regex"));
+        }
+        grammar = Some(g);
+    }
+    Ok(Options { cfg: c, grammar, tools: tools.is_some() })
 }

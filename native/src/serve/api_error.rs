@@ -20,6 +20,13 @@ impl ApiError {
     pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
         ApiError { status: 400, message: message.into(), param: Some(param.into()), kind: "invalid_request_error" }
     }
+    /// A 400 from core's error: about its field if it names one, else `param`.
+    pub fn core(param: &str, e: tern_core::Error) -> ApiError {
+        match e {
+            tern_core::Error::InvalidField { field, what } => ApiError::invalid(&field, what),
+            e => ApiError::invalid(param, e.to_string()),
+        }
+    }
     /// An error of this status and type.
     pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> ApiError {
         ApiError { status, message: message.into(), param: None, kind }

@@ -33,9 +33,9 @@ use crate::error::{Error, Result};
 use crate::Loaded;
 use tern_core::generate::{Constraint, GenerateConfig};
 use tern_core::grammar::Grammar;
-use tern_core::tools::{tool_call_grammar, CALL_OPEN};
+use tern_core::tools::{ToolChoice, ToolRequest};
 
-use super::tools::{streamable, Choice, ToolRequest};
+use super::tools::streamable;
 
 pub struct App {
     lm: Arc<Loaded>,
@@ -156,7 +156,7 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         Err(e) => return error(e),
     };
     drop(bytes);
-    let tools_on = req.tools.as_ref().is_some_and(|t| t.choice != Choice::None);
+    let tools_on = req.tools.as_ref().is_some_and(|t| t.choice != ToolChoice::None);
     let (prompt, constraint) = match prepare(app.clone(), req.prompt, req.grammar, req.tools).await {
         Ok(p) => p,
         Err(e) => return error(e),
@@ -239,13 +239,11 @@ async fn prepare(
     let _permit = app.prep.acquire().await.map_err(|_| ApiError::new(503, "server_error", "shutting down"))?;
     let work = app.clone();
     tokio::task::spawn_blocking(move || {
-        let tools = tools.filter(|t| t.choice != Choice::None);
+        let tools = tools.filter(|t| t.choice != ToolChoice::None);
         // a forced call: the grammar of the model's call syntax over the allowed tools
-        let grammar = match tools.as_ref().and_then(|t| Some((t.forced()?, t.parallel))) {
-            Some((forced, parallel)) => {
-                let g = tool_call_grammar(&forced, parallel).map_err(|e| ApiError::invalid("tools", e.to_string()))?;
-                Some((g, "tools"))
-            }
+        let forced = tools.as_ref().map(ToolRequest::grammar).transpose().map_err(|e| ApiError::core("tools", e))?;
+        let grammar = match forced.flatten() {
+            Some(g) => Some((g, "tools")),
             None => grammar,
         };
         let constraint = match grammar {
@@ -274,10 +272,6 @@ fn tokenize_now(app: &App, p: &Prompt, tools: Option<&Value>) -> std::result::Re
         Prompt::Text(t) => tok()?.encode(t, true).map_err(|e| ApiError::invalid("prompt", e.to_string())),
         Prompt::Chat(msgs) => {
             let t = app.lm.template().map_err(|e| ApiError::invalid("messages", e.to_string()))?;
-            if tools.is_some() && !t.source_has(CALL_OPEN) {
-                let msg = "tool calls need a chat template in the <tool_call> format (Qwen2.5, Qwen3, Hermes); this model's is not";
-                return Err(ApiError::invalid("tools", msg));
-            }
             let param = if tools.is_some() { "tools" } else { "messages" };
             t.encode_with_tools(tok()?, msgs, true, app.content_specials, tools)
                 .map_err(|e| ApiError::invalid(param, e.to_string()))

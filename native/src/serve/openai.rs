@@ -9,10 +9,9 @@ use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
 use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
-use tern_core::tools::{parse_tool_calls, ToolCall};
+use tern_core::tools::{calls_json, message_tool_calls, parse_tool_calls, ToolCall, ToolRequest};
 
 pub use super::api_error::ApiError;
-use super::tools::{calls_json, message_tool_calls, ToolRequest};
 
 /// What a request asks to continue.
 pub enum Prompt {
@@ -123,7 +122,9 @@ fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
             let role = if role == "developer" { "system" } else { role };
             let mut msg = Message::new(role, &content(m.get("content").unwrap_or(&Value::Null), i)?);
             match m.get("tool_calls") {
-                Some(c) if role == "assistant" && !c.is_null() => msg.tool_calls = Some(message_tool_calls(c, i)?),
+                Some(c) if role == "assistant" && !c.is_null() => {
+                    msg.tool_calls = Some(message_tool_calls(c, i).map_err(|e| ApiError::core("messages", e))?)
+                }
                 _ => {}
             }
             if role == "tool" {
@@ -249,7 +250,8 @@ impl Request {
             }
         }
         if let Some(t) = m.get("tools").filter(|t| chat && !t.is_null()) {
-            let tr = ToolRequest::parse(t, m.get("tool_choice"), m.get("parallel_tool_calls"))?;
+            let tr = ToolRequest::parse(t, m.get("tool_choice"), m.get("parallel_tool_calls"))
+                .map_err(|e| ApiError::core("tools", e))?;
             if tr.forced().is_some() && r.grammar.is_some() {
                 return Err(ApiError::invalid(
                     "tool_choice",
