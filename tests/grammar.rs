@@ -267,3 +267,76 @@ fn one_allowed_token_takes_no_draw_and_logprobs_are_the_log_softmax() {
     }
     assert_eq!(n, 6);
 }
+
+/// `strict: false` ([`Grammar::lenient`]): the real schemas of
+/// target/schemas that llguidance refuses strictly (uniqueItems, not,
+/// if/then/else, unknown formats, ...) compile with those keywords ignored;
+/// every finished output is still JSON, and how many also validate against
+/// the whole schema is reported (the ignored keywords are not enforced).
+#[test]
+fn lenient_schemas_compile_what_strict_refuses_and_still_give_json() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/schemas");
+    let mut files = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()) {
+            match (e.is_dir(), e.extension().and_then(|x| x.to_str())) {
+                (true, _) if !e.ends_with("dl") => stack.push(e),
+                (false, Some("json")) if e.metadata().unwrap().len() < 256 << 10 => files.push(e),
+                _ => {}
+            }
+        }
+    }
+    files.sort();
+    let lm = load(MODELS[0].1);
+    let (tok, compiler) = (lm.tokenizer().unwrap(), lm.grammar().unwrap());
+    let mut refused = Vec::new();
+    for f in &files {
+        let Ok(schema) = serde_json::from_slice::<Value>(&std::fs::read(f).unwrap()) else { continue };
+        let (Some(_), Ok(check)) = (schema.get("properties"), jsonschema::validator_for(&schema)) else { continue };
+        if let Err(e) = compiler.compile(&Grammar::JsonSchema(schema.clone())) {
+            refused.push((f.strip_prefix(&root).unwrap().display().to_string(), schema, check, e.to_string()));
+        }
+    }
+    let mut lenient = Vec::new();
+    for (name, schema, check, why) in refused.iter() {
+        match compiler.compile(&Grammar::JsonSchema(schema.clone()).lenient()) {
+            Ok(c) => lenient.push((name, c, check)),
+            Err(e) => println!("{name}: refused strictly ({why}) and leniently ({e})"),
+        }
+    }
+    println!("{} object schemas refused strictly, {} of them compile leniently", refused.len(), lenient.len());
+    assert!(refused.len() >= 10 && lenient.len() * 2 >= refused.len(), "{} / {}", lenient.len(), refused.len());
+    lenient.truncate(16);
+    let e = tern::engine(threads(), false).unwrap();
+    let prompt = |name: &str| {
+        let p = format!("Write a short, realistic example of a {name} document as JSON.");
+        lm.template().unwrap().encode(tok, &[Message::new("user", &p)], true, false).unwrap()
+    };
+    let cfg = GenerateConfig {
+        max_tokens: 96,
+        sampler: SamplerConfig { temperature: 0.8, seed: Some(1), ..Default::default() },
+        ..Default::default()
+    };
+    let items: Vec<BatchItem> =
+        lenient.iter().map(|(n, _, _)| BatchItem { prompt: prompt(n), cfg: cfg.clone() }).collect();
+    let checks: Vec<_> = lenient.iter().map(|l| l.2).collect();
+    let constraints = lenient.into_iter().map(|(_, c, _)| Some(c)).collect();
+    let mut sessions: Vec<_> = items.iter().map(|it| lm.model.session(it.prompt.len() + 96, 64)).collect();
+    let results =
+        generate_batch_constrained(&lm.model, &e, tok, &mut sessions, &items, constraints, tern::clock).unwrap();
+    let (mut json, mut valid, mut length) = (0, 0, 0);
+    for (r, check) in results.iter().zip(checks) {
+        if r.finish_reason == FinishReason::Length {
+            length += 1;
+            continue;
+        }
+        let v: Value = serde_json::from_str(&r.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.text));
+        json += 1;
+        valid += check.is_valid(&v) as usize;
+    }
+    println!(
+        "lenient, {}: {json} finished as JSON ({valid} also valid against the whole schema), {length} at the limit",
+        MODELS[0].0
+    );
+}

@@ -63,3 +63,31 @@ window.benchWllama = async (url, threads, pp, tg, reps, ids) => {
 };
 
 window.ready = true;
+
+/**
+ * The mask's cost (bench-mask.js): tern's per-token p50 for a chat reply,
+ * unconstrained (EOS ignored, so as long) and under the JSON Schema at
+ * `schemaUrl`, alternating, one pair a seed, after a warm-up that builds
+ * the grammar compiler.
+ */
+window.benchMask = async (url, threads, schemaUrl, tokens, seeds) => {
+  const { loadModel } = await import('/npm/src/index.js');
+  const schema = await (await fetch(schemaUrl)).json();
+  const model = await loadModel(url, { threads });
+  const messages = [{ role: 'user', content: 'List people with addresses as JSON.' }];
+  const responseFormat = { type: 'json_schema', json_schema: { name: 'people', schema } };
+  await model.chat(messages, { maxTokens: 4, responseFormat }).result;
+  const free = [];
+  const constrained = [];
+  for (let seed = 0; seed < seeds; seed++) {
+    const opts = { maxTokens: tokens, temperature: 0.8, seed };
+    const a = await model.chat(messages, { ...opts, ignoreEos: true }).result;
+    const b = await model.chat(messages, { ...opts, responseFormat }).result;
+    free.push(a.timings.perTokenP50Ms);
+    constrained.push(b.timings.perTokenP50Ms);
+    log(`seed ${seed}: free ${free.at(-1).toFixed(2)} ms, constrained ${constrained.at(-1).toFixed(2)} ms (${b.tokens.length} tokens)`);
+  }
+  const info = { threads: model.info.threads, threaded: model.info.threaded };
+  await model.dispose();
+  return { free, constrained, info };
+};

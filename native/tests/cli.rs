@@ -116,6 +116,40 @@ fn run_chat_template_and_stop_string() {
     assert!(j["prompt_ids"].as_array().unwrap().len() > 20);
 }
 
+/// `--json-schema` refuses a keyword llguidance cannot enforce, naming it,
+/// before any token; `--lenient` ignores it and enforces the rest.
+#[test]
+fn json_schema_strict_and_lenient() {
+    let schema = r#"{"type": "object", "properties": {"t": {"type": "array", "items": {"type": "integer"}, "uniqueItems": true, "maxItems": 2}}, "required": ["t"], "additionalProperties": false}"#;
+    let run = |lenient: bool| {
+        let mut c = tern();
+        c.args(["run", "-m", &smollm2(), "-p", "Two numbers as JSON.", "--chat", "--temp", "0", "-n", "40"]);
+        c.args(["--json", "-t", "1", "--json-schema", schema]);
+        if lenient {
+            c.arg("--lenient");
+        }
+        c.output().unwrap()
+    };
+    let strict = run(false);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&strict.stderr).contains("uniqueItems"),
+        "{}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
+    assert!(strict.stdout.is_empty());
+    let out = run(true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = j["text"].as_str().unwrap();
+    if j["finish_reason"] == "stop" {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert!(v["t"].as_array().is_some_and(|t| t.len() <= 2 && t.iter().all(|x| x.is_i64())), "{text}");
+    } else {
+        assert!(text.starts_with("{\"t\": ["), "{text}");
+    }
+}
+
 #[test]
 fn ctrl_c_cancels_the_reply_not_the_chat() {
     use std::io::{BufRead, BufReader, Write};

@@ -197,12 +197,33 @@ fn structured_output_and_logprobs_through_the_openai_client() {
         (json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "strnig"}}}), "response_format"),
         (json!({"type": "json_schema", "json_schema": {"name": "x"}}), "response_format"),
         (json!({"type": "xml"}), "response_format"),
+        (json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {}, "strict": "no"}}), "response_format"),
     ];
     for (rf, param) in bad {
         let body = json!({"messages": [{"role": "user", "content": "hi"}], "response_format": rf}).to_string();
         let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body);
         let b: Value = serde_json::from_str(&b).unwrap();
         assert_eq!((status, b["error"]["param"].as_str()), (400, Some(param)), "{b}");
+    }
+    // a keyword llguidance cannot enforce: refused by name unless strict is false
+    let tags = json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true, "maxItems": 3}},
+        "required": ["tags"], "additionalProperties": false});
+    for strict in [Value::Null, json!(true), json!(false)] {
+        let rf = json!({"type": "json_schema", "json_schema": {"name": "t", "schema": tags, "strict": strict}});
+        let body = json!({"messages": [{"role": "user", "content": "Three tags for a photo of a cat, as JSON."}],
+            "response_format": rf, "max_tokens": 48, "temperature": 0})
+        .to_string();
+        let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body);
+        if strict == json!(false) {
+            assert_eq!(status, 200, "{b}");
+            let b: Value = serde_json::from_str(&b).unwrap();
+            let text = b["choices"][0]["message"]["content"].as_str().unwrap();
+            let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert!(v["tags"].as_array().is_some_and(|t| t.len() <= 3), "{text}");
+        } else {
+            assert_eq!(status, 400, "{b}");
+            assert!(b.contains("uniqueItems"), "{b}");
+        }
     }
     let body = json!({"prompt": "x", "grammar": "root ::= (", "max_tokens": 2}).to_string();
     let (status, b) = srv.call("POST", "/v1/completions", &[], &body);

@@ -134,7 +134,9 @@ export interface GenerateOptions {
    * The output must match: OpenAI's `{type: 'json_object'}` or
    * `{type: 'json_schema', json_schema: {schema}}` (llguidance computes
    * each step's allowed tokens). A schema that does not compile, or uses a
-   * keyword llguidance does not support, is a `grammar` error before any token.
+   * keyword llguidance does not support, is a `grammar` error before any
+   * token — unless `strict: false`, which ignores such keywords
+   * (`uniqueItems`, `not`, `if`/`then`, unknown formats...) and enforces the rest.
    */
   responseFormat?: { type: 'text' | 'json_object' } | { type: 'json_schema'; json_schema: { name?: string; schema: object; strict?: boolean } };
   /** The output derives from this grammar: llama.cpp's GBNF (`root ::= ...`) or Lark. */

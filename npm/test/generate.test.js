@@ -133,12 +133,24 @@ describe('SmolLM2 in a worker', () => {
     });
   });
 
+  const unique = { type: 'object', properties: { tags: { type: 'array', items: { type: 'string' }, uniqueItems: true, maxItems: 3 } },
+    required: ['tags'], additionalProperties: false };
+
+  test('strict: false ignores the keywords llguidance cannot enforce, and the rest holds', async () => {
+    const r = await model.chat([{ role: 'user', content: 'Three tags for a cat photo, as JSON.' }], {
+      maxTokens: 48, temperature: 0, responseFormat: { type: 'json_schema', json_schema: { schema: unique, strict: false } },
+    }).result;
+    const v = JSON.parse(r.text);
+    assert.ok(Array.isArray(v.tags) && v.tags.length <= 3, r.text);
+  });
+
   test('bad grammars are typed errors before any token', async () => {
     for (const [opts, want] of [
       [{ responseFormat: { type: 'json_schema', json_schema: { schema: { type: 'strnig' } } } }, /strnig/],
       [{ regex: '[a-' }, /unclosed/],
       [{ grammar: 'root ::= (' }, /GBNF/],
       [{ responseFormat: { type: 'xml' } }, /responseFormat/],
+      [{ responseFormat: { type: 'json_schema', json_schema: { schema: unique, strict: true } } }, /uniqueItems/],
     ]) {
       await assert.rejects(model.generate('x', { maxTokens: 2, ...opts }).result, (e) => {
         assert.ok(e instanceof TernError, String(e));

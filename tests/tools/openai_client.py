@@ -11,6 +11,9 @@
     python openai_client.py load BASE_URL N TOKENS
         N different prompts, each alone (not streamed), then all N at once as
         concurrent streams; prints each pair of texts, throughput, TTFT p50/p99
+    python openai_client.py load_chat BASE_URL N TOKENS SCHEMA.json|-
+        N chat requests at once as streams, under a JSON Schema (or free);
+        prints throughput, TTFT p50 and how many replies are whole JSON
 """
 import asyncio
 import json
@@ -155,6 +158,53 @@ async def load(base: str, n: int, tokens: int) -> None:
     }))
 
 
+async def load_chat(base: str, n: int, tokens: int, schema_path: str) -> None:
+    """n chat requests at once as streams (greedy, usage in the last chunk),
+    under the JSON Schema at schema_path (or free if "-"): completion tokens
+    per second of wall time, TTFT, and how many replies are whole JSON."""
+    c = AsyncOpenAI(base_url=base, api_key="unused", max_retries=0, timeout=600)
+    extra = {}
+    if schema_path != "-":
+        with open(schema_path, encoding="utf-8") as f:
+            schema = json.load(f)
+        extra["response_format"] = {"type": "json_schema", "json_schema": {"name": "people", "schema": schema}}
+
+    async def one(i):
+        msgs = [{"role": "user", "content": f"List people with addresses as JSON ({TOPICS[i % len(TOPICS)]} fans)."}]
+        t0 = time.perf_counter()
+        ttft, parts, used, finish = None, [], 0, None
+        async for ch in await c.chat.completions.create(model="tern", messages=msgs, max_tokens=tokens, temperature=0,
+                                                        stream=True, stream_options={"include_usage": True}, **extra):
+            if ch.choices and ch.choices[0].delta.content:
+                ttft = ttft if ttft is not None else time.perf_counter() - t0
+                parts.append(ch.choices[0].delta.content)
+            if ch.choices and ch.choices[0].finish_reason:
+                finish = ch.choices[0].finish_reason
+            if ch.usage:
+                used = ch.usage.completion_tokens
+        return "".join(parts), ttft, used, finish
+
+    await one(0)  # warm-up: a server may build its grammar machinery once
+    t0 = time.perf_counter()
+    done = await asyncio.gather(*(one(i) for i in range(n)))
+    wall = time.perf_counter() - t0
+
+    def whole_json(text):
+        try:
+            json.loads(text)
+            return True
+        except ValueError:
+            return False
+
+    ttfts = sorted(t for _, t, _, _ in done if t is not None)
+    print(json.dumps({
+        "tokens": sum(u for _, _, u, _ in done), "wall_s": wall,
+        "tokens_per_s": sum(u for _, _, u, _ in done) / wall, "ttft_p50_s": ttfts[len(ttfts) // 2],
+        "whole_json": sum(whole_json(t) for t, _, _, _ in done),
+        "length": sum(f == "length" for _, _, _, f in done), "texts": [t for t, _, _, _ in done],
+    }))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "basic":
         basic(sys.argv[2])
@@ -162,5 +212,7 @@ if __name__ == "__main__":
         structured(sys.argv[2])
     elif sys.argv[1] == "tools":
         tools(sys.argv[2])
+    elif sys.argv[1] == "load_chat":
+        asyncio.run(load_chat(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]))
     else:
         asyncio.run(load(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

@@ -36,24 +36,6 @@ fn grammar_err(field: &str, e: tern_core::Error) -> JsValue {
     js_error("grammar", &format!("option {field}: {e}"))
 }
 
-/// `responseFormat`: OpenAI's shapes, `{type: "json_object"}` or
-/// `{type: "json_schema", json_schema: {schema}}` (or `schema` beside `type`).
-fn response_format(v: &Value) -> Result<Option<Grammar>, JsValue> {
-    let k = "responseFormat";
-    match v.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(Grammar::JsonObject)),
-        Some("json_schema") => {
-            let schema = v.pointer("/json_schema/schema").or_else(|| v.get("schema"));
-            let schema = schema
-                .filter(|s| s.is_object() || s.is_boolean())
-                .ok_or_else(|| bad(k, "a JSON Schema in json_schema.schema"))?;
-            Ok(Some(Grammar::JsonSchema(schema.clone())))
-        }
-        _ => Err(bad(k, "{type: \"text\" | \"json_object\" | \"json_schema\"}")),
-    }
-}
-
 /// The options a generation runs with.
 pub struct Options {
     /// Sampling, limits, stops, logprobs.
@@ -139,7 +121,14 @@ pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefau
             }
             "ignoreEos" => c.ignore_eos = v.as_bool().ok_or_else(|| bad(k, "a boolean"))?,
             "logprobs" => c.logprobs = Some(count(v, k)?),
-            "responseFormat" => grammar = response_format(v)?,
+            "responseFormat" => {
+                grammar = Grammar::response_format(v).map_err(|e| match e {
+                    tern_core::Error::InvalidField { what, .. } => {
+                        js_error("invalid_argument", &format!("option {k}: {what}"))
+                    }
+                    e => js_error("invalid_argument", &e.to_string()),
+                })?
+            }
             "grammar" => {
                 let src = v.as_str().ok_or_else(|| bad(k, "a GBNF or Lark grammar (a string)"))?;
                 grammar = Some(Grammar::gbnf_or_lark(src).map_err(|e| grammar_err(k, e))?);

@@ -26,11 +26,20 @@ pub struct GrammarCompiler {
 
 /// JSON as the model writes it under a schema: `", "` and `": "` between
 /// items and keys, no other whitespace (flexible whitespace lets a small
-/// model pad with newlines until the length limit).
+/// model pad with newlines until the length limit) — unless the schema's
+/// own `x-guidance` options say otherwise.
 fn json_options(mut schema: Value) -> Value {
     if let Some(o) = schema.as_object_mut() {
-        o.entry("x-guidance")
-            .or_insert_with(|| json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}));
+        if let Some(x) = o.entry("x-guidance").or_insert_with(|| json!({})).as_object_mut() {
+            let compact = [
+                ("whitespace_flexible", json!(false)),
+                ("item_separator", json!(", ")),
+                ("key_separator", json!(": ")),
+            ];
+            for (k, v) in compact {
+                x.entry(k).or_insert(v);
+            }
+        }
     }
     schema
 }

@@ -72,6 +72,53 @@ impl Grammar {
         Ok(Grammar::Lark(source.to_string()))
     }
 
+    /// This JSON Schema with the keywords llguidance cannot enforce
+    /// (`uniqueItems`, `not`, `if`/`then`, unknown formats, overlapping
+    /// `oneOf` as `anyOf`, ...) ignored instead of refused: OpenAI's
+    /// `strict: false`. Outputs follow the rest of the schema and may break
+    /// the ignored part. Other grammars are returned unchanged.
+    pub fn lenient(self) -> Grammar {
+        match self {
+            Grammar::JsonSchema(mut v) => {
+                if let Some(o) = v.as_object_mut() {
+                    let x = o.entry("x-guidance").or_insert_with(|| serde_json::json!({}));
+                    if let Some(x) = x.as_object_mut() {
+                        x.insert("lenient".into(), true.into());
+                    }
+                }
+                Grammar::JsonSchema(v)
+            }
+            g => g,
+        }
+    }
+
+    /// OpenAI's `response_format`: `{"type": "text"}` (None),
+    /// `{"type": "json_object"}`, or `{"type": "json_schema", "json_schema":
+    /// {"name", "schema", "strict"}}` (the schema may also stand beside
+    /// `type`). `strict: false` ignores the keywords llguidance cannot
+    /// enforce ([`Grammar::lenient`]); absent or true, they are refused.
+    /// An [`Error::InvalidField`] names `response_format` if the shape is wrong.
+    pub fn response_format(v: &serde_json::Value) -> Result<Option<Grammar>> {
+        let bad = |what: &str| Error::InvalidField { field: "response_format".into(), what: what.into() };
+        match v.get("type").and_then(serde_json::Value::as_str) {
+            Some("text") => Ok(None),
+            Some("json_object") => Ok(Some(Grammar::JsonObject)),
+            Some("json_schema") => {
+                let schema = v.pointer("/json_schema/schema").or_else(|| v.get("schema"));
+                let schema = schema
+                    .filter(|s| s.is_object() || s.is_boolean())
+                    .ok_or_else(|| bad("json_schema needs a JSON Schema object in json_schema.schema"))?;
+                let g = Grammar::JsonSchema(schema.clone());
+                match v.pointer("/json_schema/strict") {
+                    None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(true)) => Ok(Some(g)),
+                    Some(serde_json::Value::Bool(false)) => Ok(Some(g.lenient())),
+                    Some(_) => Err(bad("json_schema.strict must be true or false")),
+                }
+            }
+            Some(_) | None => Err(bad("type must be \"text\", \"json_object\" or \"json_schema\"")),
+        }
+    }
+
     /// A grammar file's text: GBNF if it defines rules with `::=`, else Lark.
     pub fn gbnf_or_lark(source: &str) -> Result<Grammar> {
         if source.contains("::=") {
@@ -94,4 +141,33 @@ fn check_size(what: &str, source: &str) -> Result<()> {
 
 pub(crate) fn grammar_err(detail: impl ToString) -> Error {
     Error::Grammar { detail: detail.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn response_formats_parse_or_name_the_field() {
+        assert_eq!(Grammar::response_format(&json!({"type": "text"})).unwrap(), None);
+        assert_eq!(Grammar::response_format(&json!({"type": "json_object"})).unwrap(), Some(Grammar::JsonObject));
+        let schema = json!({"type": "object"});
+        let rf = |strict: serde_json::Value| {
+            Grammar::response_format(
+                &json!({"type": "json_schema", "json_schema": {"schema": schema, "strict": strict}}),
+            )
+        };
+        assert_eq!(rf(json!(true)).unwrap(), Some(Grammar::JsonSchema(schema.clone())));
+        assert_eq!(rf(serde_json::Value::Null).unwrap(), Some(Grammar::JsonSchema(schema.clone())));
+        let lenient = json!({"type": "object", "x-guidance": {"lenient": true}});
+        assert_eq!(rf(json!(false)).unwrap(), Some(Grammar::JsonSchema(lenient)));
+        for bad in [json!({"type": "xml"}), json!({}), json!({"type": "json_schema"})] {
+            assert!(
+                matches!(Grammar::response_format(&bad), Err(Error::InvalidField { field, .. }) if field == "response_format")
+            );
+        }
+        assert!(rf(json!("no")).is_err());
+        assert_eq!(Grammar::JsonObject.lenient(), Grammar::JsonObject);
+    }
 }

@@ -51,6 +51,11 @@ pub struct SamplingArgs {
     /// Output valid against this JSON Schema (a file, or the schema itself)
     #[arg(long, value_name = "FILE|JSON", group = "constraint")]
     pub json_schema: Option<String>,
+    /// With --json-schema: ignore the keywords llguidance cannot enforce
+    /// (uniqueItems, not, if/then, unknown formats...) instead of refusing
+    /// the schema; the rest is enforced (OpenAI's strict: false)
+    #[arg(long, requires = "json_schema")]
+    pub lenient: bool,
     /// Output derived from this grammar file (llama.cpp's GBNF, or Lark)
     #[arg(long, value_name = "FILE", group = "constraint")]
     pub grammar: Option<std::path::PathBuf>,
@@ -79,9 +84,10 @@ impl SamplingArgs {
 
     /// What the output must match, from `--json-schema`, `--grammar` or `--regex`.
     pub fn grammar(&self) -> Result<Option<Grammar>> {
+        let schema = |g: Grammar| if self.lenient { g.lenient() } else { g };
         Ok(Some(match (&self.json_schema, &self.grammar, &self.regex) {
-            (Some(s), _, _) if s.trim_start().starts_with('{') => Grammar::json_schema(s)?,
-            (Some(s), _, _) => Grammar::json_schema(&read_source(Path::new(s))?)?,
+            (Some(s), _, _) if s.trim_start().starts_with('{') => schema(Grammar::json_schema(s)?),
+            (Some(s), _, _) => schema(Grammar::json_schema(&read_source(Path::new(s))?)?),
             (_, Some(f), _) => Grammar::gbnf_or_lark(&read_source(f)?)?,
             (_, _, Some(rx)) => Grammar::regex(rx)?,
             _ => return Ok(None),

@@ -47,26 +47,6 @@ pub struct Request {
     pub logprobs: Option<usize>,
 }
 
-/// `response_format`: `text`, `json_object`, or `json_schema` with its schema.
-fn response_format(v: &Value) -> Result<Option<Grammar>, ApiError> {
-    let k = "response_format";
-    let bad = |m: String| ApiError::invalid(k, m);
-    match v.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(Grammar::JsonObject)),
-        Some("json_schema") => {
-            let js = v.get("json_schema").ok_or_else(|| bad("json_schema needs a json_schema object".into()))?;
-            let schema = js.get("schema").ok_or_else(|| bad("json_schema.schema is required".into()))?;
-            if !(schema.is_object() || schema.is_boolean()) {
-                return Err(bad("json_schema.schema must be a JSON Schema object".into()));
-            }
-            Ok(Some(Grammar::JsonSchema(schema.clone())))
-        }
-        Some(t) => Err(bad(format!("unknown response_format type {t:?} (text, json_object, json_schema)"))),
-        None => Err(bad("response_format needs a type".into())),
-    }
-}
-
 fn top_count(v: &Value, k: &str) -> Result<usize, ApiError> {
     match v.as_u64() {
         Some(n) if n as usize <= MAX_TOP_LOGPROBS => Ok(n as usize),
@@ -233,7 +213,7 @@ impl Request {
                 "logprobs" => r.logprobs = Some(top_count(v, k)?),
                 "top_logprobs" => top = Some(top_count(v, k)?),
                 "response_format" => {
-                    if let Some(g) = response_format(v)? {
+                    if let Some(g) = Grammar::response_format(v).map_err(|e| ApiError::core(k, e))? {
                         r.grammar = Some((g, "response_format"));
                     }
                 }
