@@ -27,6 +27,8 @@ pub mod bundle;
 pub mod chat;
 #[cfg(feature = "std")]
 pub mod conversation;
+#[cfg(feature = "std")]
+pub mod encoder;
 pub mod error;
 pub mod generate;
 pub mod gguf;

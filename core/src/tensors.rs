@@ -59,12 +59,24 @@ pub enum HfLayout {
     /// …as the hub's first Gemma 3 checkpoints are:
     /// `language_model.model.…`, `language_model.lm_head.weight`.
     LanguageModelFirst,
+    /// A BERT encoder as `BertModel` saves it: `embeddings.…`,
+    /// `encoder.layer.N.…`.
+    Bert,
+    /// …inside a task model (`BertForSequenceClassification`): `bert.…`,
+    /// the head `classifier.…`.
+    BertPrefixed,
 }
 
 impl HfLayout {
     /// The layout whose embedding `names` holds (CausalLm if none does).
     #[cfg(feature = "std")]
     pub fn detect(names: &[&str]) -> HfLayout {
+        if let Some(l) = [HfLayout::Bert, HfLayout::BertPrefixed]
+            .into_iter()
+            .find(|l| names.contains(&format!("{}embeddings.word_embeddings.weight", l.prefixes().0).as_str()))
+        {
+            return l;
+        }
         [HfLayout::LanguageModel, HfLayout::LanguageModelFirst]
             .into_iter()
             .find(|l| names.contains(&format!("{}embed_tokens.weight", l.prefixes().0).as_str()))
@@ -76,8 +88,47 @@ impl HfLayout {
             HfLayout::CausalLm => ("model.", "lm_head.weight"),
             HfLayout::LanguageModel => ("model.language_model.", "lm_head.weight"),
             HfLayout::LanguageModelFirst => ("language_model.model.", "language_model.lm_head.weight"),
+            HfLayout::Bert => ("", ""),
+            HfLayout::BertPrefixed => ("bert.", ""),
         }
     }
+}
+
+/// A BERT checkpoint's name of a tensor given by its GGUF name (llama.cpp's
+/// `bert` names), `p` the model's prefix.
+fn bert_name(p: &str, gguf: &str) -> String {
+    let top = match gguf {
+        "token_embd.weight" => "embeddings.word_embeddings.weight",
+        "position_embd.weight" => "embeddings.position_embeddings.weight",
+        "token_types.weight" => "embeddings.token_type_embeddings.weight",
+        "token_embd_norm.weight" => "embeddings.LayerNorm.weight",
+        "token_embd_norm.bias" => "embeddings.LayerNorm.bias",
+        // a sequence classifier's head, outside the encoder
+        "cls.output.weight" => return "classifier.weight".into(),
+        "cls.output.bias" => return "classifier.bias".into(),
+        "cls.weight" => "pooler.dense.weight",
+        "cls.bias" => "pooler.dense.bias",
+        _ => "",
+    };
+    if !top.is_empty() {
+        return format!("{p}{top}");
+    }
+    let Some((layer, part)) = gguf.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
+        return gguf.to_string();
+    };
+    let (what, kind) = part.rsplit_once('.').unwrap_or((part, ""));
+    let hf = match what {
+        "attn_q" => "attention.self.query",
+        "attn_k" => "attention.self.key",
+        "attn_v" => "attention.self.value",
+        "attn_output" => "attention.output.dense",
+        "attn_output_norm" => "attention.output.LayerNorm",
+        "ffn_up" => "intermediate.dense",
+        "ffn_down" => "output.dense",
+        "layer_output_norm" => "output.LayerNorm",
+        other => other,
+    };
+    format!("{p}encoder.layer.{layer}.{hf}.{kind}")
 }
 
 impl Naming {
@@ -87,6 +138,9 @@ impl Naming {
             return gguf.to_string();
         };
         let (model, head) = layout.prefixes();
+        if matches!(layout, HfLayout::Bert | HfLayout::BertPrefixed) {
+            return bert_name(model, gguf);
+        }
         match gguf {
             "token_embd.weight" => return format!("{model}embed_tokens.weight"),
             "output_norm.weight" => return format!("{model}norm.weight"),
@@ -132,6 +186,10 @@ impl Naming {
                 vision.iter().any(|v| name.strip_prefix("model.").is_some_and(|n| n.starts_with(v)))
             }
             HfLayout::LanguageModelFirst => vision.iter().any(|v| name.starts_with(v)),
+            // the pooler of an embedding model (its head, when a sequence
+            // classifier has one, is bound by name)
+            HfLayout::Bert => name.starts_with("pooler.") || name == "embeddings.position_ids",
+            HfLayout::BertPrefixed => name == "bert.embeddings.position_ids",
         };
         unused_part || name.ends_with(".rotary_emb.inv_freq")
     }

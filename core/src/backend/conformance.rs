@@ -160,6 +160,18 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         if !same(&g1, &g2) {
             return Err(format!("{}: geglu of {n}", k.name()));
         }
+        let bias = &buf[2..n + 2];
+        k.layer_norm(x, w, bias, 1e-12, &mut a);
+        s.layer_norm(x, w, bias, 1e-12, &mut b);
+        if !same(&a, &b) {
+            return Err(format!("{}: layer_norm of {n}", k.name()));
+        }
+        let (mut g1, mut g2) = (x.to_vec(), x.to_vec());
+        k.gelu(&mut g1);
+        s.gelu(&mut g2);
+        if !same(&g1, &g2) {
+            return Err(format!("{}: gelu of {n}", k.name()));
+        }
     }
     // swiglu over every branch of exp: both signs of tiny, ±0.5 ln2,
     // ±1.5 ln2, the under/overflow edges, subnormal results, ±inf, NaN, a

@@ -200,6 +200,16 @@ pub trait Kernels: Sync {
         scalar::rms_norm(x, w, eps, o)
     }
 
+    /// `o = (x − mean(x)) / √(var(x) + eps) · w + b` for one row.
+    fn layer_norm(&self, x: &[f32], w: &[f32], b: &[f32], eps: f32, o: &mut [f32]) {
+        scalar::layer_norm(x, w, b, eps, o)
+    }
+
+    /// `x[i] = gelu(x[i])`, erf form.
+    fn gelu(&self, x: &mut [f32]) {
+        scalar::gelu(x)
+    }
+
     /// Causal attention of one query head over the first `n_kv` cached
     /// positions: `out = softmax(score(q·K^T)) V`; `scores` is scratch of
     /// `n_kv`.

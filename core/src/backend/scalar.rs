@@ -181,6 +181,31 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
     }
 }
 
+/// The reference LayerNorm: `o = (x − mean) / √(var + eps) · w + b`, the
+/// sums by the contract's 16-lane dot (BERT's norms, with bias).
+#[inline]
+pub fn layer_norm(x: &[f32], w: &[f32], b: &[f32], eps: f32, o: &mut [f32]) {
+    let n = x.len() as f32;
+    let ones = [1.0f32; 16];
+    let mean = x.chunks(16).map(|c| dot_f32(c, &ones[..c.len()])).sum::<f32>() / n;
+    for (o, &x) in o.iter_mut().zip(x) {
+        *o = x - mean;
+    }
+    let var = dot_f32(o, o) / n;
+    let scale = 1.0 / libm::sqrtf(var + eps);
+    for ((o, &w), &b) in o.iter_mut().zip(w).zip(b) {
+        *o = (*o * scale) * w + b;
+    }
+}
+
+/// GELU, erf form (BERT's `gelu`): `x/2 · (1 + erf(x/√2))`, in place.
+#[inline]
+pub fn gelu(x: &mut [f32]) {
+    for x in x {
+        *x = 0.5 * *x * (1.0 + libm::erff(*x * core::f32::consts::FRAC_1_SQRT_2));
+    }
+}
+
 /// The reference attention of one query head over the first `n_kv` cached positions.
 #[inline]
 pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {

@@ -15,7 +15,7 @@ use crate::quant::GgmlType;
 
 const FILE: &str = "config.json";
 
-fn bad(field: &str, detail: impl Into<String>) -> Error {
+pub(crate) fn bad(field: &str, detail: impl Into<String>) -> Error {
     Error::ModelFile { file: FILE.into(), field: field.into(), detail: detail.into() }
 }
 
@@ -34,13 +34,14 @@ pub struct HfConfig {
     pub eos_token_ids: Vec<u32>,
 }
 
-struct Fields<'a>(&'a Map<String, Value>);
+/// A config's fields, each read with an error naming it.
+pub(crate) struct Fields<'a>(pub(crate) &'a Map<String, Value>);
 
 impl Fields<'_> {
-    fn get(&self, k: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, k: &str) -> Option<&Value> {
         self.0.get(k).filter(|v| !v.is_null())
     }
-    fn opt_usize(&self, k: &str) -> Result<Option<usize>> {
+    pub(crate) fn opt_usize(&self, k: &str) -> Result<Option<usize>> {
         match self.get(k) {
             None => Ok(None),
             Some(v) => match v.as_u64() {
@@ -49,10 +50,10 @@ impl Fields<'_> {
             },
         }
     }
-    fn usize(&self, k: &str) -> Result<usize> {
+    pub(crate) fn usize(&self, k: &str) -> Result<usize> {
         self.opt_usize(k)?.ok_or_else(|| bad(k, "missing"))
     }
-    fn opt_f64(&self, k: &str) -> Result<Option<f64>> {
+    pub(crate) fn opt_f64(&self, k: &str) -> Result<Option<f64>> {
         match self.get(k) {
             None => Ok(None),
             Some(v) => v
@@ -62,13 +63,13 @@ impl Fields<'_> {
                 .ok_or_else(|| bad(k, alloc::format!("{v} is not a number"))),
         }
     }
-    fn opt_bool(&self, k: &str) -> Result<Option<bool>> {
+    pub(crate) fn opt_bool(&self, k: &str) -> Result<Option<bool>> {
         match self.get(k) {
             None => Ok(None),
             Some(v) => v.as_bool().map(Some).ok_or_else(|| bad(k, alloc::format!("{v} is not true or false"))),
         }
     }
-    fn opt_str(&self, k: &str) -> Result<Option<&str>> {
+    pub(crate) fn opt_str(&self, k: &str) -> Result<Option<&str>> {
         match self.get(k) {
             None => Ok(None),
             Some(v) => v.as_str().map(Some).ok_or_else(|| bad(k, alloc::format!("{v} is not a string"))),

@@ -102,6 +102,9 @@ impl<'a> Shards<'a> {
         let mut problems = Vec::new();
         let mut tensors: BTreeMap<String, Entry> = BTreeMap::new();
         let mut where_: BTreeMap<String, &str> = BTreeMap::new();
+        // tensors of a dtype tern does not read: problems unless the
+        // forward pass never uses them (BERT's integer position_ids)
+        let mut unreadable = Vec::new();
         for (buf, &(file, bytes)) in shards.iter().enumerate() {
             if let Some(ix) = index {
                 if !ix.weight_map.values().any(|f| f == file) {
@@ -132,7 +135,7 @@ impl<'a> Shards<'a> {
                     problems.push(Error::TensorShape { tensor: name.clone(), detail: "a scalar".into() });
                 }
                 match entry.ty {
-                    None => problems.push(Error::ModelFile {
+                    None => unreadable.push(Error::ModelFile {
                         file: file.into(),
                         field: name.clone(),
                         detail: format!("dtype {:?} (tern reads F32, F16 and BF16)", info.dtype),
@@ -189,6 +192,9 @@ impl<'a> Shards<'a> {
         }
         let layout = HfLayout::detect(&tensors.keys().map(String::as_str).collect::<Vec<_>>());
         let naming = Naming::Hf { layout, family: HfFamily::Llama };
+        problems.extend(
+            unreadable.into_iter().filter(|e| !matches!(e, Error::ModelFile { field, .. } if naming.ignorable(field))),
+        );
         Ok((Shards { bufs: shards.iter().map(|s| s.1).collect(), tensors, naming }, problems))
     }
 

@@ -15,6 +15,17 @@ pub struct ActBufs {
     pub q8k: Vec<BlockQ8K>,
 }
 
+impl ActBufs {
+    /// Room for `n_tok` rows of up to `widest` activations in each format.
+    pub fn new(n_tok: usize, widest: usize) -> ActBufs {
+        ActBufs {
+            q8_0: alloc::vec![BlockQ8_0::ZERO; n_tok * widest.div_ceil(QK8)],
+            q8_1: alloc::vec![BlockQ8_1::ZERO; n_tok * widest.div_ceil(QK8)],
+            q8k: alloc::vec![BlockQ8K::ZERO; n_tok * widest.div_ceil(QK_K)],
+        }
+    }
+}
+
 /// Rows per parallel task: a few tasks per worker, whole rows.
 fn rows_per_task(n_rows: usize, workers: usize) -> usize {
     n_rows.div_ceil(workers * 4).max(1)

@@ -2,11 +2,12 @@
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
 mod attention;
+pub(crate) mod binder;
 pub(crate) mod config;
 mod engine;
 mod forward;
 mod kv_cache;
-mod matmul;
+pub(crate) mod matmul;
 mod requant;
 mod rope;
 mod scratch;

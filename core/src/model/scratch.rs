@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::config::Config;
 use super::matmul::ActBufs;
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
+use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 /// Output rows computed per chunk of the output head (bounds `mm`).
 pub const HEAD_TOKENS: usize = 16;
@@ -93,11 +93,7 @@ impl Scratch {
                 Some(_) => vec![0.0; b * c.n_rot],
                 None => Vec::new(),
             },
-            acts: ActBufs {
-                q8_0: vec![BlockQ8_0::ZERO; b * widest.div_ceil(QK8)],
-                q8_1: vec![BlockQ8_1::ZERO; b * widest.div_ceil(QK8)],
-                q8k: vec![BlockQ8K::ZERO; b * widest.div_ceil(QK_K)],
-            },
+            acts: ActBufs::new(b, widest),
         }
     }
 

@@ -1,17 +1,15 @@
 //! Weights bound by name: views (buffer + offset + type + shape) into the
 //! model's bytes, looked up through `crate::tensors::TensorDir`.
 
-use alloc::collections::BTreeSet;
 use alloc::format;
-use alloc::string::{String, ToString};
-use alloc::vec;
+use alloc::string::String;
 use alloc::vec::Vec;
-use core::cell::RefCell;
 
+use super::binder::Binder;
 use super::config::{Arch, Config};
 use crate::error::{Error, Result};
-use crate::quant::{self, GgmlType};
-use crate::tensors::{Located, TensorDir};
+use crate::quant::GgmlType;
+use crate::tensors::TensorDir;
 
 /// A 2-D tensor inside the model's buffers: `n_rows` rows of `n_cols`.
 #[derive(Debug, Clone)]
@@ -88,108 +86,6 @@ pub struct Weights {
     pub layers: Vec<LayerWeights>,
 }
 
-/// Looks tensors up, checks them against the config and collects every
-/// problem (so a report names all of them at once). With `read` off it only
-/// checks: no tensor's bytes are touched.
-struct Binder<'d, D: ?Sized> {
-    dir: &'d D,
-    arch: &'static str,
-    read: bool,
-    problems: RefCell<Vec<Error>>,
-    used: RefCell<BTreeSet<String>>,
-}
-
-fn placeholder(name: String) -> TensorRef {
-    TensorRef { name, ty: GgmlType::F32, buf: 0, start: 0, len: 0, n_cols: 0, n_rows: 0, scales: 0..0 }
-}
-
-impl<D: TensorDir + ?Sized> Binder<'_, D> {
-    fn problem(&self, e: Error) {
-        self.problems.borrow_mut().push(e);
-    }
-
-    fn find(&self, key: &str) -> Option<(String, Located<'_>)> {
-        let name = self.dir.naming().name(key);
-        self.used.borrow_mut().insert(name.clone());
-        match self.dir.get(&name) {
-            Some(t) => Some((name, t)),
-            None => {
-                self.problem(Error::MissingTensor { name });
-                None
-            }
-        }
-    }
-
-    fn has(&self, key: &str) -> bool {
-        self.dir.get(&self.dir.naming().name(key)).is_some()
-    }
-
-    /// A matrix of exactly `[n_cols, n_rows]` whose type has a kernel.
-    fn matrix(&self, key: &str, n_cols: usize, n_rows: usize) -> TensorRef {
-        let Some((name, t)) = self.find(key) else { return placeholder(key.into()) };
-        let rows = t.dims.iter().skip(1).product::<u64>();
-        if t.dims.len() > 2 || t.dims[0] != n_cols as u64 || rows != n_rows as u64 {
-            self.problem(Error::TensorShape {
-                tensor: name.clone(),
-                detail: format!("dims {:?}, expected [{n_cols}, {n_rows}]", t.dims),
-            });
-        } else if !quant::is_supported(t.ty) {
-            self.problem(Error::UnsupportedTensorType {
-                arch: self.arch.to_string(),
-                tensor: name.clone(),
-                type_name: t.ty.name(),
-            });
-        }
-        TensorRef { name, ty: t.ty, buf: t.buf, start: t.start, len: t.data.len(), n_cols, n_rows, scales: 0..0 }
-    }
-
-    /// A vector of `n` values, converted to f32 (when reading).
-    fn vector(&self, key: &str, n: usize) -> Vec<f32> {
-        let Some((name, t)) = self.find(key) else { return Vec::new() };
-        if t.dims.len() != 1 || t.dims[0] != n as u64 {
-            self.problem(Error::TensorShape { tensor: name, detail: format!("dims {:?}, expected [{n}]", t.dims) });
-            return Vec::new();
-        }
-        if !matches!(t.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
-            self.problem(Error::UnsupportedTensorType {
-                arch: self.arch.to_string(),
-                tensor: name,
-                type_name: t.ty.name(),
-            });
-            return Vec::new();
-        }
-        if !self.read {
-            return Vec::new();
-        }
-        let mut v = vec![0.0f32; n];
-        if let Err(e) = quant::dequantize_row(t.ty, t.data, &mut v) {
-            self.problem(e);
-        }
-        v
-    }
-
-    /// A norm's weights: `vector`, plus 1 where the file stores w for a
-    /// norm that scales by 1 + w (`Expect::norm_plus_one`).
-    fn norm(&self, key: &str, n: usize, plus_one: bool) -> Vec<f32> {
-        let mut v = self.vector(key, n);
-        if plus_one {
-            v.iter_mut().for_each(|w| *w += 1.0);
-        }
-        v
-    }
-
-    fn opt_vector(&self, key: &str, n: usize) -> Option<Vec<f32>> {
-        self.has(key).then(|| self.vector(key, n))
-    }
-
-    /// Every tensor of the directory that binding did not use.
-    fn unused(&self) -> Vec<String> {
-        let used = self.used.borrow();
-        let naming = self.dir.naming();
-        self.dir.names().into_iter().filter(|n| !used.contains(*n) && !naming.ignorable(n)).map(String::from).collect()
-    }
-}
-
 /// Rows `r` of a bound matrix, as a matrix of its own (rows are whole
 /// blocks, so any range of them is a contiguous run of bytes).
 fn rows(t: &TensorRef, r: core::ops::Range<usize>) -> TensorRef {
@@ -218,12 +114,10 @@ pub(crate) fn rope_factors(dir: &dyn TensorDir, name: &str) -> Result<Option<Vec
         let detail = format!("{} factors, more than any head has rotated pairs", t.n_elements());
         return Err(Error::TensorShape { tensor: name.into(), detail });
     }
-    let b = Binder { dir, arch: "rope", read: true, problems: RefCell::default(), used: RefCell::default() };
+    let b = Binder::new(dir, "rope", true);
     let v = b.vector(name, t.n_elements() as usize);
-    match b.problems.into_inner().pop() {
-        Some(e) => Err(e),
-        None => Ok(Some(v)),
-    }
+    b.finish(false)?;
+    Ok(Some(v))
 }
 
 /// What binding expects beyond the config's dimensions.
@@ -263,13 +157,13 @@ impl Weights {
     }
 
     fn bind_with(dir: &dyn TensorDir, c: &Config, x: Expect, read: bool) -> Result<Weights> {
-        let b = Binder { dir, arch: c.arch.name(), read, problems: RefCell::default(), used: RefCell::default() };
+        let b = Binder::new(dir, c.arch.name(), read);
         let (e, q, kv, ff) = (c.n_embd, c.q_dim(), c.kv_dim(), c.n_ff);
         let token_embd = b.matrix("token_embd.weight", e, c.n_vocab);
         let tied = x.tied.unwrap_or_else(|| !b.has("output.weight"));
         let output = if tied { token_embd.clone() } else { b.matrix("output.weight", e, c.n_vocab) };
         if tied {
-            b.used.borrow_mut().insert(dir.naming().name("output.weight"));
+            b.mark_used("output.weight");
         }
         let mut layers = Vec::with_capacity(c.n_layer);
         for i in 0..c.n_layer {
@@ -321,17 +215,8 @@ impl Weights {
             });
         }
         let output_norm = b.norm("output_norm.weight", e, x.norm_plus_one);
-        if x.strict {
-            for name in b.unused() {
-                b.problem(Error::UnexpectedTensor { name });
-            }
-        }
-        let mut problems = b.problems.into_inner();
-        match problems.len() {
-            0 => Ok(Weights { token_embd, output_norm, output, tied_output: tied, layers }),
-            1 => Err(problems.remove(0)),
-            _ => Err(Error::Tensors { problems }),
-        }
+        b.finish(x.strict)?;
+        Ok(Weights { token_embd, output_norm, output, tied_output: tied, layers })
     }
 
     /// Every matrix, for reporting.
