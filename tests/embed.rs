@@ -5,25 +5,12 @@
 //! quantized path's ≥ 0.999; each query's top-5 documents rank as the
 //! oracle's; an input's vector is the same bits alone or among others.
 
-use tern_core::encoder::{Encoder, Pooling};
-use tern_core::tokenizer::Tokenizer;
 use tern_tests::*;
 
-fn minilm() -> (Encoder<Vec<u8>>, Tokenizer, usize) {
+fn minilm() -> tern::Embedder {
     let dir = tern::models_dir().join("all-minilm-l6-v2");
     assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
-    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-    let pooling = Pooling::from_sentence_transformers(&read("modules.json"), &read("1_Pooling/config.json")).unwrap();
-    let enc = Encoder::from_hf(
-        &read("config.json"),
-        None,
-        vec![("model.safetensors".into(), read("model.safetensors"))],
-        pooling,
-    )
-    .unwrap();
-    let tok = Tokenizer::from_hf(&read("tokenizer.json"), Some(&read("tokenizer_config.json")), None, &[]).unwrap();
-    let st: serde_json::Value = serde_json::from_slice(&read("sentence_bert_config.json")).unwrap();
-    (enc, tok, st["max_seq_length"].as_u64().unwrap() as usize)
+    tern::Embedder::load(&dir).unwrap()
 }
 
 fn oracle() -> (serde_json::Value, Vec<f32>) {
@@ -38,21 +25,10 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     d(a, b) / (d(a, a).sqrt() * d(b, b).sqrt())
 }
 
-/// The model's input for `text`: its ids with [CLS]/[SEP], truncated to
-/// `max` keeping the final [SEP] (as HF's tokenizer truncates).
-fn input(tok: &Tokenizer, text: &str, max: usize) -> Vec<u32> {
-    let mut ids = tok.encode(text, true).unwrap();
-    if ids.len() > max {
-        let last = *ids.last().unwrap();
-        ids.truncate(max - 1);
-        ids.push(last);
-    }
-    ids
-}
-
 #[test]
 fn minilm_vectors_equal_sentence_transformers() {
-    let (enc, tok, max) = minilm();
+    let model = minilm();
+    let (enc, max) = (&model.core().encoder, model.core().max_len);
     let (j, want) = oracle();
     let dim = j["dim"].as_u64().unwrap() as usize;
     assert_eq!((dim, max), (384, j["max_seq_length"].as_u64().unwrap() as usize));
@@ -63,7 +39,7 @@ fn minilm_vectors_equal_sentence_transformers() {
         let mut worst = (1.0f64, "");
         let mut got = Vec::new();
         for (i, text) in texts.iter().enumerate() {
-            let ids = input(&tok, text, max);
+            let ids = model.core().input(text).unwrap();
             assert_eq!(ids, tern_tests::ids(&j["ids"][i]), "text {i} {text:?}: WordPiece ids differ from HF's");
             let v = enc.embed(&e, &ids).unwrap();
             let c = cosine(&v, &want[i * dim..(i + 1) * dim]);
@@ -91,4 +67,29 @@ fn minilm_vectors_equal_sentence_transformers() {
             assert_eq!(ours, theirs, "query {q} {:?}", texts[q]);
         }
     }
+}
+
+/// An input's vector is the same bits alone or among others; bad input is a
+/// clear error, never a panic.
+#[test]
+fn vectors_do_not_depend_on_the_batch_and_bad_input_is_refused() {
+    let model = minilm();
+    let texts = ["The cat sits outside.", "A man is playing guitar.", "The new movie is awesome."];
+    let all = model.embed(&texts).unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        assert!(bits_equal(&model.embed(&[t]).unwrap()[0], &all[i]), "{t}");
+    }
+    let err = |r: tern::Result<Vec<Vec<f32>>>| r.unwrap_err().to_string();
+    assert!(err(model.embed(&[])).contains("no inputs"));
+    let many = vec!["x"; 10_000];
+    assert!(err(model.embed(&many)).contains("10000 inputs"));
+    assert!(model.embed_ids(&[]).unwrap_err().to_string().contains("0 tokens"));
+    assert!(model.embed_ids(&[101, 40_000, 102]).unwrap_err().to_string().contains("40000"));
+    let long = vec![101u32; 513];
+    assert!(model.embed_ids(&long).unwrap_err().to_string().contains("512"));
+    // a long text is truncated to the model's 256 tokens, as HF's tokenizer does
+    assert_eq!(model.core().input(&"word ".repeat(1000)).unwrap().len(), 256);
+    // a generation model has no pooling to embed with
+    let e = tern::Embedder::load(oracle_dir().join("tiny/tiny-llama")).err().unwrap().to_string();
+    assert!(e.contains("pool"), "{e}");
 }

@@ -35,6 +35,7 @@
 //! `tern_core`'s `Session`, `generate` and `Engine` run it.
 #![warn(missing_docs)]
 
+mod embed;
 pub mod error;
 pub mod fetch;
 pub mod kernels;
@@ -46,6 +47,7 @@ pub mod serve;
 
 use std::time::Instant;
 
+pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use load::{load, load_with, Buffer, IdsOnly, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};

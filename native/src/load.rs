@@ -89,20 +89,36 @@ pub fn load(path: &Path) -> Result<Loaded> {
     load_with(path, &LoadOptions::default())
 }
 
-fn load_dir(dir: &Path) -> Result<Bundle<Buffer>> {
-    let io = |path: &Path, e: std::io::Error| tern_core::Error::ModelFile {
-        file: path.display().to_string(),
-        field: "(file)".into(),
-        detail: e.to_string(),
-    };
-    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    let present: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
-    // weights are mapped, the small JSON and template files read
-    let mut take = |name: &str| -> tern_core::Result<Option<Buffer>> {
-        if !present.iter().any(|p| p == name) {
+/// A model directory's files, handed over by name: weights mapped, the
+/// small JSON and template files read.
+pub(crate) struct DirFiles<'a> {
+    dir: &'a Path,
+    /// Every file at its top level.
+    pub present: Vec<String>,
+}
+
+impl<'a> DirFiles<'a> {
+    pub(crate) fn open(dir: &'a Path) -> Result<DirFiles<'a>> {
+        let entries = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
+        let present = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+        Ok(DirFiles { dir, present })
+    }
+
+    /// The file `name` (a path under the directory), None if absent.
+    pub(crate) fn take(&self, name: &str) -> tern_core::Result<Option<Buffer>> {
+        let io = |path: &Path, e: std::io::Error| tern_core::Error::ModelFile {
+            file: path.display().to_string(),
+            field: "(file)".into(),
+            detail: e.to_string(),
+        };
+        let p = self.dir.join(name);
+        let here = match name.contains('/') {
+            false => self.present.iter().any(|f| f == name),
+            true => p.is_file(),
+        };
+        if !here {
             return Ok(None);
         }
-        let p = dir.join(name);
         if name.ends_with(".safetensors") {
             let m = map(&p).map_err(|e| match e {
                 Error::Io { source, .. } => io(&p, source),
@@ -112,8 +128,13 @@ fn load_dir(dir: &Path) -> Result<Bundle<Buffer>> {
         } else {
             std::fs::read(&p).map(|b| Some(Buffer::Owned(b))).map_err(|e| io(&p, e))
         }
-    };
-    let mut b = Bundle::hf_dir(&mut take, &present)?;
+    }
+}
+
+fn load_dir(dir: &Path) -> Result<Bundle<Buffer>> {
+    let files = DirFiles::open(dir)?;
+    let mut take = |name: &str| files.take(name);
+    let mut b = Bundle::hf_dir(&mut take, &files.present)?;
     if b.model.config.name.is_empty() {
         b.model.config.name = dir.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
     }

@@ -333,3 +333,36 @@ fn llama_cpp_flags() {
     let out = tern().arg("--version").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("tern {}", env!("CARGO_PKG_VERSION")));
 }
+
+/// `tern embed`: one unit vector per text (the same text, the same bits),
+/// as JSON; no texts, or a model that does not embed, is a clear error.
+#[test]
+fn embed_texts_and_refuse_what_cannot_be_embedded() {
+    let dir = tern::models_dir().join("all-minilm-l6-v2");
+    assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
+    let dir = dir.display().to_string();
+    let out = tern().args(["embed", "-m", &dir, "--json", "-t", "1", "A cat.", "Un chat.", "A cat."]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["dim"], 384);
+    let v: Vec<Vec<f64>> = j["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect())
+        .collect();
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[0], v[2]);
+    let norm: f64 = v[1].iter().map(|x| x * x).sum::<f64>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-5, "{norm}");
+    for (args, want) in [
+        (vec!["embed", "-m", &dir], "no inputs"),
+        (vec!["embed", "x"], "needs -m"),
+        (vec!["embed", "-m", &smollm2(), "x"], "model directory"),
+    ] {
+        let out = tern().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

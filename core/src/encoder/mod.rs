@@ -5,6 +5,7 @@
 //! bits whatever it is encoded with.
 
 mod config;
+mod embedder;
 mod forward;
 mod pooling;
 mod weights;
@@ -12,6 +13,7 @@ mod weights;
 use alloc::vec::Vec;
 
 pub use config::{EncoderConfig, MAX_POSITIONS};
+pub use embedder::{check_count, Embedder, MAX_INPUTS};
 pub use pooling::{Pooling, PoolingMode};
 pub use weights::EncoderWeights;
 

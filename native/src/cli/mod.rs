@@ -2,6 +2,7 @@
 
 mod bench;
 mod chat;
+mod embed;
 mod info;
 mod perplexity;
 mod pull;
@@ -37,6 +38,8 @@ enum Cmd {
     Serve(serve::Args),
     /// Fetch a model into the cache without running it (like ollama pull).
     Pull(pull::Args),
+    /// Embed texts with an embedding model (like llama-embedding).
+    Embed(embed::Args),
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
@@ -49,6 +52,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Perplexity(a) => perplexity::run(a),
         Cmd::Serve(a) => serve::run(a),
         Cmd::Pull(a) => pull::run(a),
+        Cmd::Embed(a) => embed::run(a),
     }
 }
 

@@ -1,0 +1,120 @@
+//! An embedding model as a directory holds it (sentence-transformers'
+//! layout: config.json, model.safetensors, tokenizer.json, modules.json,
+//! 1_Pooling/config.json, sentence_bert_config.json): the encoder, its
+//! tokenizer, its pooling and its maximum input length; text in, vector
+//! out.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{Encoder, Pooling};
+use crate::error::{Error, Result};
+use crate::model::Engine;
+use crate::tokenizer::Tokenizer;
+
+/// Inputs one call embeds at most.
+pub const MAX_INPUTS: usize = 4096;
+
+/// An encoder with what it needs to embed text.
+pub struct Embedder<B> {
+    /// The model.
+    pub encoder: Encoder<B>,
+    /// Its tokenizer (WordPiece for BERT).
+    pub tokenizer: Tokenizer,
+    /// Tokens an input keeps (sentence-transformers' `max_seq_length`, else
+    /// the model's positions); longer inputs are truncated.
+    pub max_len: usize,
+}
+
+impl<B: AsRef<[u8]>> Embedder<B> {
+    /// A directory whose files `take` hands over by name (None: absent).
+    /// Without sentence-transformers' pooling description the model is
+    /// refused unless `pooling` says how to pool.
+    pub fn from_dir(take: &mut dyn FnMut(&str) -> Result<Option<B>>, pooling: Option<Pooling>) -> Result<Embedder<B>> {
+        let config = need(take, "config.json")?;
+        let pooling = match pooling {
+            Some(p) => p,
+            None => match (take("modules.json")?, take("1_Pooling/config.json")?) {
+                (Some(m), Some(p)) => Pooling::from_sentence_transformers(m.as_ref(), p.as_ref())?,
+                _ => {
+                    return Err(Error::Unsupported {
+                        what: "embeddings from a model that does not say how to pool (no sentence-transformers modules.json and 1_Pooling/config.json): choose a pooling".into(),
+                    })
+                }
+            },
+        };
+        let tok_json = need(take, "tokenizer.json")?;
+        let tok_config = take("tokenizer_config.json")?;
+        let tokenizer = Tokenizer::from_hf(tok_json.as_ref(), tok_config.as_ref().map(AsRef::as_ref), None, &[])?;
+        let st_max = match take("sentence_bert_config.json")? {
+            Some(b) => {
+                let v: serde_json::Value = serde_json::from_slice(b.as_ref()).map_err(|e| Error::ModelFile {
+                    file: "sentence_bert_config.json".into(),
+                    field: "(file)".into(),
+                    detail: e.to_string(),
+                })?;
+                v.get("max_seq_length").and_then(serde_json::Value::as_u64).map(|n| n as usize)
+            }
+            None => None,
+        };
+        let weights = need(take, "model.safetensors")?;
+        let encoder =
+            Encoder::from_hf(config.as_ref(), None, vec![(String::from("model.safetensors"), weights)], pooling)?;
+        if tokenizer.n_vocab() > encoder.config.n_vocab {
+            return Err(Error::ModelFile {
+                file: "tokenizer.json".into(),
+                field: "(vocabulary)".into(),
+                detail: format!("{} tokens, the model embeds {}", tokenizer.n_vocab(), encoder.config.n_vocab),
+            });
+        }
+        let max_len = st_max.unwrap_or(usize::MAX).clamp(2, encoder.config.n_pos);
+        Ok(Embedder { encoder, tokenizer, max_len })
+    }
+
+    /// Width of the vectors.
+    pub fn dim(&self) -> usize {
+        self.encoder.config.n_embd
+    }
+
+    /// The model's input for `text`: its ids with the tokenizer's special
+    /// tokens, truncated to `max_len` keeping the last one (the `[SEP]`), as
+    /// HF's tokenizer truncates.
+    pub fn input(&self, text: &str) -> Result<Vec<u32>> {
+        let mut ids = self.tokenizer.encode(text, true)?;
+        if ids.len() > self.max_len {
+            let last = ids[ids.len() - 1];
+            ids.truncate(self.max_len - 1);
+            ids.push(last);
+        }
+        Ok(ids)
+    }
+
+    /// One vector per text; an empty list, more than [`MAX_INPUTS`] texts,
+    /// or a text of no tokens is an error naming it.
+    pub fn embed(&self, e: &Engine, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        check_count(texts.len())?;
+        texts.iter().map(|t| self.encoder.embed(e, &self.input(t)?)).collect()
+    }
+}
+
+/// A file the directory must have.
+fn need<B>(take: &mut dyn FnMut(&str) -> Result<Option<B>>, name: &str) -> Result<B> {
+    take(name)?.ok_or_else(|| Error::ModelFile {
+        file: name.into(),
+        field: "(file)".into(),
+        detail: "missing from the model directory".into(),
+    })
+}
+
+/// A request's number of inputs: 1..=[`MAX_INPUTS`].
+pub fn check_count(n: usize) -> Result<()> {
+    match n {
+        0 => Err(Error::InvalidArgument { what: "no inputs to embed".into() }),
+        n if n > MAX_INPUTS => {
+            Err(Error::InvalidArgument { what: format!("{n} inputs in one call (at most {MAX_INPUTS})") })
+        }
+        _ => Ok(()),
+    }
+}

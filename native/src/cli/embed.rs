@@ -1,0 +1,65 @@
+//! `tern embed`: vectors of texts from an embedding model (a
+//! sentence-transformers directory), like llama.cpp's llama-embedding.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tern::{Error, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    load: super::LoadArgs,
+    /// Texts to embed, one vector each
+    texts: Vec<String>,
+    /// Embed each non-empty line of this file
+    #[arg(short, long, conflicts_with = "texts")]
+    file: Option<PathBuf>,
+    /// One JSON object: the vectors, the model, token counts, timing
+    #[arg(long)]
+    json: bool,
+    /// Threads (0: all cores)
+    #[arg(short, long, default_value_t = 0)]
+    threads: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.load.model.is_none() {
+        return Err(tern::limits::invalid("tern embed needs -m: an embedding model directory".into()));
+    }
+    let path = a.load.model_path()?;
+    let model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(a.threads)?);
+    let texts: Vec<String> = match &a.file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|source| Error::Io { path: f.clone(), source })?;
+            text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect()
+        }
+        None => a.texts.clone(),
+    };
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let t0 = Instant::now();
+    let vectors = model.embed(&refs)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let tokens: usize = refs.iter().map(|t| model.core().input(t).map_or(0, |ids| ids.len())).sum();
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let data: Vec<_> =
+            vectors.iter().enumerate().map(|(i, v)| serde_json::json!({"index": i, "embedding": v})).collect();
+        let j = serde_json::json!({"model": path.display().to_string(), "dim": model.dim(), "data": data,
+            "tokens": tokens, "seconds": secs});
+        let _ = writeln!(out, "{j}");
+    } else {
+        for (i, v) in vectors.iter().enumerate() {
+            let nums: Vec<String> = v.iter().map(|x| format!("{x:.6}")).collect();
+            let _ = writeln!(out, "embedding {i}: {}", nums.join(" "));
+        }
+        eprintln!(
+            "tern: {} inputs, {tokens} tokens in {:.0} ms ({:.1} inputs/s)",
+            vectors.len(),
+            secs * 1e3,
+            vectors.len() as f64 / secs
+        );
+    }
+    Ok(())
+}

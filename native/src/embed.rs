@@ -1,0 +1,85 @@
+//! Embeddings: a sentence-transformers model directory (BERT: MiniLM,
+//! bge, ...) loaded with the fastest kernels this CPU has and a thread pool
+//! over all cores; texts in, one vector each out.
+//!
+//! ```
+//! # fn main() -> tern::Result<()> {
+//! # let dir = tern::models_dir().join("all-minilm-l6-v2");
+//! let model = tern::Embedder::load(&dir)?;
+//! let v = model.embed(&["A man is eating food.", "A man is eating bread."])?;
+//! let cosine: f32 = v[0].iter().zip(&v[1]).map(|(a, b)| a * b).sum(); // unit vectors
+//! assert!(cosine > 0.5);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::Path;
+
+use tern_core::backend::Kernels;
+use tern_core::encoder::Pooling;
+use tern_core::Engine;
+
+use crate::load::{Buffer, DirFiles};
+use crate::{Result, Threads};
+
+/// A loaded embedding model; share it across threads (`Arc`).
+pub struct Embedder {
+    inner: tern_core::encoder::Embedder<Buffer>,
+    threads: Threads,
+    kernels: &'static dyn Kernels,
+}
+
+impl Embedder {
+    /// Load a model directory; its pooling as its sentence-transformers
+    /// files say (an error if it has none: see [`Embedder::load_with`]).
+    pub fn load(dir: impl AsRef<Path>) -> Result<Embedder> {
+        Self::load_with(dir, None)
+    }
+
+    /// Load a model directory, pooling as `pooling` says if given.
+    pub fn load_with(dir: impl AsRef<Path>, pooling: Option<Pooling>) -> Result<Embedder> {
+        let kernels = crate::kernels::select()?;
+        let dir = dir.as_ref();
+        if !dir.is_dir() {
+            let what = format!(
+                "embeddings from {}: not a model directory (tern embeds with sentence-transformers directories; GGUF embedding models are not read yet)",
+                dir.display()
+            );
+            return Err(tern_core::Error::Unsupported { what }.into());
+        }
+        let files = DirFiles::open(dir)?;
+        let inner = tern_core::encoder::Embedder::from_dir(&mut |name| files.take(name), pooling)?;
+        Ok(Embedder { inner, threads: Threads::new(0), kernels })
+    }
+
+    /// Run on `n` threads (0: all cores) instead.
+    pub fn with_threads(mut self, n: usize) -> Embedder {
+        self.threads = Threads::new(n);
+        self
+    }
+
+    /// Width of the vectors.
+    pub fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+
+    /// The encoder, tokenizer and input limit underneath.
+    pub fn core(&self) -> &tern_core::encoder::Embedder<Buffer> {
+        &self.inner
+    }
+
+    fn engine(&self, exact: bool) -> Engine<'_> {
+        Engine { kernels: self.kernels, par: &self.threads, exact }
+    }
+
+    /// One vector per text (each input alone: its vector never depends on
+    /// the others).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(self.inner.embed(&self.engine(false), texts)?)
+    }
+
+    /// The vector of `ids` (the model's input: special tokens included).
+    pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        Ok(self.inner.encoder.embed(&self.engine(false), ids)?)
+    }
+}
