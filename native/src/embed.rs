@@ -68,7 +68,9 @@ impl Embedder {
         &self.inner
     }
 
-    fn engine(&self, exact: bool) -> Engine<'_> {
+    /// What its forward passes run on (the default, 8-bit-activation path;
+    /// `exact`: the f32 path).
+    pub fn engine(&self, exact: bool) -> Engine<'_> {
         Engine { kernels: self.kernels, par: &self.threads, exact }
     }
 

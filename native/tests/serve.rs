@@ -575,3 +575,61 @@ fn a_runaway_template_is_a_400_and_the_server_stays_responsive() {
     let status = srv.child.wait().unwrap();
     assert!(status.success() && t0.elapsed() < Duration::from_secs(10), "{status} after {:?}", t0.elapsed());
 }
+
+/// `/v1/embeddings` through the official client: base64 (its default) and
+/// float give `tern embed`'s vectors bit for bit; `dimensions` keeps the
+/// first N renormalised; token ids embed as their text; bad input is 400.
+#[test]
+fn embeddings_through_the_openai_client() {
+    let dir = tern::models_dir().join("all-minilm-l6-v2");
+    assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
+    let dir = dir.display().to_string();
+    let srv = Server::start(&["--embedding-model", &dir]);
+    let r = python(&["embeddings", &srv.base()]);
+    let texts = ["A man is eating food.", "Le chat est assis dehors.", "def add(a, b): return a + b"];
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["embed", "-m", &dir, "--json", "-t", "2"])
+        .args(texts)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vecs = |v: &Value| -> Vec<Vec<f32>> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
+            .collect()
+    };
+    let want: Vec<Vec<f32>> =
+        cli["data"].as_array().unwrap().iter().map(|d| vecs(&json!([d["embedding"]]))[0].clone()).collect();
+    assert_eq!(vecs(&r["float"]), want);
+    assert_eq!(vecs(&r["default"]), want, "base64 decodes to the same floats");
+    assert_eq!(r["indices"], json!([0, 1, 2]));
+    assert_eq!(r["model"], "all-minilm-l6-v2");
+    assert!(r["usage"]["prompt_tokens"].as_u64().unwrap() > 10);
+    let short = vecs(&json!([r["short"]]))[0].clone();
+    assert_eq!(short.len(), 64);
+    let norm: f32 = short.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-5, "{norm}");
+    let scale = short[0] / want[0][0];
+    assert!(short.iter().zip(&want[0]).all(|(s, w)| (s - w * scale).abs() < 1e-5), "the first 64, rescaled");
+    // [CLS] this is a test [SEP] as ids: the text's vector
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["embed", "-m", &dir, "--json", "this is a test"])
+        .output()
+        .unwrap();
+    let text: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(vecs(&json!([r["ids"]]))[0], vecs(&json!([text["data"][0]["embedding"]]))[0]);
+    for (name, want) in [("empty", "no inputs"), ("too_many", "10000 inputs"), ("bad_dims", "dimensions")] {
+        let e = &r["errors"][name];
+        assert_eq!(e[0], 400, "{name}: {e}");
+        assert!(e[1].as_str().unwrap().contains(want), "{name}: {e}");
+    }
+    // a server without an embedding model says so
+    drop(srv);
+    let srv = Server::start(&[]);
+    let (status, body) = srv.call("POST", "/v1/embeddings", &[], r#"{"input": "x"}"#);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("--embedding-model"), "{body}");
+}

@@ -11,6 +11,9 @@
     python openai_client.py load BASE_URL N TOKENS
         N different prompts, each alone (not streamed), then all N at once as
         concurrent streams; prints each pair of texts, throughput, TTFT p50/p99
+    python openai_client.py embeddings BASE_URL
+        /v1/embeddings: base64 (the client's default) and float, dimensions,
+        token-id input, bad inputs; prints one JSON object
     python openai_client.py load_chat BASE_URL N TOKENS SCHEMA.json|-
         N chat requests at once as streams, under a JSON Schema (or free);
         prints throughput, TTFT p50 and how many replies are whole JSON
@@ -158,6 +161,28 @@ async def load(base: str, n: int, tokens: int) -> None:
     }))
 
 
+def embeddings(base: str) -> None:
+    c = OpenAI(base_url=base, api_key="unused", max_retries=0)
+    texts = ["A man is eating food.", "Le chat est assis dehors.", "def add(a, b): return a + b"]
+    default = c.embeddings.create(model="all-minilm-l6-v2", input=texts)  # the client asks for base64
+    floats = c.embeddings.create(model="all-minilm-l6-v2", input=texts, encoding_format="float")
+    short = c.embeddings.create(model="all-minilm-l6-v2", input=texts[0], dimensions=64, encoding_format="float")
+    ids = c.embeddings.create(model="all-minilm-l6-v2", input=[[101, 2023, 2003, 1037, 3231, 102]], encoding_format="float")
+    errors = {}
+    for name, kw in {"empty": {"input": []}, "too_many": {"input": ["x"] * 10000},
+                     "bad_dims": {"input": "x", "dimensions": 1000}}.items():
+        try:
+            c.embeddings.create(model="all-minilm-l6-v2", **kw)
+            errors[name] = None
+        except Exception as e:  # openai.BadRequestError
+            errors[name] = [getattr(e, "status_code", None), str(e)]
+    print(json.dumps({
+        "default": [d.embedding for d in default.data], "float": [d.embedding for d in floats.data],
+        "indices": [d.index for d in floats.data], "usage": floats.usage.model_dump(), "model": floats.model,
+        "short": short.data[0].embedding, "ids": ids.data[0].embedding, "errors": errors,
+    }))
+
+
 async def load_chat(base: str, n: int, tokens: int, schema_path: str) -> None:
     """n chat requests at once as streams (greedy, usage in the last chunk),
     under the JSON Schema at schema_path (or free if "-"): completion tokens
@@ -212,6 +237,8 @@ if __name__ == "__main__":
         structured(sys.argv[2])
     elif sys.argv[1] == "tools":
         tools(sys.argv[2])
+    elif sys.argv[1] == "embeddings":
+        embeddings(sys.argv[2])
     elif sys.argv[1] == "load_chat":
         asyncio.run(load_chat(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]))
     else:

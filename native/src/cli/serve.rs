@@ -49,12 +49,22 @@ pub struct Args {
     /// Seconds running requests get to finish on SIGINT/SIGTERM
     #[arg(long, default_value_t = 30)]
     drain: u64,
+    /// Also serve POST /v1/embeddings with this embedding model (a
+    /// sentence-transformers directory)
+    #[arg(long, value_name = "DIR")]
+    embedding_model: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "serve")]
 pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
+    let embedder = match &a.embedding_model {
+        Some(dir) => Some(tern::Embedder::load(dir)?.with_threads(tern::limits::check_threads(a.threads)?)),
+        None => None,
+    };
+    let embedding_model_id =
+        a.embedding_model.as_ref().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
     let model_id = path.file_name().map_or_else(|| "tern".into(), |n| n.to_string_lossy().into_owned());
     let o = tern::serve::ServeOptions {
         model_id,
@@ -72,8 +82,9 @@ pub fn run(a: Args) -> Result<()> {
         max_connections: a.max_connections,
         read_timeout: std::time::Duration::from_secs(a.read_timeout),
         content_specials: a.content_specials,
+        embedding_model_id,
     };
-    tern::serve::serve(lm, o)
+    tern::serve::serve(lm, embedder, o)
 }
 
 #[cfg(not(feature = "serve"))]

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::embeddings::EmbedRequest;
 use super::metrics::Metrics;
 use super::openai::{ApiError, Envelope, Prompt, Request};
 use super::scheduler::{Handle, Job, Msg, Update};
@@ -39,6 +40,8 @@ use super::tools::streamable;
 
 pub struct App {
     lm: Arc<Loaded>,
+    /// The model `/v1/embeddings` runs, if one is served, and its name.
+    embedder: Option<(Arc<crate::Embedder>, String)>,
     engine: Handle,
     metrics: Arc<Metrics>,
     model_id: String,
@@ -64,9 +67,16 @@ fn unix_now() -> u64 {
 }
 
 impl App {
-    pub fn new(lm: Arc<Loaded>, engine: Handle, metrics: Arc<Metrics>, o: &ServeOptions) -> App {
+    pub fn new(
+        lm: Arc<Loaded>,
+        embedder: Option<Arc<crate::Embedder>>,
+        engine: Handle,
+        metrics: Arc<Metrics>,
+        o: &ServeOptions,
+    ) -> App {
         App {
             lm,
+            embedder: embedder.map(|e| (e, o.embedding_model_id.clone().unwrap_or_else(|| "embedding".into()))),
             engine,
             metrics,
             model_id: o.model_id.clone(),
@@ -194,6 +204,42 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         stream(app.clone(), admitted, rx, id, chat, tools_on, req.include_usage)
     } else {
         whole(app.clone(), admitted, rx, id, chat, tools_on).await
+    }
+}
+
+/// `POST /v1/embeddings`: admitted and read as the completions are, then
+/// embedded on the blocking pool (one request per core at a time).
+async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    if !authorized(&app, &headers) {
+        return unauthorized();
+    }
+    if app.draining.load(Relaxed) {
+        return error(ApiError::new(503, "server_error", "the server is shutting down"));
+    }
+    let Some((emb, id)) = app.embedder.clone() else {
+        let msg = "this server has no embedding model (tern serve --embedding-model DIR)";
+        return error(ApiError::invalid("model", msg));
+    };
+    let Some(_admitted) = admit(&app) else {
+        app.metrics.rejected.fetch_add(1, Relaxed);
+        return error(ApiError::new(429, "rate_limit_exceeded", "the server is busy; retry later"));
+    };
+    let bytes = match read_body(&app, &headers, body).await {
+        Ok(b) => b,
+        Err(e) => return error(e),
+    };
+    let req = match EmbedRequest::parse(&bytes, emb.core().encoder.config.n_vocab, emb.dim()) {
+        Ok(r) => r,
+        Err(e) => return error(e),
+    };
+    let Ok(_permit) = app.prep.acquire().await else {
+        return error(ApiError::new(503, "server_error", "shutting down"));
+    };
+    let done = tokio::task::spawn_blocking(move || req.run(emb.core(), &emb.engine(false), &id)).await;
+    match done {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => error(e),
+        Err(e) => error(ApiError::new(500, "server_error", format!("embedding failed: {e}"))),
     }
 }
 
@@ -373,12 +419,13 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         return unauthorized();
     }
     let c = &app.lm.model.config;
-    Json(json!({
-        "object": "list",
-        "data": [{ "id": app.model_id, "object": "model", "created": app.started, "owned_by": "tern",
-                   "meta": { "arch": c.arch.name(), "n_ctx_train": c.n_ctx_train, "n_ctx": app.ctx, "n_vocab": c.n_vocab } }],
-    }))
-    .into_response()
+    let mut data = vec![json!({ "id": app.model_id, "object": "model", "created": app.started, "owned_by": "tern",
+               "meta": { "arch": c.arch.name(), "n_ctx_train": c.n_ctx_train, "n_ctx": app.ctx, "n_vocab": c.n_vocab } })];
+    if let Some((emb, id)) = &app.embedder {
+        let meta = json!({ "arch": "bert", "dim": emb.dim(), "max_input_tokens": emb.core().max_len });
+        data.push(json!({ "id": id, "object": "model", "created": app.started, "owned_by": "tern", "meta": meta }));
+    }
+    Json(json!({ "object": "list", "data": data })).into_response()
 }
 
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
@@ -404,6 +451,7 @@ pub async fn run(
             post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, true)),
         )
         .route("/v1/completions", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, false)))
+        .route("/v1/embeddings", post(embeddings))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { Json(json!({ "status": "ok" })) }))
         .route("/metrics", get(metrics))

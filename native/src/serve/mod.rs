@@ -4,6 +4,7 @@
 //! Prometheus metrics: `metrics`.
 
 mod api_error;
+mod embeddings;
 mod http;
 mod metrics;
 pub mod openai;
@@ -54,6 +55,8 @@ pub struct ServeOptions {
     /// Parse control-token strings in message content (see
     /// `ChatTemplate::encode`).
     pub content_specials: bool,
+    /// The name `/v1/models` gives the embedding model, if one is served.
+    pub embedding_model_id: Option<String>,
 }
 
 /// Limits on the server's sizes (each far past what one machine serves).
@@ -61,9 +64,9 @@ const MAX_PARALLEL: usize = 4096;
 const MAX_BATCH: usize = 1 << 16;
 const MAX_QUEUE: usize = 1 << 16;
 
-/// Serve `lm` until SIGINT or SIGTERM; then stop admitting, let running
+/// Serve `lm` (and `embedder`'s `/v1/embeddings`, if given) until SIGINT or SIGTERM; then stop admitting, let running
 /// streams finish (cancelling them after `drain`), and return.
-pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
+pub fn serve(lm: Loaded, embedder: Option<crate::Embedder>, o: ServeOptions) -> Result<()> {
     if !o.host.is_loopback() && !o.allow_remote {
         return Err(Error::Serve {
             detail: format!("{} is not a loopback address: pass --allow-remote to serve beyond this machine", o.host),
@@ -111,7 +114,7 @@ pub fn serve(lm: Loaded, o: ServeOptions) -> Result<()> {
         .build()
         .map_err(|e| Error::Serve { detail: format!("starting tokio: {e}") })?;
     let addr = SocketAddr::new(o.host, o.port);
-    let app = http::App::new(lm, scheduler::Handle(tx.clone()), metrics, &o);
+    let app = http::App::new(lm, embedder.map(Arc::new), scheduler::Handle(tx.clone()), metrics, &o);
     let engine_done = rt.spawn_blocking(move || {
         let _ = engine.join();
     });

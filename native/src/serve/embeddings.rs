@@ -1,0 +1,120 @@
+//! `POST /v1/embeddings` in OpenAI's shape: `input` a string, a list of
+//! strings, a list of token ids or a list of such lists; `encoding_format`
+//! `float` or `base64` (little-endian f32, what the `openai` client asks
+//! for by default); `dimensions` keeps the first N values, renormalised;
+//! `usage` counts the tokens embedded.
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use tern_core::encoder::{check_count, Embedder};
+use tern_core::Engine;
+
+use super::api_error::ApiError;
+
+/// One input: text, or the model's token ids.
+pub enum Input {
+    Text(String),
+    Ids(Vec<u32>),
+}
+
+/// What a request asks for.
+pub struct EmbedRequest {
+    inputs: Vec<Input>,
+    base64: bool,
+    dimensions: Option<usize>,
+}
+
+fn ids(v: &Value, k: &str, n_vocab: usize) -> Result<Vec<u32>, ApiError> {
+    let list = v.as_array().ok_or_else(|| ApiError::invalid(k, "expected a list of token ids"))?;
+    list.iter()
+        .map(|x| match x.as_u64() {
+            Some(id) if (id as usize) < n_vocab => Ok(id as u32),
+            _ => Err(ApiError::invalid(k, format!("{x} is not a token id below {n_vocab}"))),
+        })
+        .collect()
+}
+
+impl EmbedRequest {
+    /// Parse a body; `n_vocab` bounds token ids. Unknown fields are errors.
+    pub fn parse(bytes: &[u8], n_vocab: usize, dim: usize) -> Result<EmbedRequest, ApiError> {
+        let v: Value =
+            serde_json::from_slice(bytes).map_err(|e| ApiError::invalid("body", format!("not JSON: {e}")))?;
+        let m = v.as_object().ok_or_else(|| ApiError::invalid("body", "expected a JSON object"))?;
+        let mut r = EmbedRequest { inputs: Vec::new(), base64: false, dimensions: None };
+        for (k, v) in m {
+            match k.as_str() {
+                "model" | "user" => {}
+                "input" => {
+                    r.inputs = match v {
+                        Value::String(s) => vec![Input::Text(s.clone())],
+                        Value::Array(a) if a.first().is_some_and(Value::is_number) => {
+                            vec![Input::Ids(ids(v, k, n_vocab)?)]
+                        }
+                        Value::Array(a) => a
+                            .iter()
+                            .enumerate()
+                            .map(|(i, x)| match x {
+                                Value::String(s) => Ok(Input::Text(s.clone())),
+                                Value::Array(_) => Ok(Input::Ids(ids(x, &format!("input[{i}]"), n_vocab)?)),
+                                _ => Err(ApiError::invalid(&format!("input[{i}]"), "a string or a list of token ids")),
+                            })
+                            .collect::<Result<_, _>>()?,
+                        _ => return Err(ApiError::invalid(k, "a string, a list of strings, or token ids")),
+                    };
+                }
+                "encoding_format" => {
+                    r.base64 = match v.as_str() {
+                        Some("float") => false,
+                        Some("base64") => true,
+                        _ => return Err(ApiError::invalid(k, "\"float\" or \"base64\"")),
+                    }
+                }
+                "dimensions" => match v.as_u64() {
+                    Some(d) if d >= 1 && d as usize <= dim => r.dimensions = Some(d as usize),
+                    _ => return Err(ApiError::invalid(k, format!("dimensions must be 1..={dim} (the model's width)"))),
+                },
+                _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
+            }
+        }
+        if !m.contains_key("input") {
+            return Err(ApiError::invalid("input", "input is required"));
+        }
+        check_count(r.inputs.len()).map_err(|e| ApiError::core("input", e))?;
+        Ok(r)
+    }
+
+    /// Embed every input (each alone: its vector never depends on the
+    /// others) and answer in OpenAI's shape.
+    pub fn run(self, emb: &Embedder<crate::Buffer>, e: &Engine, model_id: &str) -> Result<Value, ApiError> {
+        let mut data = Vec::with_capacity(self.inputs.len());
+        let mut tokens = 0;
+        for (i, input) in self.inputs.into_iter().enumerate() {
+            let k = format!("input[{i}]");
+            let ids = match input {
+                Input::Text(t) => emb.input(&t).map_err(|e| ApiError::core(&k, e))?,
+                Input::Ids(ids) => ids,
+            };
+            tokens += ids.len();
+            let mut v = emb.encoder.embed(e, &ids).map_err(|e| ApiError::core(&k, e))?;
+            if let Some(d) = self.dimensions {
+                v.truncate(d);
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                v.iter_mut().for_each(|x| *x /= norm);
+            }
+            let embedding = match self.base64 {
+                false => json!(v),
+                true => {
+                    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                    json!(base64::engine::general_purpose::STANDARD.encode(bytes))
+                }
+            };
+            data.push(json!({ "object": "embedding", "index": i, "embedding": embedding }));
+        }
+        Ok(json!({
+            "object": "list",
+            "data": data,
+            "model": model_id,
+            "usage": { "prompt_tokens": tokens, "total_tokens": tokens },
+        }))
+    }
+}
