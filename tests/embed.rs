@@ -1,9 +1,11 @@
 //! Embeddings from all-MiniLM-L6-v2 (BERT, mean pooling, normalised) against
 //! sentence-transformers' own vectors (oracle/embed, make_embed_oracle.py)
 //! on 130 texts — short, past the 256-token maximum, code, other scripts:
-//! the WordPiece ids equal HF's, the exact path's cosine ≥ 0.99999 and the
-//! quantized path's ≥ 0.999; each query's top-5 documents rank as the
-//! oracle's; an input's vector is the same bits alone or among others.
+//! the WordPiece ids equal HF's; the exact path's cosine ≥ 0.99999 and each
+//! query's top-5 documents rank as the oracle's; quantized to Q8_0 at load,
+//! on the 8-bit-activation path (llama.cpp's arithmetic for a Q8_0 file),
+//! cosine ≥ 0.998 and the same best document; an input's vector is the
+//! same bits alone or among others.
 
 use tern_tests::*;
 
@@ -27,15 +29,17 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 
 #[test]
 fn minilm_vectors_equal_sentence_transformers() {
-    let model = minilm();
-    let (enc, max) = (&model.core().encoder, model.core().max_len);
+    let models = [minilm(), minilm().quantize(tern_core::quant::GgmlType::Q8_0).unwrap()];
+    let max = models[0].core().max_len;
     let (j, want) = oracle();
     let dim = j["dim"].as_u64().unwrap() as usize;
     assert_eq!((dim, max), (384, j["max_seq_length"].as_u64().unwrap() as usize));
     let texts: Vec<&str> = j["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     assert_eq!(texts.len(), 130);
-    for exact in [true, false] {
-        let e = tern::engine(threads(), exact).unwrap();
+    // the f32 weights on the exact path; quantized to Q8_0 at load, on the
+    // 8-bit-activation path
+    for (model, exact) in models.iter().zip([true, false]) {
+        let (e, enc) = (tern::engine(threads(), exact).unwrap(), &model.core().encoder);
         let mut worst = (1.0f64, "");
         let mut got = Vec::new();
         for (i, text) in texts.iter().enumerate() {
@@ -49,7 +53,9 @@ fn minilm_vectors_equal_sentence_transformers() {
             got.push(v);
         }
         println!("exact {exact}: worst cosine {:.7} ({:?})", worst.0, &worst.1[..worst.1.len().min(40)]);
-        assert!(worst.0 >= if exact { 0.99999 } else { 0.999 }, "cosine {} on {:?}", worst.0, worst.1);
+        // quantized: BERT's outlier dimensions cost 8-bit activation blocks
+        // precision (Q8_0 weights with f32 activations: 0.99955)
+        assert!(worst.0 >= if exact { 0.99999 } else { 0.998 }, "cosine {} on {:?}", worst.0, worst.1);
         // retrieval: each query's top-5 documents as the oracle's
         let (qs, ds) = (&j["retrieval"]["queries"], &j["retrieval"]["documents"]);
         let idx = |v: &serde_json::Value| {
@@ -64,7 +70,10 @@ fn minilm_vectors_equal_sentence_transformers() {
             };
             let ours = top(&|i| got[i].clone());
             let theirs = top(&|i| want[i * dim..(i + 1) * dim].to_vec());
-            assert_eq!(ours, theirs, "query {q} {:?}", texts[q]);
+            match exact {
+                true => assert_eq!(ours, theirs, "query {q} {:?}", texts[q]),
+                false => assert_eq!(ours[0], theirs[0], "query {q} {:?}: {ours:?} vs {theirs:?}", texts[q]),
+            }
         }
     }
 }

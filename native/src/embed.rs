@@ -52,6 +52,15 @@ impl Embedder {
         Ok(Embedder { inner, threads: Threads::new(0), kernels })
     }
 
+    /// Float matrices converted to `to` (Q8_0) at load, as `--quantize
+    /// q8_0` does: the integer path, at a small cost in accuracy.
+    pub fn quantize(self, to: tern_core::quant::GgmlType) -> Result<Embedder> {
+        let tern_core::encoder::Embedder { encoder, tokenizer, max_len } = self.inner;
+        let (encoder, _) = encoder.quantize(to, Buffer::Owned)?;
+        let inner = tern_core::encoder::Embedder { encoder, tokenizer, max_len };
+        Ok(Embedder { inner, ..self })
+    }
+
     /// Run on `n` threads (0: all cores) instead.
     pub fn with_threads(mut self, n: usize) -> Embedder {
         self.threads = Threads::new(n);

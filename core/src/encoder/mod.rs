@@ -76,6 +76,17 @@ impl<B: AsRef<[u8]>> Encoder<B> {
         Ok(Encoder { bufs: shards.into_iter().map(|s| s.1).collect(), config, weights, pooling })
     }
 
+    /// Float matrices converted to `to` (Q8_0) at load, into a new buffer
+    /// `wrap` makes: the 8-bit-activation integer path then runs them.
+    pub fn quantize(
+        mut self,
+        to: crate::quant::GgmlType,
+        wrap: impl FnOnce(Vec<u8>) -> B,
+    ) -> Result<(Encoder<B>, crate::model::Requantized)> {
+        let r = crate::model::requant::quantize_matrices(&mut self.bufs, &mut self.weights, to, wrap)?;
+        Ok((self, r))
+    }
+
     fn view(&self) -> EncoderView<'_> {
         EncoderView {
             config: &self.config,

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use super::config::EncoderConfig;
 use crate::error::Result;
 use crate::model::binder::Binder;
+use crate::model::requant::Matrices;
 use crate::model::TensorRef;
 use crate::tensors::TensorDir;
 
@@ -108,5 +109,19 @@ impl EncoderWeights {
         let layers = self.layers.iter().flat_map(|l| [&l.q.w, &l.k.w, &l.v.w, &l.o.w, &l.up.w, &l.down.w]);
         let head = self.classifier.iter().flat_map(|(p, h)| [&p.w, &h.w]);
         [&self.token_embd].into_iter().chain(layers).chain(head)
+    }
+}
+
+impl Matrices for EncoderWeights {
+    fn n_matrices(&self) -> usize {
+        self.matrices().count()
+    }
+    fn each_matrix_once(&mut self, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
+        let layers = self
+            .layers
+            .iter_mut()
+            .flat_map(|l| [&mut l.q.w, &mut l.k.w, &mut l.v.w, &mut l.o.w, &mut l.up.w, &mut l.down.w]);
+        let head = self.classifier.iter_mut().flat_map(|(p, h)| [&mut p.w, &mut h.w]);
+        [&mut self.token_embd].into_iter().chain(layers).chain(head).try_for_each(f)
     }
 }

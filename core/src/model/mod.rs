@@ -8,7 +8,7 @@ mod engine;
 mod forward;
 mod kv_cache;
 pub(crate) mod matmul;
-mod requant;
+pub(crate) mod requant;
 mod rope;
 mod scratch;
 mod snapshot;

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::Model;
+use super::{Model, TensorRef};
 use crate::error::{Error, Result};
 use crate::quant::{self, GgmlType};
 
@@ -33,27 +33,9 @@ pub struct Widened {
 impl<B: AsRef<[u8]>> Model<B> {
     /// Convert every F32/F16/BF16 matrix whose rows are whole blocks to
     /// `to` (Q8_0), into one new buffer that `wrap` turns into a `B`.
-    pub fn quantize(self, to: GgmlType, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<(Model<B>, Requantized)> {
-        if to != GgmlType::Q8_0 {
-            return Err(Error::Unsupported {
-                what: alloc::format!("quantizing at load to {} (tern writes q8_0)", to.name()),
-            });
-        }
-        let float = |t: &super::TensorRef| matches!(t.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
-        let mut row = Vec::new();
-        let (model, r) = self.rewrite(
-            to,
-            |t| float(t) && t.n_cols % 32 == 0,
-            |_| true,
-            |t, src, out| {
-                row.resize(t.n_cols, 0.0);
-                quant::dequantize_row(t.ty, src, &mut row)?;
-                quant::q8_0::quantize_row(&row, out);
-                Ok(())
-            },
-            wrap,
-        )?;
-        Ok((model, Requantized { to, converted: r.matrices, kept: r.kept, bytes: r.bytes }))
+    pub fn quantize(mut self, to: GgmlType, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<(Model<B>, Requantized)> {
+        let r = quantize_matrices(&mut self.bufs, &mut self.weights, to, wrap)?;
+        Ok((self, r))
     }
 
     /// Rewrite every Q5_0 matrix as Q8_0 — the same numbers (a Q5_0 quant
@@ -63,13 +45,15 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// reading bytes (SIMD128: Q5_0 at ~7 GB/s, Q8_0 at ~19). Only if the
     /// copies can be had and the model stays within `max_bytes`; else
     /// nothing is converted.
-    pub fn widen_q5_0(self, max_bytes: usize, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<(Model<B>, Widened)> {
+    pub fn widen_q5_0(mut self, max_bytes: usize, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<(Model<B>, Widened)> {
         let q5 = |t: &super::TensorRef| t.ty == GgmlType::Q5_0;
         let (from, to) = (GgmlType::Q5_0.type_size(), GgmlType::Q8_0.type_size());
         let extra: usize = self.weights.matrices().filter(|t| q5(t)).map(|t| t.len / from * to).sum();
         let have = self.n_bytes();
         let fits = |out: &mut Vec<u8>| have + extra <= max_bytes && out.try_reserve_exact(extra).is_ok();
-        let (model, r) = self.rewrite(
+        let r = rewrite(
+            &mut self.bufs,
+            &mut self.weights,
             GgmlType::Q8_0,
             q5,
             fits,
@@ -83,7 +67,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             },
             wrap,
         )?;
-        Ok((model, Widened { matrices: r.matrices, bytes: r.bytes }))
+        Ok((self, Widened { matrices: r.matrices, bytes: r.bytes }))
     }
 
     /// Widen the f16 scales (and mins) of every 32-element block matrix to
@@ -118,51 +102,94 @@ impl<B: AsRef<[u8]>> Model<B> {
         let added = self.scales.len() * 4;
         (self, added)
     }
+}
 
-    /// The matrices `pick` selects rewritten row by row by `row` (source
-    /// row bytes to the end of the new buffer) as type `to`, in one new
-    /// buffer; none if `ready` (given the empty buffer) says no. A tensor
-    /// bound twice (a tied head) is rewritten once.
-    fn rewrite(
-        mut self,
-        to: GgmlType,
-        pick: impl Fn(&super::TensorRef) -> bool,
-        ready: impl FnOnce(&mut Vec<u8>) -> bool,
-        mut row: impl FnMut(&super::TensorRef, &[u8], &mut Vec<u8>) -> Result<()>,
-        wrap: impl FnOnce(Vec<u8>) -> B,
-    ) -> Result<(Model<B>, Rewritten)> {
-        let mut out = Vec::new();
-        let n = self.weights.matrices().count();
-        if !ready(&mut out) {
-            return Ok((self, Rewritten { matrices: 0, kept: n, bytes: 0 }));
-        }
-        let buf_index = self.bufs.len();
-        let (mut matrices, mut kept) = (0, 0);
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
-        self.weights.each_matrix_once(|t| {
+/// Weights whose matrices a rewrite visits: each once (a tensor bound
+/// twice, as a tied head, is visited once and its copies follow).
+pub(crate) trait Matrices {
+    /// How many.
+    fn n_matrices(&self) -> usize;
+    /// `f` on each, once.
+    fn each_matrix_once(&mut self, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()>;
+}
+
+/// The matrices `pick` selects rewritten row by row by `row` (source row
+/// bytes to the end of the new buffer) as type `to`, in one new buffer
+/// pushed onto `bufs`; none if `ready` (given the empty buffer) says no.
+pub(crate) fn rewrite<B: AsRef<[u8]>>(
+    bufs: &mut Vec<B>,
+    weights: &mut dyn Matrices,
+    to: GgmlType,
+    pick: impl Fn(&TensorRef) -> bool,
+    ready: impl FnOnce(&mut Vec<u8>) -> bool,
+    mut row: impl FnMut(&TensorRef, &[u8], &mut Vec<u8>) -> Result<()>,
+    wrap: impl FnOnce(Vec<u8>) -> B,
+) -> Result<Rewritten> {
+    let mut out = Vec::new();
+    let n = weights.n_matrices();
+    if !ready(&mut out) {
+        return Ok(Rewritten { matrices: 0, kept: n, bytes: 0 });
+    }
+    let buf_index = bufs.len();
+    let (mut matrices, mut kept) = (0, 0);
+    {
+        let views: Vec<&[u8]> = bufs.iter().map(AsRef::as_ref).collect();
+        weights.each_matrix_once(&mut |t| {
             if !pick(t) {
                 kept += 1;
                 return Ok(());
             }
-            let src = &bufs[t.buf][t.start..t.start + t.len];
+            let src = &views[t.buf][t.start..t.start + t.len];
             let start = out.len();
             for r in src.chunks_exact(t.len / t.n_rows) {
                 row(t, r, &mut out)?;
             }
             let len = out.len() - start;
-            *t = super::TensorRef { ty: to, buf: buf_index, start, len, scales: 0..0, ..t.clone() };
+            *t = TensorRef { ty: to, buf: buf_index, start, len, scales: 0..0, ..t.clone() };
             matrices += 1;
             Ok(())
         })?;
-        let bytes = out.len();
-        if matrices > 0 {
-            self.bufs.push(wrap(out));
-        }
-        Ok((self, Rewritten { matrices, kept, bytes }))
     }
+    let bytes = out.len();
+    if matrices > 0 {
+        bufs.push(wrap(out));
+    }
+    Ok(Rewritten { matrices, kept, bytes })
 }
 
-struct Rewritten {
+/// Every F32/F16/BF16 matrix whose rows are whole blocks converted to `to`
+/// (Q8_0), into one new buffer that `wrap` turns into a `B`.
+pub(crate) fn quantize_matrices<B: AsRef<[u8]>>(
+    bufs: &mut Vec<B>,
+    weights: &mut dyn Matrices,
+    to: GgmlType,
+    wrap: impl FnOnce(Vec<u8>) -> B,
+) -> Result<Requantized> {
+    if to != GgmlType::Q8_0 {
+        return Err(Error::Unsupported {
+            what: alloc::format!("quantizing at load to {} (tern writes q8_0)", to.name()),
+        });
+    }
+    let float = |t: &TensorRef| matches!(t.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
+    let mut f32_row = Vec::new();
+    let r = rewrite(
+        bufs,
+        weights,
+        to,
+        |t| float(t) && t.n_cols % 32 == 0,
+        |_| true,
+        |t, src, out| {
+            f32_row.resize(t.n_cols, 0.0);
+            quant::dequantize_row(t.ty, src, &mut f32_row)?;
+            quant::q8_0::quantize_row(&f32_row, out);
+            Ok(())
+        },
+        wrap,
+    )?;
+    Ok(Requantized { to, converted: r.matrices, kept: r.kept, bytes: r.bytes })
+}
+
+pub(crate) struct Rewritten {
     matrices: usize,
     kept: usize,
     bytes: usize,

@@ -229,6 +229,10 @@ impl Weights {
     /// tensor bound twice — a tied head — gets what `f` made of its first
     /// binding.
     pub fn each_matrix_once(&mut self, mut f: impl FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
+        self.each_once(&mut f)
+    }
+
+    fn each_once(&mut self, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
         let mut done: Vec<((usize, usize), TensorRef)> = Vec::new();
         let head = [&mut self.token_embd].into_iter().chain((!self.tied_output).then_some(&mut self.output));
         let layers = self
@@ -248,5 +252,14 @@ impl Weights {
             self.output = self.token_embd.clone();
         }
         Ok(())
+    }
+}
+
+impl super::requant::Matrices for Weights {
+    fn n_matrices(&self) -> usize {
+        self.matrices().count()
+    }
+    fn each_matrix_once(&mut self, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
+        self.each_once(f)
     }
 }

@@ -29,7 +29,10 @@ pub fn run(a: Args) -> Result<()> {
         return Err(tern::limits::invalid("tern embed needs -m: an embedding model directory".into()));
     }
     let path = a.load.model_path()?;
-    let model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(a.threads)?);
+    let mut model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(a.threads)?);
+    if let Some(ty) = a.load.quantize {
+        model = model.quantize(ty)?;
+    }
     let texts: Vec<String> = match &a.file {
         Some(f) => {
             let text = std::fs::read_to_string(f).map_err(|source| Error::Io { path: f.clone(), source })?;
