@@ -10,7 +10,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
-use super::weights::TensorRef;
+use super::tensor_ref::TensorRef;
 use crate::error::{Error, Result};
 use crate::quant::{self, GgmlType};
 use crate::tensors::{Located, TensorDir};

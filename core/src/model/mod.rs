@@ -12,6 +12,7 @@ pub(crate) mod requant;
 mod rope;
 mod scratch;
 mod snapshot;
+mod tensor_ref;
 pub(crate) mod weights;
 
 use alloc::vec::Vec;

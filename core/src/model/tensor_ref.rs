@@ -1,0 +1,29 @@
+//! Where a weight matrix is: a view (buffer, byte range, type, shape)
+//! into a model's bytes.
+
+use alloc::string::String;
+
+use crate::quant::GgmlType;
+
+/// A 2-D tensor inside the model's buffers: `n_rows` rows of `n_cols`.
+#[derive(Debug, Clone)]
+pub struct TensorRef {
+    /// The tensor's name in its file.
+    pub name: String,
+    /// Its type.
+    pub ty: GgmlType,
+    /// Which of the model's buffers (a GGUF file has one; an HF directory
+    /// one per shard) and the byte range in it.
+    pub buf: usize,
+    /// Byte offset in the buffer.
+    pub start: usize,
+    /// Bytes.
+    pub len: usize,
+    /// Elements per row.
+    pub n_cols: usize,
+    /// Rows.
+    pub n_rows: usize,
+    /// Where its widened scales are in the model's (`Model::widen_scales`);
+    /// empty: none.
+    pub scales: core::ops::Range<usize>,
+}
