@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use super::weights::{EncoderLayer, Linear, Norm};
 use super::EncoderView;
-use crate::backend::{Cached, KvRows, Score};
+use crate::backend::{Cached, KvRows, QMatrix, Score};
 use crate::error::Result;
 use crate::model::matmul::{matmul, ActBufs};
 use crate::model::Engine;
@@ -26,9 +26,9 @@ struct Buffers {
     mm: Vec<f32>,
 }
 
-/// The last hidden states of `ids` (one row of `n_embd` per token); token
-/// type 0 throughout, or `types` per token.
-pub(super) fn hidden(m: &EncoderView, e: &Engine, ids: &[u32], types: Option<&[u32]>) -> Result<Vec<f32>> {
+/// The last hidden states of `ids` (one row of `n_embd` per token), all of
+/// token type 0 (one segment).
+pub(super) fn hidden(m: &EncoderView, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
     let (c, w) = (m.config, m.weights);
     let (n, ne) = (ids.len(), c.n_embd);
     let mut b = Buffers {
@@ -45,8 +45,7 @@ pub(super) fn hidden(m: &EncoderView, e: &Engine, ids: &[u32], types: Option<&[u
     for (t, &id) in ids.iter().enumerate() {
         let row = &mut b.y[t * ne..(t + 1) * ne];
         quant::dequantize_row(emb.ty, emb.row(id as usize), row)?;
-        let ty = types.map_or(0, |ts| ts[t] as usize);
-        let (pos, typ) = (&w.pos_embd[t * ne..(t + 1) * ne], &w.type_embd[ty * ne..(ty + 1) * ne]);
+        let (pos, typ) = (&w.pos_embd[t * ne..(t + 1) * ne], &w.type_embd[..ne]);
         for ((y, &p), &s) in row.iter_mut().zip(pos).zip(typ) {
             *y = (*y + s) + p;
         }
@@ -62,11 +61,7 @@ pub(super) fn hidden(m: &EncoderView, e: &Engine, ids: &[u32], types: Option<&[u
 fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, n: usize) {
     let c = m.config;
     let (ne, hd) = (c.n_embd, c.head_dim());
-    let qkv = [
-        (m.matrix(&l.q.w), Some(&l.q.b[..])),
-        (m.matrix(&l.k.w), Some(&l.k.b[..])),
-        (m.matrix(&l.v.w), Some(&l.v.b[..])),
-    ];
+    let qkv = [lin(m, &l.q), lin(m, &l.k), lin(m, &l.v)];
     matmul(e, &qkv, &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.q, &mut b.k, &mut b.v]);
 
     // every query sees every token: head h of token t over all n keys
@@ -87,35 +82,19 @@ fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, n: usiz
             b.y[t * ne + h * hd..t * ne + (h + 1) * hd].copy_from_slice(&heads[h * per + t * hd..][..hd]);
         }
     }
-    let att = core::mem::take(&mut b.y);
-    linear(m, e, b, &l.o, &att, n, Out::Q);
-    b.y = att;
+    matmul(e, &[lin(m, &l.o)], &b.y, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
     residual_norm(e, b, &l.attn_norm, c.norm_eps, n);
 
     // GELU feed-forward
-    let x = core::mem::take(&mut b.x);
-    linear(m, e, b, &l.up, &x, n, Out::Ff);
-    b.x = x;
+    matmul(e, &[lin(m, &l.up)], &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.ff]);
     e.kernels.gelu(&mut b.ff[..n * c.n_ff]);
-    let ff = core::mem::take(&mut b.ff);
-    linear(m, e, b, &l.down, &ff, n, Out::Q);
-    b.ff = ff;
+    matmul(e, &[lin(m, &l.down)], &b.ff, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
     residual_norm(e, b, &l.out_norm, c.norm_eps, n);
 }
 
-/// Where `linear` writes.
-enum Out {
-    Q,
-    Ff,
-}
-
-/// `out = x · Wᵀ + b` into `b.q` or `b.ff`.
-fn linear(m: &EncoderView, e: &Engine, b: &mut Buffers, lin: &Linear, x: &[f32], n: usize, out: Out) {
-    let out = match out {
-        Out::Q => &mut b.q,
-        Out::Ff => &mut b.ff,
-    };
-    matmul(e, &[(m.matrix(&lin.w), Some(&lin.b))], x, n, &mut b.acts, &mut b.mm, &mut [out]);
+/// A linear layer as `matmul` takes it: the weight and its bias.
+fn lin<'a>(m: &'a EncoderView, l: &'a Linear) -> (QMatrix<'a>, Option<&'a [f32]>) {
+    (m.matrix(&l.w), Some(&l.b))
 }
 
 /// `x = LayerNorm(x + q)` (the sublayer's output is in `b.q`).

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 pub use config::{EncoderConfig, MAX_POSITIONS};
 pub use embedder::{check_count, Embedder, MAX_INPUTS};
-pub use pooling::{Pooling, PoolingMode};
+pub use pooling::{l2_normalize, Pooling, PoolingMode};
 pub use weights::EncoderWeights;
 
 use crate::backend::QMatrix;
@@ -62,10 +62,7 @@ impl<B: AsRef<[u8]>> Encoder<B> {
             let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
             let (dir, mut problems) = crate::hf::Shards::read(&views, index, None)?;
             if let Err(e) = EncoderWeights::bind(&dir, &config, false) {
-                match e {
-                    Error::Tensors { problems: p } => problems.extend(p),
-                    e => problems.push(e),
-                }
+                crate::hf::flatten(e, &mut problems);
             }
             match problems.len() {
                 0 => EncoderWeights::bind(&dir, &config, true)?,
@@ -115,7 +112,7 @@ impl<B: AsRef<[u8]>> Encoder<B> {
     /// The last hidden states of `ids`, one row of `n_embd` per token.
     pub fn hidden(&self, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
         self.check_input(ids)?;
-        forward::hidden(&self.view(), e, ids, None)
+        forward::hidden(&self.view(), e, ids)
     }
 
     /// The pooled (and, as the model says, normalised) vector of `ids`.

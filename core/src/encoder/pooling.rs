@@ -89,8 +89,13 @@ impl Pooling {
             }
         }
         if self.normalize {
-            let norm = libm::sqrtf(out.iter().map(|x| x * x).sum::<f32>()).max(1e-12);
-            out.iter_mut().for_each(|o| *o /= norm);
+            l2_normalize(out);
         }
     }
+}
+
+/// `v` scaled to unit length (a zero vector stays zero).
+pub fn l2_normalize(v: &mut [f32]) {
+    let norm = libm::sqrtf(v.iter().map(|x| x * x).sum::<f32>()).max(1e-12);
+    v.iter_mut().for_each(|x| *x /= norm);
 }

@@ -43,7 +43,8 @@ pub fn shard_files(index: Option<&Index>) -> Vec<String> {
     }
 }
 
-fn flatten(e: Error, into: &mut Vec<Error>) {
+/// `e`'s problems added to `into` (a report of several, or one).
+pub(crate) fn flatten(e: Error, into: &mut Vec<Error>) {
     match e {
         Error::Tensors { problems } => into.extend(problems),
         e => into.push(e),

@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use tern_core::encoder::{check_count, Embedder};
+use tern_core::encoder::{check_count, l2_normalize, Embedder};
 use tern_core::Engine;
 
 use super::api_error::ApiError;
@@ -98,8 +98,7 @@ impl EmbedRequest {
             let mut v = emb.encoder.embed(e, &ids).map_err(|e| ApiError::core(&k, e))?;
             if let Some(d) = self.dimensions {
                 v.truncate(d);
-                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-                v.iter_mut().for_each(|x| *x /= norm);
+                l2_normalize(&mut v);
             }
             let embedding = match self.base64 {
                 false => json!(v),
