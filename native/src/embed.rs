@@ -1,6 +1,7 @@
-//! Embeddings: a sentence-transformers model directory (BERT: MiniLM,
-//! bge, ...) loaded with the fastest kernels this CPU has and a thread pool
-//! over all cores; texts in, one vector each out.
+//! Embeddings and reranking: a sentence-transformers model directory
+//! (BERT: MiniLM, bge, ...; or a cross-encoder) loaded with the fastest
+//! kernels this CPU has and a thread pool over all cores; texts in, one
+//! vector each out (or a query and documents in, a score each out).
 //!
 //! ```
 //! # fn main() -> tern::Result<()> {
@@ -22,7 +23,7 @@ use tern_core::Engine;
 use crate::load::{Buffer, DirFiles};
 use crate::{Result, Threads};
 
-/// A loaded embedding model; share it across threads (`Arc`).
+/// A loaded embedding or reranking model; share it across threads (`Arc`).
 pub struct Embedder {
     inner: tern_core::encoder::Embedder<Buffer>,
     threads: Threads,
@@ -83,14 +84,20 @@ impl Embedder {
         Engine { kernels: self.kernels, par: &self.threads, exact }
     }
 
-    /// One vector per text (each input alone: its vector never depends on
-    /// the others).
+    /// One vector per text (batched, but each vector is the same bits as
+    /// its text's alone).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         Ok(self.inner.embed(&self.engine(false), texts)?)
     }
 
     /// The vector of `ids` (the model's input: special tokens included).
     pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>> {
-        Ok(self.inner.encoder.embed(&self.engine(false), ids)?)
+        Ok(self.inner.encoder.embed(&self.engine(false), &[ids])?.remove(0))
+    }
+
+    /// A cross-encoder's relevance score of each document for `query`, in
+    /// the documents' order (higher: more relevant; the model's logit).
+    pub fn rerank(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        Ok(self.inner.rerank(&self.engine(false), query, documents)?)
     }
 }

@@ -9,7 +9,7 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::{Encoder, Pooling};
+use super::{Encoder, EncoderConfig, Pooling, Seq};
 use crate::error::{Error, Result};
 use crate::model::Engine;
 use crate::tokenizer::Tokenizer;
@@ -17,7 +17,8 @@ use crate::tokenizer::Tokenizer;
 /// Inputs one call embeds at most.
 pub const MAX_INPUTS: usize = 4096;
 
-/// An encoder with what it needs to embed text.
+/// An encoder with what it needs to embed text (or, a cross-encoder, to
+/// score pairs of texts).
 pub struct Embedder<B> {
     /// The model.
     pub encoder: Encoder<B>,
@@ -30,21 +31,24 @@ pub struct Embedder<B> {
 
 impl<B: AsRef<[u8]>> Embedder<B> {
     /// A directory whose files `take` hands over by name (None: absent).
-    /// Without sentence-transformers' pooling description the model is
-    /// refused unless `pooling` says how to pool.
+    /// Without sentence-transformers' pooling description an embedding
+    /// model is refused unless `pooling` says how to pool (a cross-encoder
+    /// needs none).
     pub fn from_dir(take: &mut dyn FnMut(&str) -> Result<Option<B>>, pooling: Option<Pooling>) -> Result<Embedder<B>> {
         let config = need(take, "config.json")?;
         let pooling = match pooling {
-            Some(p) => p,
+            Some(p) => Some(p),
             None => match (take("modules.json")?, take("1_Pooling/config.json")?) {
-                (Some(m), Some(p)) => Pooling::from_sentence_transformers(m.as_ref(), p.as_ref())?,
-                _ => {
-                    return Err(Error::Unsupported {
-                        what: "embeddings from a model that does not say how to pool (no sentence-transformers modules.json and 1_Pooling/config.json): choose a pooling".into(),
-                    })
-                }
+                (Some(m), Some(p)) => Some(Pooling::from_sentence_transformers(m.as_ref(), p.as_ref())?),
+                _ => None,
             },
         };
+        let cross_encoder = EncoderConfig::parse(config.as_ref()).is_ok_and(|c| c.n_labels.is_some());
+        if pooling.is_none() && !cross_encoder {
+            return Err(Error::Unsupported {
+                what: "embeddings from a model that does not say how to pool (no sentence-transformers modules.json and 1_Pooling/config.json): choose a pooling".into(),
+            });
+        }
         let tok_json = need(take, "tokenizer.json")?;
         let tok_config = take("tokenizer_config.json")?;
         let tokenizer = Tokenizer::from_hf(tok_json.as_ref(), tok_config.as_ref().map(AsRef::as_ref), None, &[])?;
@@ -69,7 +73,13 @@ impl<B: AsRef<[u8]>> Embedder<B> {
                 detail: format!("{} tokens, the model embeds {}", tokenizer.n_vocab(), encoder.config.n_vocab),
             });
         }
-        let max_len = st_max.unwrap_or(usize::MAX).clamp(2, encoder.config.n_pos);
+        // sentence-transformers' maximum, else the tokenizer's (as its
+        // CrossEncoder takes it), else the model's positions
+        let tok_max = tok_config.as_ref().and_then(|c| {
+            let v: serde_json::Value = serde_json::from_slice(c.as_ref()).ok()?;
+            v.get("model_max_length")?.as_u64().map(|n| n as usize)
+        });
+        let max_len = st_max.or(tok_max).unwrap_or(usize::MAX).clamp(2, encoder.config.n_pos);
         Ok(Embedder { encoder, tokenizer, max_len })
     }
 
@@ -95,7 +105,34 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     /// or a text of no tokens is an error naming it.
     pub fn embed(&self, e: &Engine, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         check_count(texts.len())?;
-        texts.iter().map(|t| self.encoder.embed(e, &self.input(t)?)).collect()
+        let inputs = texts.iter().map(|t| self.input(t)).collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
+        self.encoder.embed(e, &refs)
+    }
+
+    /// A cross-encoder's relevance score (its one logit) of each document
+    /// for `query`, in the documents' order; each pair truncated to
+    /// `max_len` tokens, the longer text first.
+    pub fn rerank(&self, e: &Engine, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        check_count(documents.len())?;
+        match self.encoder.config.n_labels {
+            Some(1) => {}
+            Some(n) => {
+                return Err(Error::Unsupported {
+                    what: format!("reranking with a classifier of {n} labels (a reranker has one)"),
+                })
+            }
+            None => {
+                return Err(Error::Unsupported {
+                    what: "reranking with an embedding model (a cross-encoder reranks: BertForSequenceClassification)"
+                        .into(),
+                })
+            }
+        }
+        let pairs =
+            documents.iter().map(|d| self.tokenizer.encode_pair(query, d, self.max_len)).collect::<Result<Vec<_>>>()?;
+        let seqs: Vec<Seq> = pairs.iter().map(|(ids, types)| Seq { ids, types: Some(types) }).collect();
+        Ok(self.encoder.classify(e, &seqs)?.into_iter().map(|l| l[0]).collect())
     }
 }
 

@@ -1,7 +1,9 @@
-//! The encoder's forward pass over one input: embeddings (token +
+//! The encoder's forward pass over a batch of inputs: embeddings (token +
 //! position + type, LayerNorm), then post-norm blocks of bidirectional
-//! attention and a GELU feed-forward. One input at a time, so an input's
-//! vector never depends on what else is encoded with it.
+//! attention and a GELU feed-forward. The inputs' tokens share each
+//! matrix product (rows are independent there) and each token attends only
+//! to its own input's, so an input's states are the same bits alone or in
+//! any batch.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -14,7 +16,16 @@ use crate::model::matmul::{matmul, ActBufs};
 use crate::model::Engine;
 use crate::quant;
 
-/// Per-input buffers, sized by its `n` tokens.
+/// One input: its token ids and, for a pair, each token's type (segment).
+#[derive(Clone, Copy)]
+pub struct Seq<'a> {
+    /// The model's input, special tokens included.
+    pub ids: &'a [u32],
+    /// Token types (None: all 0, one segment).
+    pub types: Option<&'a [u32]>,
+}
+
+/// Buffers for a batch of `n` tokens.
 struct Buffers {
     x: Vec<f32>,
     y: Vec<f32>,
@@ -26,11 +37,12 @@ struct Buffers {
     mm: Vec<f32>,
 }
 
-/// The last hidden states of `ids` (one row of `n_embd` per token), all of
-/// token type 0 (one segment).
-pub(super) fn hidden(m: &EncoderView, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
+/// The last hidden states of every token of `seqs`, the inputs' rows one
+/// after another (`n_embd` each). Ids and types are checked by the caller.
+pub(super) fn hidden(m: &EncoderView, e: &Engine, seqs: &[Seq]) -> Result<Vec<f32>> {
     let (c, w) = (m.config, m.weights);
-    let (n, ne) = (ids.len(), c.n_embd);
+    let n: usize = seqs.iter().map(|s| s.ids.len()).sum();
+    let ne = c.n_embd;
     let mut b = Buffers {
         x: vec![0.0; n * ne],
         y: vec![0.0; n * ne],
@@ -41,47 +53,53 @@ pub(super) fn hidden(m: &EncoderView, e: &Engine, ids: &[u32]) -> Result<Vec<f32
         acts: ActBufs::new(n, c.n_ff.max(ne)),
         mm: vec![0.0; n * c.n_ff.max(3 * ne)],
     };
+    // each token's input: (its first token, its length)
+    let mut span = Vec::with_capacity(n);
     let emb = m.matrix(&w.token_embd);
-    for (t, &id) in ids.iter().enumerate() {
-        let row = &mut b.y[t * ne..(t + 1) * ne];
-        quant::dequantize_row(emb.ty, emb.row(id as usize), row)?;
-        let (pos, typ) = (&w.pos_embd[t * ne..(t + 1) * ne], &w.type_embd[..ne]);
-        for ((y, &p), &s) in row.iter_mut().zip(pos).zip(typ) {
-            *y = (*y + s) + p;
+    for s in seqs {
+        let first = span.len();
+        for (p, &id) in s.ids.iter().enumerate() {
+            let t = first + p;
+            span.push((first, s.ids.len()));
+            let row = &mut b.y[t * ne..(t + 1) * ne];
+            quant::dequantize_row(emb.ty, emb.row(id as usize), row)?;
+            let ty = s.types.map_or(0, |ty| ty[p] as usize);
+            let (pos, typ) = (&w.pos_embd[p * ne..(p + 1) * ne], &w.type_embd[ty * ne..(ty + 1) * ne]);
+            for ((y, &p), &s) in row.iter_mut().zip(pos).zip(typ) {
+                *y = (*y + s) + p;
+            }
         }
     }
     norm_rows(e, &b.y, &w.embd_norm, c.norm_eps, &mut b.x);
     for l in &w.layers {
-        layer(m, e, &mut b, l, n);
+        layer(m, e, &mut b, l, &span);
     }
     Ok(b.x)
 }
 
 /// One post-norm block, in place on `b.x`.
-fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, n: usize) {
+fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, span: &[(usize, usize)]) {
     let c = m.config;
-    let (ne, hd) = (c.n_embd, c.head_dim());
+    let (n, ne, hd) = (span.len(), c.n_embd, c.head_dim());
     let qkv = [lin(m, &l.q), lin(m, &l.k), lin(m, &l.v)];
     matmul(e, &qkv, &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.q, &mut b.k, &mut b.v]);
 
-    // every query sees every token: head h of token t over all n keys
+    // every query sees every token of its input, head by head
     let score = Score { scale: 1.0 / libm::sqrtf(hd as f32), softcap: None };
     let (q, k, v) = (&b.q, &b.k, &b.v);
-    let per = n * hd + n;
-    let mut heads = vec![0.0f32; c.n_head * per];
-    e.par.for_each_chunk(&mut heads, per, &|h, run| {
-        let (outs, scores) = run.split_at_mut(n * hd);
-        let kv = Cached { k: KvRows::F32(&k[h * hd..]), v: KvRows::F32(&v[h * hd..]), stride: ne };
-        for t in 0..n {
-            let qh = &q[t * ne + h * hd..t * ne + (h + 1) * hd];
-            e.kernels.attention_head(qh, kv, n, score, scores, &mut outs[t * hd..(t + 1) * hd]);
+    let longest = span.iter().map(|s| s.1).max().unwrap_or(0);
+    e.par.for_each_run(&mut b.y[..n * ne], ne, &|t0, run| {
+        let mut scores = vec![0.0f32; longest];
+        for (i, out) in run.chunks_exact_mut(ne).enumerate() {
+            let (first, len) = span[t0 + i];
+            for h in 0..c.n_head {
+                let at = first * ne + h * hd;
+                let kv = Cached { k: KvRows::F32(&k[at..]), v: KvRows::F32(&v[at..]), stride: ne };
+                let qh = &q[(t0 + i) * ne + h * hd..][..hd];
+                e.kernels.attention_head(qh, kv, len, score, &mut scores[..len], &mut out[h * hd..(h + 1) * hd]);
+            }
         }
     });
-    for h in 0..c.n_head {
-        for t in 0..n {
-            b.y[t * ne + h * hd..t * ne + (h + 1) * hd].copy_from_slice(&heads[h * per + t * hd..][..hd]);
-        }
-    }
     matmul(e, &[lin(m, &l.o)], &b.y, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
     residual_norm(e, b, &l.attn_norm, c.norm_eps, n);
 
@@ -90,6 +108,23 @@ fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, n: usiz
     e.kernels.gelu(&mut b.ff[..n * c.n_ff]);
     matmul(e, &[lin(m, &l.down)], &b.ff, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
     residual_norm(e, b, &l.out_norm, c.norm_eps, n);
+}
+
+/// A sequence classifier's outputs for `cls` (one `[CLS]` state per
+/// input): the pooler `tanh(W·h + b)`, then the head. One row of labels
+/// per input.
+pub(super) fn classify(m: &EncoderView, e: &Engine, cls: &[f32], head: &(Linear, Linear)) -> Vec<f32> {
+    let ne = m.config.n_embd;
+    let n = cls.len() / ne;
+    let labels = head.1.b.len();
+    let mut acts = ActBufs::new(n, ne);
+    let mut mm = vec![0.0; n * ne.max(labels)];
+    let mut pooled = vec![0.0; n * ne];
+    matmul(e, &[lin(m, &head.0)], cls, n, &mut acts, &mut mm, &mut [&mut pooled]);
+    pooled.iter_mut().for_each(|x| *x = libm::tanhf(*x));
+    let mut out = vec![0.0; n * labels];
+    matmul(e, &[lin(m, &head.1)], &pooled, n, &mut acts, &mut mm, &mut [&mut out]);
+    out
 }
 
 /// A linear layer as `matmul` takes it: the weight and its bias.

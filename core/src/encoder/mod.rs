@@ -1,8 +1,9 @@
 //! Encoder models for embeddings: the BERT family (learned absolute
 //! positions, token types, post-LayerNorm, GELU, bidirectional attention)
 //! from HF safetensors, and the pooling that turns an input's hidden
-//! states into one vector. Each input runs alone, so its vector is the same
-//! bits whatever it is encoded with.
+//! states into one vector, or a cross-encoder's classifier that scores a
+//! pair. Inputs are batched through the matrix products but never mix, so
+//! an input's vector is the same bits whatever it is encoded with.
 
 mod config;
 mod embedder;
@@ -10,16 +11,22 @@ mod forward;
 mod pooling;
 mod weights;
 
+use alloc::format;
 use alloc::vec::Vec;
 
 pub use config::{EncoderConfig, MAX_POSITIONS};
 pub use embedder::{check_count, Embedder, MAX_INPUTS};
+pub use forward::Seq;
 pub use pooling::{l2_normalize, Pooling, PoolingMode};
 pub use weights::EncoderWeights;
 
 use crate::backend::QMatrix;
 use crate::error::{Error, Result};
 use crate::model::{Engine, TensorRef};
+
+/// Tokens one forward pass takes at most: a batch longer than this runs
+/// in parts (which changes no result: inputs never mix).
+pub const BATCH_TOKENS: usize = 4096;
 
 /// A loaded encoder: immutable, shareable; its bytes held in `B`.
 pub struct Encoder<B> {
@@ -28,8 +35,9 @@ pub struct Encoder<B> {
     pub config: EncoderConfig,
     /// Where each weight is.
     pub weights: EncoderWeights,
-    /// How hidden states become one vector.
-    pub pooling: Pooling,
+    /// How hidden states become one vector (None: a cross-encoder, which
+    /// scores pairs instead).
+    pub pooling: Option<Pooling>,
 }
 
 /// The model as the forward pass reads it.
@@ -55,7 +63,7 @@ impl<B: AsRef<[u8]>> Encoder<B> {
         config_json: &[u8],
         index: Option<&crate::hf::Index>,
         shards: Vec<(alloc::string::String, B)>,
-        pooling: Pooling,
+        pooling: Option<Pooling>,
     ) -> Result<Encoder<B>> {
         let config = EncoderConfig::parse(config_json)?;
         let weights = {
@@ -93,34 +101,97 @@ impl<B: AsRef<[u8]>> Encoder<B> {
     }
 
     /// The input as the model takes it: an error naming the limit if it is
-    /// empty, longer than the model's positions, or holds an id outside
-    /// the vocabulary.
-    pub fn check_input(&self, ids: &[u32]) -> Result<()> {
+    /// empty, longer than the model's positions, holds an id outside the
+    /// vocabulary or a token type the model has no embedding for.
+    pub fn check_input(&self, s: &Seq) -> Result<()> {
         let c = &self.config;
+        let ids = s.ids;
         if ids.is_empty() {
             return Err(Error::InvalidArgument { what: "an input of 0 tokens".into() });
         }
         if ids.len() > c.n_pos {
             return Err(Error::ContextFull { n_ctx: c.n_pos, needed: ids.len() });
         }
-        match ids.iter().find(|&&id| id as usize >= c.n_vocab) {
-            Some(&id) => Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab }),
+        if let Some(&id) = ids.iter().find(|&&id| id as usize >= c.n_vocab) {
+            return Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab });
+        }
+        match s.types {
+            Some(t) if t.len() != ids.len() => {
+                Err(Error::InvalidArgument { what: format!("{} token types for {} tokens", t.len(), ids.len()) })
+            }
+            Some(t) => match t.iter().find(|&&ty| ty as usize >= c.n_types) {
+                Some(ty) => {
+                    Err(Error::InvalidArgument { what: format!("token type {ty} (the model has {})", c.n_types) })
+                }
+                None => Ok(()),
+            },
             None => Ok(()),
         }
     }
 
-    /// The last hidden states of `ids`, one row of `n_embd` per token.
-    pub fn hidden(&self, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
-        self.check_input(ids)?;
-        forward::hidden(&self.view(), e, ids)
+    /// Every input checked, then run in forward passes of at most
+    /// [`BATCH_TOKENS`] tokens; `each(i, states)` gets input i's last
+    /// hidden states (a row of `n_embd` per token).
+    fn each_hidden(&self, e: &Engine, seqs: &[Seq], each: &mut dyn FnMut(usize, &[f32])) -> Result<()> {
+        seqs.iter().try_for_each(|s| self.check_input(s))?;
+        let (view, ne) = (self.view(), self.config.n_embd);
+        let mut i = 0;
+        while i < seqs.len() {
+            let mut end = i + 1;
+            let mut tokens = seqs[i].ids.len();
+            while end < seqs.len() && tokens + seqs[end].ids.len() <= BATCH_TOKENS {
+                tokens += seqs[end].ids.len();
+                end += 1;
+            }
+            let h = forward::hidden(&view, e, &seqs[i..end])?;
+            let mut at = 0;
+            for (j, s) in seqs[i..end].iter().enumerate() {
+                each(i + j, &h[at * ne..(at + s.ids.len()) * ne]);
+                at += s.ids.len();
+            }
+            i = end;
+        }
+        Ok(())
     }
 
-    /// The pooled (and, as the model says, normalised) vector of `ids`.
-    pub fn embed(&self, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
-        let h = self.hidden(e, ids)?;
-        let dim = self.config.n_embd;
-        let mut out = alloc::vec![0.0; dim];
-        self.pooling.pool(&h, ids.len(), dim, &mut out);
+    /// The last hidden states of `ids`, one row of `n_embd` per token.
+    pub fn hidden(&self, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
+        let mut out = Vec::new();
+        self.each_hidden(e, &[Seq { ids, types: None }], &mut |_, h| out = h.to_vec())?;
         Ok(out)
+    }
+
+    /// The pooled (and, as the model says, normalised) vector of each
+    /// input; the inputs share matrix products, and each vector is the
+    /// same bits as that input's alone.
+    pub fn embed(&self, e: &Engine, inputs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        let pooling = self.pooling.ok_or_else(|| Error::Unsupported {
+            what: format!(
+                "embeddings from a {} with no pooling (it scores pairs: rerank with it, or choose a pooling)",
+                self.config.architecture
+            ),
+        })?;
+        let seqs: Vec<Seq> = inputs.iter().map(|&ids| Seq { ids, types: None }).collect();
+        let dim = self.config.n_embd;
+        let mut out = alloc::vec![alloc::vec![0.0; dim]; inputs.len()];
+        self.each_hidden(e, &seqs, &mut |i, h| pooling.pool(h, inputs[i].len(), dim, &mut out[i]))?;
+        Ok(out)
+    }
+
+    /// A sequence classifier's outputs (logits, one row of `n_labels` per
+    /// input) for each input, from its first token's (`[CLS]`) state.
+    pub fn classify(&self, e: &Engine, seqs: &[Seq]) -> Result<Vec<Vec<f32>>> {
+        let head = self.weights.classifier.as_ref().ok_or_else(|| Error::Unsupported {
+            what: format!(
+                "scoring pairs with a {} (it has no classifier head: a cross-encoder does)",
+                self.config.architecture
+            ),
+        })?;
+        let ne = self.config.n_embd;
+        let mut cls = alloc::vec![0.0; seqs.len() * ne];
+        self.each_hidden(e, seqs, &mut |i, h| cls[i * ne..(i + 1) * ne].copy_from_slice(&h[..ne]))?;
+        let labels = head.1.b.len();
+        let out = forward::classify(&self.view(), e, &cls, head);
+        Ok(out.chunks_exact(labels).map(<[f32]>::to_vec).collect())
     }
 }

@@ -119,6 +119,7 @@ impl Tokenizer {
         let tok = Tokenizer {
             literals: Tokenizer::literals(&inner)?,
             strip_first_space,
+            pair: None,
             inner,
             token_bytes,
             is_control: types.iter().map(|&t| t == TOKEN_CONTROL).collect(),

@@ -475,6 +475,7 @@ impl Tokenizer {
             true => json.get("post_processor").and_then(appended).and_then(|t| inner.token_to_id(t)),
             false => None,
         };
+        let pair = json.get("post_processor").and_then(|v| super::pair::template(v, &|t| inner.token_to_id(t)));
         Ok(Tokenizer {
             inner,
             token_bytes,
@@ -489,6 +490,7 @@ impl Tokenizer {
             pre,
             literals,
             strip_first_space,
+            pair,
         })
     }
 }

@@ -6,6 +6,7 @@ mod charsmap;
 mod gguf;
 mod hf;
 mod literal;
+mod pair;
 mod spm;
 
 pub use literal::Escaper;
@@ -39,6 +40,8 @@ pub struct Tokenizer {
     pub pre: String,
     /// Control-token strings, to keep message content literal.
     literals: literal::Literals,
+    /// The post-processor's pair template (cross-encoders' input).
+    pair: Option<Vec<pair::Piece>>,
     /// Whether decoding a whole sequence drops its first space
     /// (SentencePiece's prefix space: the decoder's `Strip`).
     strip_first_space: bool,
@@ -100,20 +103,25 @@ impl Tokenizer {
         }
     }
 
-    /// Token ids of `text`; special-token strings in it become their ids.
-    /// `add_special`: prepend BOS if the model asks for it.
-    pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
+    /// `text` through the tokenizers crate, no special tokens added.
+    fn raw(&self, text: &str) -> Result<tokenizers::Encoding> {
         // Should the tokenizers crate panic on some input (it did on
         // Oniguruma's retry limit, before the regex engine was fancy-regex),
         // it is an error naming the input's size here, not a crash.
-        let enc = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.inner.encode(text, false)))
+        std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| self.inner.encode(text, false)))
             .map_err(|_| Error::Tokenizer {
                 detail: alloc::format!(
                     "the pre-tokenizer's regex gave up on this text of {} bytes (too much backtracking)",
                     text.len()
                 ),
             })?
-            .map_err(tok_err)?;
+            .map_err(tok_err)
+    }
+
+    /// Token ids of `text`; special-token strings in it become their ids.
+    /// `add_special`: prepend BOS if the model asks for it.
+    pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
+        let enc = self.raw(text)?;
         let mut ids = Vec::with_capacity(enc.len() + 1);
         if add_special && self.add_bos {
             ids.extend(self.bos);

@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use tern_core::encoder::{check_count, l2_normalize, Embedder};
+use tern_core::encoder::{check_count, l2_normalize, Embedder, Seq};
 use tern_core::Engine;
 
 use super::api_error::ApiError;
@@ -83,19 +83,24 @@ impl EmbedRequest {
         Ok(r)
     }
 
-    /// Embed every input (each alone: its vector never depends on the
-    /// others) and answer in OpenAI's shape.
+    /// Embed every input (batched; a vector never depends on the others)
+    /// and answer in OpenAI's shape.
     pub fn run(self, emb: &Embedder<crate::Buffer>, e: &Engine, model_id: &str) -> Result<Value, ApiError> {
-        let mut data = Vec::with_capacity(self.inputs.len());
-        let mut tokens = 0;
-        for (i, input) in self.inputs.into_iter().enumerate() {
-            let k = format!("input[{i}]");
-            let ids = match input {
-                Input::Text(t) => emb.input(&t).map_err(|e| ApiError::core(&k, e))?,
-                Input::Ids(ids) => ids,
-            };
-            tokens += ids.len();
-            let mut v = emb.encoder.embed(e, &ids).map_err(|e| ApiError::core(&k, e))?;
+        let inputs = (self.inputs.into_iter().enumerate())
+            .map(|(i, input)| {
+                let ids = match input {
+                    Input::Text(t) => emb.input(&t),
+                    Input::Ids(ids) => Ok(ids),
+                };
+                let ids = ids.and_then(|ids| emb.encoder.check_input(&Seq { ids: &ids, types: None }).map(|()| ids));
+                ids.map_err(|e| ApiError::core(&format!("input[{i}]"), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tokens: usize = inputs.iter().map(Vec::len).sum();
+        let refs: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
+        let vectors = emb.encoder.embed(e, &refs).map_err(|e| ApiError::core("input", e))?;
+        let mut data = Vec::with_capacity(vectors.len());
+        for (i, mut v) in vectors.into_iter().enumerate() {
             if let Some(d) = self.dimensions {
                 v.truncate(d);
                 l2_normalize(&mut v);
