@@ -366,3 +366,29 @@ fn embed_texts_and_refuse_what_cannot_be_embedded() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// `tern rerank`: documents best first with their scores (`--top-n`);
+/// an embedding model, or no documents, is a clear error.
+#[test]
+fn rerank_documents_and_refuse_what_cannot_rerank() {
+    let dir = tern::models_dir().join("minilm-rerank-test");
+    assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
+    let dir = dir.display().to_string();
+    let out = tern().args(["rerank", "-m", &dir, "--top-n", "2", "-t", "1", "q?", "a", "b", "c"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let scores: Vec<f64> = text.lines().map(|l| l.split_whitespace().next().unwrap().parse().unwrap()).collect();
+    assert_eq!(scores.len(), 2, "{text}");
+    assert!(scores[0] >= scores[1], "{text}");
+    let minilm = tern::models_dir().join("all-minilm-l6-v2").display().to_string();
+    for (args, want) in [
+        (vec!["rerank", "-m", &dir, "q"], "no inputs"),
+        (vec!["rerank", "q", "d"], "needs -m"),
+        (vec!["rerank", "-m", &minilm, "q", "d"], "cross-encoder"),
+    ] {
+        let out = tern().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

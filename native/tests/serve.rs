@@ -633,3 +633,59 @@ fn embeddings_through_the_openai_client() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("--embedding-model"), "{body}");
 }
+
+/// `POST /v1/rerank` (the Jina/Cohere shape llama-server answers): the
+/// scores `tern rerank` prints, best first, `top_n`, documents as objects
+/// and `return_documents`; bad requests are 400s naming the field.
+#[test]
+fn rerank_as_tern_rerank_scores() {
+    let dir = tern::models_dir().join("minilm-rerank-test");
+    assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
+    let dir = dir.display().to_string();
+    let (query, docs) = ("What is the capital of Japan?", ["Cats eat meat.", "Tokyo is the capital of Japan.", "Paris."]);
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["rerank", "-m", &dir, "--json", "-t", "2", query])
+        .args(docs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let srv = Server::start(&["--rerank-model", &dir]);
+    let body = json!({ "model": "minilm-rerank-test", "query": query, "documents": docs }).to_string();
+    let (status, got) = srv.call("POST", "/v1/rerank", &[], &body);
+    assert_eq!(status, 200, "{got}");
+    let got: Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got["results"], cli["results"], "the server's scores are the CLI's, best first");
+    let scores: Vec<f64> = got["results"].as_array().unwrap().iter().map(|r| r["relevance_score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(got["usage"]["prompt_tokens"].as_u64().unwrap() > 20);
+    let objects = json!({ "query": query, "documents": docs.map(|d| json!({ "text": d })), "top_n": 1, "return_documents": true });
+    let (status, one) = srv.call("POST", "/v1/rerank", &[], &objects.to_string());
+    assert_eq!(status, 200, "{one}");
+    let one: Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(one["results"].as_array().unwrap().len(), 1);
+    assert_eq!(one["results"][0]["index"], cli["results"][0]["index"]);
+    let best = cli["results"][0]["index"].as_u64().unwrap() as usize;
+    assert_eq!(one["results"][0]["document"]["text"], docs[best]);
+    let many: Vec<&str> = vec!["d"; 10_000];
+    for (body, want) in [
+        (json!({ "query": query, "documents": [] }), "no inputs"),
+        (json!({ "query": query, "documents": many }), "10000 inputs"),
+        (json!({ "documents": ["a"] }), "query is required"),
+        (json!({ "query": query, "documents": [1] }), "documents[0]"),
+        (json!({ "query": query, "documents": ["a"], "top_n": 0 }), "top_n"),
+    ] {
+        let (status, e) = srv.call("POST", "/v1/rerank", &[], &body.to_string());
+        assert_eq!(status, 400, "{body}: {e}");
+        assert!(e.contains(want), "{body}: {e}");
+    }
+    // the embeddings endpoint has no model here; a server without a
+    // reranker says so
+    let (status, e) = srv.call("POST", "/v1/embeddings", &[], r#"{"input": "x"}"#);
+    assert_eq!(status, 400, "{e}");
+    drop(srv);
+    let srv = Server::start(&[]);
+    let (status, e) = srv.call("POST", "/v1/rerank", &[], r#"{"query": "q", "documents": ["d"]}"#);
+    assert_eq!(status, 400, "{e}");
+    assert!(e.contains("--rerank-model"), "{e}");
+}

@@ -3,6 +3,7 @@
 mod bench;
 mod chat;
 mod embed;
+mod rerank;
 mod info;
 mod perplexity;
 mod pull;
@@ -40,6 +41,8 @@ enum Cmd {
     Pull(pull::Args),
     /// Embed texts with an embedding model (like llama-embedding).
     Embed(embed::Args),
+    /// Score documents against a query with a cross-encoder, best first.
+    Rerank(rerank::Args),
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
@@ -53,6 +56,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Serve(a) => serve::run(a),
         Cmd::Pull(a) => pull::run(a),
         Cmd::Embed(a) => embed::run(a),
+        Cmd::Rerank(a) => rerank::run(a),
     }
 }
 

@@ -53,18 +53,23 @@ pub struct Args {
     /// sentence-transformers directory)
     #[arg(long, value_name = "DIR")]
     embedding_model: Option<std::path::PathBuf>,
+    /// Also serve POST /v1/rerank with this cross-encoder (a directory
+    /// holding a BertForSequenceClassification)
+    #[arg(long, value_name = "DIR")]
+    rerank_model: Option<std::path::PathBuf>,
 }
 
 #[cfg(feature = "serve")]
 pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
-    let embedder = match &a.embedding_model {
-        Some(dir) => Some(tern::Embedder::load(dir)?.with_threads(tern::limits::check_threads(a.threads)?)),
-        None => None,
+    let threads = tern::limits::check_threads(a.threads)?;
+    let load = |dir: &Option<std::path::PathBuf>| -> Result<Option<tern::Embedder>> {
+        dir.as_ref().map(|d| Ok(tern::Embedder::load(d)?.with_threads(threads))).transpose()
     };
-    let embedding_model_id =
-        a.embedding_model.as_ref().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+    let (embedder, reranker) = (load(&a.embedding_model)?, load(&a.rerank_model)?);
+    let name = |d: &Option<std::path::PathBuf>| d.as_ref()?.file_name().map(|n| n.to_string_lossy().into_owned());
+    let (embedding_model_id, rerank_model_id) = (name(&a.embedding_model), name(&a.rerank_model));
     let model_id = path.file_name().map_or_else(|| "tern".into(), |n| n.to_string_lossy().into_owned());
     let o = tern::serve::ServeOptions {
         model_id,
@@ -83,8 +88,9 @@ pub fn run(a: Args) -> Result<()> {
         read_timeout: std::time::Duration::from_secs(a.read_timeout),
         content_specials: a.content_specials,
         embedding_model_id,
+        rerank_model_id,
     };
-    tern::serve::serve(lm, embedder, o)
+    tern::serve::serve(lm, embedder, reranker, o)
 }
 
 #[cfg(not(feature = "serve"))]

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::embeddings::EmbedRequest;
+use super::rerank::RerankRequest;
 use super::metrics::Metrics;
 use super::openai::{ApiError, Envelope, Prompt, Request};
 use super::scheduler::{Handle, Job, Msg, Update};
@@ -41,7 +42,9 @@ use super::tools::streamable;
 pub struct App {
     lm: Arc<Loaded>,
     /// The model `/v1/embeddings` runs, if one is served, and its name.
-    embedder: Option<(Arc<crate::Embedder>, String)>,
+    embedder: Encoder,
+    /// The cross-encoder `/v1/rerank` runs, if one is served, and its name.
+    reranker: Encoder,
     engine: Handle,
     metrics: Arc<Metrics>,
     model_id: String,
@@ -70,6 +73,7 @@ impl App {
     pub fn new(
         lm: Arc<Loaded>,
         embedder: Option<Arc<crate::Embedder>>,
+        reranker: Option<Arc<crate::Embedder>>,
         engine: Handle,
         metrics: Arc<Metrics>,
         o: &ServeOptions,
@@ -77,6 +81,7 @@ impl App {
         App {
             lm,
             embedder: embedder.map(|e| (e, o.embedding_model_id.clone().unwrap_or_else(|| "embedding".into()))),
+            reranker: reranker.map(|e| (e, o.rerank_model_id.clone().unwrap_or_else(|| "rerank".into()))),
             engine,
             metrics,
             model_id: o.model_id.clone(),
@@ -207,18 +212,29 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     }
 }
 
-/// `POST /v1/embeddings`: admitted and read as the completions are, then
-/// embedded on the blocking pool (one request per core at a time).
-async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+/// An encoder model and the name it is served under.
+type Encoder = Option<(Arc<crate::Embedder>, String)>;
+
+/// The encoder endpoints (`/v1/embeddings`, `/v1/rerank`): admitted and
+/// read as the completions are, then parsed and run on the blocking pool
+/// (one request per core at a time). `missing`: the 400 when no model
+/// serves the endpoint.
+async fn encoder_call(
+    app: Arc<App>,
+    headers: HeaderMap,
+    body: Body,
+    model: Encoder,
+    missing: &'static str,
+    run: fn(&[u8], &crate::Embedder, &str) -> std::result::Result<Value, ApiError>,
+) -> Response {
     if !authorized(&app, &headers) {
         return unauthorized();
     }
     if app.draining.load(Relaxed) {
         return error(ApiError::new(503, "server_error", "the server is shutting down"));
     }
-    let Some((emb, id)) = app.embedder.clone() else {
-        let msg = "this server has no embedding model (tern serve --embedding-model DIR)";
-        return error(ApiError::invalid("model", msg));
+    let Some((model, id)) = model else {
+        return error(ApiError::invalid("model", missing));
     };
     let Some(_admitted) = admit(&app) else {
         app.metrics.rejected.fetch_add(1, Relaxed);
@@ -228,19 +244,35 @@ async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
         Ok(b) => b,
         Err(e) => return error(e),
     };
-    let req = match EmbedRequest::parse(&bytes, emb.core().encoder.config.n_vocab, emb.dim()) {
-        Ok(r) => r,
-        Err(e) => return error(e),
-    };
     let Ok(_permit) = app.prep.acquire().await else {
         return error(ApiError::new(503, "server_error", "shutting down"));
     };
-    let done = tokio::task::spawn_blocking(move || req.run(emb.core(), &emb.engine(false), &id)).await;
-    match done {
+    match tokio::task::spawn_blocking(move || run(&bytes, &model, &id)).await {
         Ok(Ok(v)) => Json(v).into_response(),
         Ok(Err(e)) => error(e),
-        Err(e) => error(ApiError::new(500, "server_error", format!("embedding failed: {e}"))),
+        Err(e) => error(ApiError::new(500, "server_error", format!("the encoder failed: {e}"))),
     }
+}
+
+/// `POST /v1/embeddings`.
+async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let missing = "this server has no embedding model (tern serve --embedding-model DIR)";
+    let model = app.embedder.clone();
+    encoder_call(app, headers, body, model, missing, |bytes, m, id| {
+        let req = EmbedRequest::parse(bytes, m.core().encoder.config.n_vocab, m.dim())?;
+        req.run(m.core(), &m.engine(false), id)
+    })
+    .await
+}
+
+/// `POST /v1/rerank`.
+async fn rerank(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let missing = "this server has no reranking model (tern serve --rerank-model DIR)";
+    let model = app.reranker.clone();
+    encoder_call(app, headers, body, model, missing, |bytes, m, id| {
+        RerankRequest::parse(bytes)?.run(m.core(), &m.engine(false), id)
+    })
+    .await
 }
 
 /// The body, at most `--max-body` bytes (413), within `--read-timeout`
@@ -421,7 +453,7 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let c = &app.lm.model.config;
     let mut data = vec![json!({ "id": app.model_id, "object": "model", "created": app.started, "owned_by": "tern",
                "meta": { "arch": c.arch.name(), "n_ctx_train": c.n_ctx_train, "n_ctx": app.ctx, "n_vocab": c.n_vocab } })];
-    if let Some((emb, id)) = &app.embedder {
+    for (emb, id) in app.embedder.iter().chain(&app.reranker) {
         let meta = json!({ "arch": "bert", "dim": emb.dim(), "max_input_tokens": emb.core().max_len });
         data.push(json!({ "id": id, "object": "model", "created": app.started, "owned_by": "tern", "meta": meta }));
     }
@@ -452,6 +484,7 @@ pub async fn run(
         )
         .route("/v1/completions", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, false)))
         .route("/v1/embeddings", post(embeddings))
+        .route("/v1/rerank", post(rerank))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { Json(json!({ "status": "ok" })) }))
         .route("/metrics", get(metrics))

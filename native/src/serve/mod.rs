@@ -8,6 +8,7 @@ mod embeddings;
 mod http;
 mod metrics;
 pub mod openai;
+mod rerank;
 mod scheduler;
 mod tools;
 
@@ -57,6 +58,8 @@ pub struct ServeOptions {
     pub content_specials: bool,
     /// The name `/v1/models` gives the embedding model, if one is served.
     pub embedding_model_id: Option<String>,
+    /// The name `/v1/models` gives the reranking model, if one is served.
+    pub rerank_model_id: Option<String>,
 }
 
 /// Limits on the server's sizes (each far past what one machine serves).
@@ -64,9 +67,14 @@ const MAX_PARALLEL: usize = 4096;
 const MAX_BATCH: usize = 1 << 16;
 const MAX_QUEUE: usize = 1 << 16;
 
-/// Serve `lm` (and `embedder`'s `/v1/embeddings`, if given) until SIGINT or SIGTERM; then stop admitting, let running
+/// Serve `lm` (and `embedder`'s `/v1/embeddings`, `reranker`'s `/v1/rerank`, if given) until SIGINT or SIGTERM; then stop admitting, let running
 /// streams finish (cancelling them after `drain`), and return.
-pub fn serve(lm: Loaded, embedder: Option<crate::Embedder>, o: ServeOptions) -> Result<()> {
+pub fn serve(
+    lm: Loaded,
+    embedder: Option<crate::Embedder>,
+    reranker: Option<crate::Embedder>,
+    o: ServeOptions,
+) -> Result<()> {
     if !o.host.is_loopback() && !o.allow_remote {
         return Err(Error::Serve {
             detail: format!("{} is not a loopback address: pass --allow-remote to serve beyond this machine", o.host),
@@ -114,7 +122,7 @@ pub fn serve(lm: Loaded, embedder: Option<crate::Embedder>, o: ServeOptions) -> 
         .build()
         .map_err(|e| Error::Serve { detail: format!("starting tokio: {e}") })?;
     let addr = SocketAddr::new(o.host, o.port);
-    let app = http::App::new(lm, embedder.map(Arc::new), scheduler::Handle(tx.clone()), metrics, &o);
+    let app = http::App::new(lm, embedder.map(Arc::new), reranker.map(Arc::new), scheduler::Handle(tx.clone()), metrics, &o);
     let engine_done = rt.spawn_blocking(move || {
         let _ = engine.join();
     });

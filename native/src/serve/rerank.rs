@@ -1,0 +1,87 @@
+//! `POST /v1/rerank` in the Jina/Cohere shape llama-server answers:
+//! `query`, `documents` (strings, or objects with a `text`), `top_n`,
+//! `return_documents`; results best first, each with its `index` and
+//! `relevance_score` (the cross-encoder's logit); `usage` counts the
+//! tokens scored.
+
+use serde_json::{json, Value};
+use tern_core::encoder::{check_count, Embedder};
+use tern_core::Engine;
+
+use super::api_error::ApiError;
+
+/// What a request asks for.
+pub struct RerankRequest {
+    query: String,
+    documents: Vec<String>,
+    top_n: Option<usize>,
+    return_documents: bool,
+}
+
+impl RerankRequest {
+    /// Parse a body. Unknown fields are errors.
+    pub fn parse(bytes: &[u8]) -> Result<RerankRequest, ApiError> {
+        let v: Value =
+            serde_json::from_slice(bytes).map_err(|e| ApiError::invalid("body", format!("not JSON: {e}")))?;
+        let m = v.as_object().ok_or_else(|| ApiError::invalid("body", "expected a JSON object"))?;
+        let mut r = RerankRequest { query: String::new(), documents: Vec::new(), top_n: None, return_documents: false };
+        for (k, v) in m {
+            match k.as_str() {
+                "model" | "user" => {}
+                "query" => r.query = v.as_str().ok_or_else(|| ApiError::invalid(k, "a string"))?.to_string(),
+                "documents" => {
+                    let list = v.as_array().ok_or_else(|| ApiError::invalid(k, "a list of strings"))?;
+                    check_count(list.len()).map_err(|e| ApiError::core(k, e))?;
+                    r.documents = (list.iter().enumerate())
+                        .map(|(i, d)| match d {
+                            Value::String(s) => Ok(s.clone()),
+                            Value::Object(o) => match o.get("text").and_then(Value::as_str) {
+                                Some(s) => Ok(s.to_string()),
+                                None => Err(ApiError::invalid(&format!("documents[{i}]"), "an object without a text")),
+                            },
+                            _ => Err(ApiError::invalid(&format!("documents[{i}]"), "a string or {\"text\": ...}")),
+                        })
+                        .collect::<Result<_, _>>()?;
+                }
+                "top_n" => match v.as_u64() {
+                    Some(n) if n >= 1 => r.top_n = Some(n as usize),
+                    _ => return Err(ApiError::invalid(k, "a positive integer")),
+                },
+                "return_documents" | "return_text" => {
+                    r.return_documents = v.as_bool().ok_or_else(|| ApiError::invalid(k, "true or false"))?
+                }
+                _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
+            }
+        }
+        for field in ["query", "documents"] {
+            if !m.contains_key(field) {
+                return Err(ApiError::invalid(field, format!("{field} is required")));
+            }
+        }
+        Ok(r)
+    }
+
+    /// Score every document (batched) and answer best first.
+    pub fn run(self, model: &Embedder<crate::Buffer>, e: &Engine, model_id: &str) -> Result<Value, ApiError> {
+        let docs: Vec<&str> = self.documents.iter().map(String::as_str).collect();
+        let scores = model.rerank(e, &self.query, &docs).map_err(|e| ApiError::core("documents", e))?;
+        let tokens: usize = (docs.iter())
+            .map(|d| model.tokenizer.encode_pair(&self.query, d, model.max_len).map_or(0, |p| p.0.len()))
+            .sum();
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&i, &j| scores[j].total_cmp(&scores[i]));
+        order.truncate(self.top_n.unwrap_or(order.len()));
+        let results: Vec<Value> = (order.iter())
+            .map(|&i| match self.return_documents {
+                true => json!({ "index": i, "relevance_score": scores[i], "document": { "text": docs[i] } }),
+                false => json!({ "index": i, "relevance_score": scores[i] }),
+            })
+            .collect();
+        Ok(json!({
+            "object": "list",
+            "model": model_id,
+            "results": results,
+            "usage": { "prompt_tokens": tokens, "total_tokens": tokens },
+        }))
+    }
+}
