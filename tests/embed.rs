@@ -108,3 +108,43 @@ fn vectors_do_not_depend_on_the_batch_and_bad_input_is_refused() {
     let e = tern::Embedder::load(oracle_dir().join("tiny/tiny-llama")).err().unwrap().to_string();
     assert!(e.contains("pool"), "{e}");
 }
+
+/// MiniLM written as a GGUF in llama.cpp's `bert` conventions (tests/src/
+/// bert_gguf.rs) loads as the same model: the WordPiece built from the
+/// phantom-space vocabulary gives HF's ids on every text (GGUF records no
+/// 256-token maximum: the untruncated ones), and the vectors are the same
+/// bits as the directory's on both paths; the cross-encoder's GGUF (no
+/// pooling) reranks as its directory does.
+#[test]
+fn bert_gguf_equals_the_directory() {
+    let models = tern::models_dir();
+    let path = std::env::temp_dir().join(format!("tern-minilm-{}.gguf", std::process::id()));
+    std::fs::write(&path, tern_tests::bert_gguf::bert_gguf(&models.join("all-minilm-l6-v2"), 1)).unwrap();
+    let (gguf, dir) = (tern::Embedder::load(&path).unwrap(), minilm());
+    assert_eq!((gguf.dim(), gguf.core().max_len), (384, 512));
+    let (j, _) = oracle();
+    let texts: Vec<&str> = j["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let mut whole = Vec::new();
+    for (i, t) in texts.iter().enumerate() {
+        let want = tern_tests::ids(&j["ids"][i]);
+        if want.len() < 256 {
+            assert_eq!(gguf.core().input(t).unwrap(), want, "text {i} {t:?}");
+            whole.push(*t);
+        }
+    }
+    assert!(whole.len() > 110, "{}", whole.len());
+    for exact in [true, false] {
+        let e = tern::engine(threads(), exact).unwrap();
+        let (a, b) = (gguf.core().embed(&e, &whole).unwrap(), dir.core().embed(&e, &whole).unwrap());
+        assert!(a.iter().zip(&b).all(|(a, b)| bits_equal(a, b)), "exact {exact}");
+    }
+    let rr = std::env::temp_dir().join(format!("tern-rerank-{}.gguf", std::process::id()));
+    std::fs::write(&rr, tern_tests::bert_gguf::bert_gguf(&models.join("minilm-rerank-test"), 0)).unwrap();
+    let docs = ["Tokyo is the capital of Japan.", "Cats eat meat.", "Le chat est assis dehors."];
+    let (a, b) = (tern::Embedder::load(&rr).unwrap(), tern::Embedder::load(models.join("minilm-rerank-test")).unwrap());
+    assert_eq!(a.rerank("capital of Japan?", &docs).unwrap(), b.rerank("capital of Japan?", &docs).unwrap());
+    // a GGUF that is not an encoder
+    let e = tern::Embedder::load(model_path("smollm2-135m-instruct-q4_1.gguf")).err().unwrap().to_string();
+    assert!(e.contains("encoder"), "{e}");
+    let _ = (std::fs::remove_file(&path), std::fs::remove_file(&rr));
+}

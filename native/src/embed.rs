@@ -31,25 +31,24 @@ pub struct Embedder {
 }
 
 impl Embedder {
-    /// Load a model directory; its pooling as its sentence-transformers
-    /// files say (an error if it has none: see [`Embedder::load_with`]).
+    /// Load a model directory (sentence-transformers' layout) or a `bert`
+    /// GGUF file; its pooling as its files say (an error if they say none:
+    /// see [`Embedder::load_with`]).
     pub fn load(dir: impl AsRef<Path>) -> Result<Embedder> {
         Self::load_with(dir, None)
     }
 
-    /// Load a model directory, pooling as `pooling` says if given.
+    /// Load a model directory or GGUF file, pooling as `pooling` says if
+    /// given.
     pub fn load_with(dir: impl AsRef<Path>, pooling: Option<Pooling>) -> Result<Embedder> {
         let kernels = crate::kernels::select()?;
-        let dir = dir.as_ref();
-        if !dir.is_dir() {
-            let what = format!(
-                "embeddings from {}: not a model directory (tern embeds with sentence-transformers directories; GGUF embedding models are not read yet)",
-                dir.display()
-            );
-            return Err(tern_core::Error::Unsupported { what }.into());
-        }
-        let files = DirFiles::open(dir)?;
-        let inner = tern_core::encoder::Embedder::from_dir(&mut |name| files.take(name), pooling)?;
+        let path = dir.as_ref();
+        let inner = if path.is_dir() {
+            let files = DirFiles::open(path)?;
+            tern_core::encoder::Embedder::from_dir(&mut |name| files.take(name), pooling)?
+        } else {
+            tern_core::encoder::Embedder::from_gguf(Buffer::Mapped(crate::load::map(path)?), pooling)?
+        };
         Ok(Embedder { inner, threads: Threads::new(0), kernels })
     }
 

@@ -61,7 +61,7 @@ pub struct LoadOptions {
     pub quantize: Option<GgmlType>,
 }
 
-fn map(path: &Path) -> Result<Mmap> {
+pub(crate) fn map(path: &Path) -> Result<Mmap> {
     let io = |source| Error::Io { path: path.to_path_buf(), source };
     let file = File::open(path).map_err(io)?;
     // SAFETY: the file is opened read-only and the map is never written;

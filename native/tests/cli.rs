@@ -358,7 +358,7 @@ fn embed_texts_and_refuse_what_cannot_be_embedded() {
     for (args, want) in [
         (vec!["embed", "-m", &dir], "no inputs"),
         (vec!["embed", "x"], "needs -m"),
-        (vec!["embed", "-m", &smollm2(), "x"], "model directory"),
+        (vec!["embed", "-m", &smollm2(), "x"], "encoder"),
     ] {
         let out = tern().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -642,7 +642,8 @@ fn rerank_as_tern_rerank_scores() {
     let dir = tern::models_dir().join("minilm-rerank-test");
     assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
     let dir = dir.display().to_string();
-    let (query, docs) = ("What is the capital of Japan?", ["Cats eat meat.", "Tokyo is the capital of Japan.", "Paris."]);
+    let (query, docs) =
+        ("What is the capital of Japan?", ["Cats eat meat.", "Tokyo is the capital of Japan.", "Paris."]);
     let out = Command::new(env!("CARGO_BIN_EXE_tern"))
         .args(["rerank", "-m", &dir, "--json", "-t", "2", query])
         .args(docs)
@@ -656,7 +657,8 @@ fn rerank_as_tern_rerank_scores() {
     assert_eq!(status, 200, "{got}");
     let got: Value = serde_json::from_str(&got).unwrap();
     assert_eq!(got["results"], cli["results"], "the server's scores are the CLI's, best first");
-    let scores: Vec<f64> = got["results"].as_array().unwrap().iter().map(|r| r["relevance_score"].as_f64().unwrap()).collect();
+    let scores: Vec<f64> =
+        got["results"].as_array().unwrap().iter().map(|r| r["relevance_score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     assert!(got["usage"]["prompt_tokens"].as_u64().unwrap() > 20);
     let objects = json!({ "query": query, "documents": docs.map(|d| json!({ "text": d })), "top_n": 1, "return_documents": true });

@@ -2,6 +2,7 @@
 //! real models (fetched by scripts/fetch-models.sh, which runs `tern pull`; a missing model fails
 //! the test, it is never skipped).
 
+pub mod bert_gguf;
 pub mod hfdir;
 
 use std::path::PathBuf;

@@ -83,6 +83,21 @@ impl<B: AsRef<[u8]>> Embedder<B> {
         Ok(Embedder { encoder, tokenizer, max_len })
     }
 
+    /// A `bert` GGUF held in `bytes` (llama.cpp's conventions), pooled as
+    /// `pooling` says, else as the file says; inputs keep up to the model's
+    /// positions (GGUF records no shorter maximum).
+    pub fn from_gguf(bytes: B, pooling: Option<Pooling>) -> Result<Embedder<B>> {
+        let tokenizer = Tokenizer::from_gguf(&crate::gguf::Gguf::parse(bytes.as_ref())?)?;
+        let encoder = Encoder::from_gguf(bytes, pooling)?;
+        if encoder.pooling.is_none() && encoder.weights.classifier.is_none() {
+            return Err(Error::Unsupported {
+                what: "embeddings from a GGUF without bert.pooling_type: choose a pooling".into(),
+            });
+        }
+        let max_len = encoder.config.n_pos;
+        Ok(Embedder { encoder, tokenizer, max_len })
+    }
+
     /// Width of the vectors.
     pub fn dim(&self) -> usize {
         self.encoder.config.n_embd

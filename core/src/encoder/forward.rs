@@ -105,7 +105,7 @@ fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, span: &
 
     // GELU feed-forward
     matmul(e, &[lin(m, &l.up)], &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.ff]);
-    e.kernels.gelu(&mut b.ff[..n * c.n_ff]);
+    e.par.for_each_chunk(&mut b.ff[..n * c.n_ff], ROWS * c.n_ff, &|_, ff| e.kernels.gelu(ff));
     matmul(e, &[lin(m, &l.down)], &b.ff, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
     residual_norm(e, b, &l.out_norm, c.norm_eps, n);
 }
@@ -141,9 +141,15 @@ fn residual_norm(e: &Engine, b: &mut Buffers, norm: &Norm, eps: f32, n: usize) {
     norm_rows(e, &b.y, norm, eps, &mut b.x);
 }
 
+/// Tokens per task of the element-wise steps (GELU, LayerNorm).
+const ROWS: usize = 16;
+
+/// `out` = each row of `x` through `norm`, rows split across workers.
 fn norm_rows(e: &Engine, x: &[f32], norm: &Norm, eps: f32, out: &mut [f32]) {
     let ne = norm.w.len();
-    for (x, o) in x.chunks_exact(ne).zip(out.chunks_exact_mut(ne)) {
-        e.kernels.layer_norm(x, &norm.w, &norm.b, eps, o);
-    }
+    e.par.for_each_chunk(&mut out[..x.len()], ROWS * ne, &|i, out| {
+        for (x, o) in x[i * ROWS * ne..].chunks_exact(ne).zip(out.chunks_exact_mut(ne)) {
+            e.kernels.layer_norm(x, &norm.w, &norm.b, eps, o);
+        }
+    });
 }

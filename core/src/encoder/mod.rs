@@ -8,6 +8,7 @@
 mod config;
 mod embedder;
 mod forward;
+mod gguf;
 mod pooling;
 mod weights;
 
@@ -26,7 +27,7 @@ use crate::model::{Engine, TensorRef};
 
 /// Tokens one forward pass takes at most: a batch longer than this runs
 /// in parts (which changes no result: inputs never mix).
-pub const BATCH_TOKENS: usize = 4096;
+pub const BATCH_TOKENS: usize = 256;
 
 /// A loaded encoder: immutable, shareable; its bytes held in `B`.
 pub struct Encoder<B> {

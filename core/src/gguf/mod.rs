@@ -2,7 +2,7 @@
 //! Every count, length and offset is checked against the file before use;
 //! tensor data are zero-copy views into the input.
 
-mod model;
+pub(crate) mod model;
 #[cfg(test)]
 mod model_tests;
 mod reader;

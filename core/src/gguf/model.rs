@@ -204,7 +204,7 @@ impl Config {
     }
 }
 
-fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
+pub(crate) fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
     let v = g.require_u64(key)?;
     usize::try_from(v).ok().filter(|&v| v > 0 && v < (1 << 31)).ok_or_else(|| Error::Hyperparameter {
         key: key.into(),
@@ -213,7 +213,7 @@ fn usize_key(g: &Gguf, key: &str) -> Result<usize> {
     })
 }
 
-fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
+pub(crate) fn opt_usize_key(g: &Gguf, key: &str) -> Result<Option<usize>> {
     if g.get(key).is_none() {
         return Ok(None);
     }

@@ -1,6 +1,6 @@
 //! A tokenizer from a GGUF's embedded vocabulary: byte-level BPE with the
-//! pre-tokenizer the file names (`gpt2`), or SentencePiece (`llama`, in
-//! `spm`).
+//! pre-tokenizer the file names (`gpt2`), SentencePiece (`llama`, in
+//! `spm`) or WordPiece (`bert`, in `wpm`).
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -63,6 +63,9 @@ impl Tokenizer {
                 return Err(Error::Tokenizer { detail: alloc::format!("{} token types for {n} tokens", a.len()) })
             }
         };
+        if model == "bert" {
+            return super::wpm::from_gguf(g, &tokens, &types);
+        }
         let pre = g.get_str("tokenizer.ggml.pre")?.unwrap_or("default");
         let (mut inner, token_bytes, strip_first_space) = match model {
             "gpt2" => {

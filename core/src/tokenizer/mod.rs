@@ -8,6 +8,7 @@ mod hf;
 mod literal;
 mod pair;
 mod spm;
+mod wpm;
 
 pub use literal::Escaper;
 

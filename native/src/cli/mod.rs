@@ -3,10 +3,10 @@
 mod bench;
 mod chat;
 mod embed;
-mod rerank;
 mod info;
 mod perplexity;
 mod pull;
+mod rerank;
 mod run;
 mod sampling;
 mod serve;

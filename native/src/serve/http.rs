@@ -26,9 +26,9 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::embeddings::EmbedRequest;
-use super::rerank::RerankRequest;
 use super::metrics::Metrics;
 use super::openai::{ApiError, Envelope, Prompt, Request};
+use super::rerank::RerankRequest;
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};

@@ -122,7 +122,8 @@ pub fn serve(
         .build()
         .map_err(|e| Error::Serve { detail: format!("starting tokio: {e}") })?;
     let addr = SocketAddr::new(o.host, o.port);
-    let app = http::App::new(lm, embedder.map(Arc::new), reranker.map(Arc::new), scheduler::Handle(tx.clone()), metrics, &o);
+    let app =
+        http::App::new(lm, embedder.map(Arc::new), reranker.map(Arc::new), scheduler::Handle(tx.clone()), metrics, &o);
     let engine_done = rt.spawn_blocking(move || {
         let _ = engine.join();
     });
