@@ -144,7 +144,10 @@ impl<B: AsRef<[u8]>> Encoder<B> {
                 tokens += seqs[end].ids.len();
                 end += 1;
             }
-            let h = forward::hidden(&view, e, &seqs[i..end])?;
+            // one install per pass: its parallel regions open from a worker
+            let mut h = Ok(Vec::new());
+            e.par.install(&mut || h = forward::hidden(&view, e, &seqs[i..end]));
+            let h = h?;
             let mut at = 0;
             for (j, s) in seqs[i..end].iter().enumerate() {
                 each(i + j, &h[at * ne..(at + s.ids.len()) * ne]);

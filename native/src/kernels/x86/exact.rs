@@ -36,40 +36,47 @@ pub(super) fn matmul_rows(_: Avx2, w: &QMatrix, x: &[f32], n_tok: usize, rows: R
 fn rows_with(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32], wrow: &mut [f32]) {
     let n = w.n_cols;
     for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
-        let row = w.row(r);
-        let wr: &[f32] = match w.ty {
-            GgmlType::F32 => {
-                // SAFETY: every bit pattern is an f32; `align_to` hands out
-                // only whole, aligned elements (x86-64 is little-endian).
-                match unsafe { row.align_to::<f32>() } {
-                    (&[], mid, &[]) => mid,
-                    _ => {
-                        // an unaligned row (never from a GGUF): copied
-                        for (o, c) in wrow.iter_mut().zip(row.chunks_exact(4)) {
-                            *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                        }
-                        wrow
-                    }
-                }
-            }
-            GgmlType::F16 => {
-                widen_f16(row, wrow);
-                wrow
-            }
-            GgmlType::BF16 => {
-                widen_bf16(row, wrow);
-                wrow
-            }
-            _ => {
-                if quant::dequantize_row(w.ty, row, wrow).is_err() {
-                    unreachable!("row type checked at load");
-                }
-                wrow
-            }
-        };
+        let wr = widen_row(w, r, wrow);
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
             dots(wr, &x[t0 * n..(t0 + nt) * n], nt, &mut o[t0..t0 + nt]);
+        }
+    }
+}
+
+/// Row `r` of `w` as f32: read in place (F32), else widened into `wrow`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn widen_row<'a>(w: &'a QMatrix, r: usize, wrow: &'a mut [f32]) -> &'a [f32] {
+    let row = w.row(r);
+    match w.ty {
+        GgmlType::F32 => {
+            // SAFETY: every bit pattern is an f32; `align_to` hands out
+            // only whole, aligned elements (x86-64 is little-endian).
+            match unsafe { row.align_to::<f32>() } {
+                (&[], mid, &[]) => mid,
+                _ => {
+                    // an unaligned row (never from a GGUF): copied
+                    for (o, c) in wrow.iter_mut().zip(row.chunks_exact(4)) {
+                        *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
+                    wrow
+                }
+            }
+        }
+        GgmlType::F16 => {
+            widen_f16(row, wrow);
+            wrow
+        }
+        GgmlType::BF16 => {
+            widen_bf16(row, wrow);
+            wrow
+        }
+        _ => {
+            if quant::dequantize_row(w.ty, row, wrow).is_err() {
+                unreachable!("row type checked at load");
+            }
+            wrow
         }
     }
 }

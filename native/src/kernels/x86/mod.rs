@@ -9,7 +9,8 @@
 //! - `legacy` / `legacy_vnni`: the 32-element formats, AVX2 / VNNI;
 //! - `kunpack`, `kquant` / `kquant_vnni`: the K-quants' unpacking, their
 //!   AVX2 kernels / VNNI prefill tiles;
-//! - `exact`: f32 activations (the oracle path);
+//! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
+//!   rows by four tokens in AVX-512 registers;
 //! - `attention`, `exp`: attention and the exponential (softmax, SiLU);
 //! - `reference`: core's scalar kernels compiled with AVX2 for the rest.
 //!
@@ -20,6 +21,7 @@ mod attention;
 mod attention512;
 mod cpu;
 mod exact;
+mod exact512;
 mod exp;
 mod kquant;
 mod kquant_vnni;
@@ -67,7 +69,10 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
     use GgmlType as T;
     let avx2 = cpu.avx2();
     match (x, w.ty) {
-        (Acts::F32(a), _) => exact::matmul_rows(avx2, w, a, n_tok, rows, out),
+        (Acts::F32(a), _) => match cpu.avx512() {
+            Some(t) => exact512::matmul_rows(t, w, a, n_tok, rows, out),
+            None => exact::matmul_rows(avx2, w, a, n_tok, rows, out),
+        },
         (Acts::Q8_0(a), T::Q4_0) => offset_format::<Q4_0>(cpu, w, x, a, n_tok, rows, out),
         (Acts::Q8_0(a), T::Q5_0) => offset_format::<Q5_0>(cpu, w, x, a, n_tok, rows, out),
         (Acts::Q8_0(a), T::Q8_0) => offset_format::<Q8_0>(cpu, w, x, a, n_tok, rows, out),
