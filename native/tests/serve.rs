@@ -626,6 +626,12 @@ fn embeddings_through_the_openai_client() {
         assert_eq!(e[0], 400, "{name}: {e}");
         assert!(e[1].as_str().unwrap().contains(want), "{name}: {e}");
     }
+    // an input of no tokens, an id past the vocabulary: 400s naming it
+    for (body, want) in [(r#"{"input": [[]]}"#, "0 tokens"), (r#"{"input": [[101, 99999, 102]]}"#, "99999")] {
+        let (status, e) = srv.call("POST", "/v1/embeddings", &[], body);
+        assert_eq!(status, 400, "{body}: {e}");
+        assert!(e.contains(want) && e.contains("input"), "{body}: {e}");
+    }
     // a server without an embedding model says so
     drop(srv);
     let srv = Server::start(&[]);

@@ -6,7 +6,7 @@ import { TernError } from './errors.js';
 import { defaultThreads, loadWasm, yieldToEventLoop } from './runtime.js';
 import { readSource } from './source.js';
 
-const call = (f) => {
+export const call = (f) => {
   try {
     return f();
   } catch (e) {

@@ -261,3 +261,41 @@ export class TernModel {
 }
 
 export function loadModel(source: ModelSource, options?: LoadOptions): Promise<TernModel>;
+
+export interface EncoderLoadOptions {
+  onProgress?: (p: Progress) => void;
+  cache?: boolean;
+  hubEndpoint?: string;
+  signal?: AbortSignal;
+  /** Threads (default: all cores). More than one needs Node or a cross-origin isolated page. */
+  threads?: number;
+}
+
+export interface RerankResult {
+  /** The document's position in the list given. */
+  index: number;
+  /** The cross-encoder's logit (higher: more relevant). */
+  relevanceScore: number;
+}
+
+/** An embedding model or cross-encoder (BERT), on the calling thread. */
+export class TernEncoder {
+  /** Width of the vectors. */
+  readonly dim: number;
+  /** Tokens an input keeps (longer ones are truncated). */
+  readonly maxLength: number;
+  /** Whether it scores pairs (a cross-encoder) rather than embeds. */
+  readonly reranks: boolean;
+  /** One vector per text (pooled and normalised as the model says). */
+  embed(texts: string[]): Promise<Float32Array[]>;
+  /** The documents best first (the best `topN`, if given). */
+  rerank(query: string, documents: string[], options?: { topN?: number }): Promise<RerankResult[]>;
+  dispose(): void;
+}
+
+/**
+ * Load an encoder: a `bert` GGUF (URL, path, bytes, Blob), or a
+ * sentence-transformers directory as a map of file names to sources (in
+ * Node, a directory path too).
+ */
+export function loadEncoder(source: ModelSource, options?: EncoderLoadOptions): Promise<TernEncoder>;

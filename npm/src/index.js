@@ -16,6 +16,7 @@ import { isFileMap } from './source.js';
 import { resolveReference } from './hub.js';
 
 export { TernError };
+export { loadEncoder, TernEncoder } from './encoder.js';
 
 const canUseWorker = () => isNode || typeof Worker !== 'undefined';
 

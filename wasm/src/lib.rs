@@ -1,11 +1,13 @@
 //! tern-llm-wasm: tern-llm-core in WebAssembly. `ModelLoader` takes a GGUF file in
 //! chunks (straight into wasm memory), `TernModel` tokenizes, applies chat
 //! templates and steps generations one event per call, so the JS side can
-//! stream, yield to its event loop and cancel between tokens. The forward
+//! stream, yield to its event loop and cancel between tokens; `TernEncoder`
+//! embeds and reranks. The forward
 //! pass runs on the SIMD128 kernels of `kernels` (bit-identical to the
 //! scalar reference, hence to every native backend).
 #![warn(missing_docs)]
 
+mod encoder;
 mod errors;
 pub mod kernels;
 mod loader;
@@ -14,6 +16,7 @@ mod options;
 #[cfg(feature = "threads")]
 pub mod threads;
 
+pub use encoder::TernEncoder;
 pub use loader::{DirLoader, ModelLoader};
 pub use model::TernModel;
 

@@ -1,10 +1,12 @@
 //! A GGUF file arriving in chunks (a streamed fetch, a Blob read in
 //! slices) written straight into one buffer in wasm memory, so the file is
 //! never held twice; then parsed into a `TernModel`. An HF directory is
-//! several such files, gathered by name in a `DirLoader`.
+//! several such files, gathered by name in a `DirLoader`. Either becomes a
+//! generation model (`finish`) or an encoder (`finish_encoder`).
 
 use wasm_bindgen::prelude::*;
 
+use crate::encoder::TernEncoder;
 use crate::errors::js_error;
 use crate::model::TernModel;
 use crate::WASM32_MEMORY_LIMIT;
@@ -74,6 +76,11 @@ impl ModelLoader {
     pub fn finish(self, widen: bool) -> Result<TernModel, JsValue> {
         TernModel::from_bytes(self.into_bytes()?, widen)
     }
+
+    /// Parse the file as an encoder (a `bert` GGUF).
+    pub fn finish_encoder(self) -> Result<TernEncoder, JsValue> {
+        TernEncoder::from_bytes(self.into_bytes()?)
+    }
 }
 
 impl ModelLoader {
@@ -129,5 +136,10 @@ impl DirLoader {
     /// Load the directory into a model (`widen` as for a GGUF file).
     pub fn finish(self, widen: bool) -> Result<TernModel, JsValue> {
         TernModel::from_files(self.files, widen)
+    }
+
+    /// Load the directory as an encoder (sentence-transformers' layout).
+    pub fn finish_encoder(self) -> Result<TernEncoder, JsValue> {
+        TernEncoder::from_files(self.files)
     }
 }

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use tern::{Error, Result};
+use tern::Result;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,21 +25,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    if a.load.model.is_none() {
-        return Err(tern::limits::invalid("tern embed needs -m: an embedding model directory".into()));
-    }
-    let path = a.load.model_path()?;
-    let mut model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(a.threads)?);
-    if let Some(ty) = a.load.quantize {
-        model = model.quantize(ty)?;
-    }
-    let texts: Vec<String> = match &a.file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|source| Error::Io { path: f.clone(), source })?;
-            text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect()
-        }
-        None => a.texts.clone(),
-    };
+    let (path, model) = super::encoder_input::load(&a.load, a.threads, "embed")?;
+    let texts = super::encoder_input::texts(a.file.as_deref(), &a.texts)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let t0 = Instant::now();
     let vectors = model.embed(&refs)?;

@@ -3,6 +3,7 @@
 mod bench;
 mod chat;
 mod embed;
+mod encoder_input;
 mod info;
 mod perplexity;
 mod pull;

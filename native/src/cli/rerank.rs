@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use tern::{Error, Result};
+use tern::Result;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,21 +29,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    if a.load.model.is_none() {
-        return Err(tern::limits::invalid("tern rerank needs -m: a cross-encoder model directory".into()));
-    }
-    let path = a.load.model_path()?;
-    let mut model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(a.threads)?);
-    if let Some(ty) = a.load.quantize {
-        model = model.quantize(ty)?;
-    }
-    let docs: Vec<String> = match &a.file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|source| Error::Io { path: f.clone(), source })?;
-            text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect()
-        }
-        None => a.documents.clone(),
-    };
+    let (path, model) = super::encoder_input::load(&a.load, a.threads, "rerank")?;
+    let docs = super::encoder_input::texts(a.file.as_deref(), &a.documents)?;
     let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
     let scores = model.rerank(&a.query, &refs)?;
     let mut order: Vec<usize> = (0..scores.len()).collect();

@@ -1,0 +1,33 @@
+//! What `tern embed` and `tern rerank` share: the model (a directory or a
+//! `bert` GGUF, quantized at load if asked) and the texts (given, or each
+//! non-empty line of a file).
+
+use std::path::{Path, PathBuf};
+
+use tern::{Error, Result};
+
+/// The encoder `-m` names, on `threads` threads (0: all cores).
+pub fn load(load: &super::LoadArgs, threads: usize, command: &str) -> Result<(PathBuf, tern::Embedder)> {
+    if load.model.is_none() {
+        return Err(tern::limits::invalid(format!(
+            "tern {command} needs -m: an encoder (a model directory or a bert GGUF)"
+        )));
+    }
+    let path = load.model_path()?;
+    let mut model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(threads)?);
+    if let Some(ty) = load.quantize {
+        model = model.quantize(ty)?;
+    }
+    Ok((path, model))
+}
+
+/// The texts: each non-empty line of `file` if given, else `given`.
+pub fn texts(file: Option<&Path>, given: &[String]) -> Result<Vec<String>> {
+    match file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|source| Error::Io { path: f.to_path_buf(), source })?;
+            Ok(text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect())
+        }
+        None => Ok(given.to_vec()),
+    }
+}

@@ -1,0 +1,47 @@
+// Encoders in Node: MiniLM (a sentence-transformers directory) embeds with
+// the native build's vectors bit for bit; the test cross-encoder reranks
+// with the native build's scores, best first; bad input is a TernError.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+import { loadEncoder, TernError } from '../src/index.js';
+import { models, root } from './helpers.js';
+
+const tern = process.env.TERN_BIN || join(root, 'target/release/tern');
+const native = (args) => JSON.parse(execFileSync(tern, [...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 }));
+
+describe('encoders', () => {
+  it('embeds as the native build does, bit for bit', async () => {
+    const dir = join(models, 'all-minilm-l6-v2');
+    const texts = ['A man is eating food.', 'Le chat est assis dehors.', 'def add(a, b): return a + b'];
+    const enc = await loadEncoder(dir, { threads: 1 });
+    assert.equal(enc.dim, 384);
+    assert.equal(enc.maxLength, 256);
+    const got = await enc.embed(texts);
+    const want = native(['embed', '-m', dir, ...texts]).data.map((d) => Float32Array.from(d.embedding));
+    assert.equal(got.length, 3);
+    got.forEach((v, i) => assert.deepEqual(v, want[i], `text ${i}`));
+    await assert.rejects(enc.embed('not a list'), TernError);
+    await assert.rejects(enc.embed([]), /no inputs/);
+    await assert.rejects(enc.rerank('q', ['d']), /cross-encoder/);
+    enc.dispose();
+  });
+
+  it('reranks as the native build does', async () => {
+    const dir = join(models, 'minilm-rerank-test');
+    const docs = ['Cats eat meat.', 'Tokyo is the capital of Japan.', 'Paris.'];
+    const enc = await loadEncoder(dir, { threads: 1 });
+    assert.equal(enc.reranks, true);
+    const got = await enc.rerank('What is the capital of Japan?', docs);
+    const want = native(['rerank', '-m', dir, 'What is the capital of Japan?', ...docs]).results;
+    assert.deepEqual(got.map((r) => r.index), want.map((r) => r.index));
+    got.forEach((r, i) => assert.equal(r.relevanceScore, Math.fround(want[i].relevance_score)));
+    assert.equal((await enc.rerank('q', docs, { topN: 1 })).length, 1);
+    await assert.rejects(enc.rerank('q', docs, { topN: 0 }), /topN/);
+    await assert.rejects(enc.embed(['x']), /no pooling/);
+    enc.dispose();
+  });
+});
