@@ -95,7 +95,7 @@ async function readOne(wasm, source, { onProgress, cache = false, signal } = {})
   );
 }
 
-/** Node: a directory path as a map of its files' paths; else null. */
+/** Node: a directory path as a map of its files' paths (sentence-transformers' module folders too); else null. */
 async function directoryFiles(path) {
   const { stat, readdir } = await import('node:fs/promises');
   const { join } = await import('node:path');
@@ -106,6 +106,12 @@ async function directoryFiles(path) {
   const files = new Map();
   for (const e of await readdir(p, { withFileTypes: true })) {
     if (e.isFile() && /\.(json|safetensors|jinja)$/.test(e.name)) files.set(e.name, join(p, e.name));
+    // sentence-transformers' module folders (1_Pooling/config.json): one level, JSON only
+    if (e.isDirectory() && /^\d+_\w+$/.test(e.name)) {
+      for (const f of await readdir(join(p, e.name), { withFileTypes: true })) {
+        if (f.isFile() && f.name.endsWith('.json')) files.set(`${e.name}/${f.name}`, join(p, e.name, f.name));
+      }
+    }
   }
   return files;
 }

@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 import { loadEncoder, TernError } from '../src/index.js';
-import { models, root } from './helpers.js';
+import { MINILM, models, root } from './helpers.js';
 
 const tern = process.env.TERN_BIN || join(root, 'target/release/tern');
 const native = (args) => JSON.parse(execFileSync(tern, [...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 }));
 
 describe('encoders', () => {
   it('embeds as the native build does, bit for bit', async () => {
-    const dir = join(models, 'all-minilm-l6-v2');
+    const dir = MINILM;
     const texts = ['A man is eating food.', 'Le chat est assis dehors.', 'def add(a, b): return a + b'];
     const enc = await loadEncoder(dir, { threads: 1 });
     assert.equal(enc.dim, 384);

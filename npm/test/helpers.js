@@ -12,6 +12,7 @@ export const models = process.env.TERN_MODELS || join(homedir(), '.cache/tern/mo
 export const SMOLLM2 = join(models, 'smollm2-135m-instruct-q4_1.gguf');
 export const QWEN = join(models, 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf');
 export const GEMMA3 = join(models, 'gemma-3-270m-q4_k_m.gguf');
+export const MINILM = join(models, 'all-minilm-l6-v2');
 
 export function fixture(name) {
   return JSON.parse(readFileSync(join(root, 'tests/fixtures/oracle', name), 'utf8'));

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { QWEN, root, SMOLLM2 } from './helpers.js';
+import { MINILM, QWEN, root, SMOLLM2 } from './helpers.js';
 import { codeBlocks, installPacked } from './packed.js';
 
 test('the packed tarball holds the whole package', () => {
@@ -33,7 +33,7 @@ for (const [name, path] of readmes) {
       const file = join(app, `${name.replace(/\W/g, '_')}-${i}.mjs`);
       writeFileSync(file, code);
       // tool calls need a template in the <tool_call> format: Qwen's
-      const model = code.includes('toolChoice') ? QWEN : SMOLLM2;
+      const model = code.includes('toolChoice') ? QWEN : code.includes('loadEncoder') ? MINILM : SMOLLM2;
       const out = execFileSync(process.execPath, [file, model], { cwd: app, encoding: 'utf8', timeout: 300_000 });
       console.log(`${name} block ${i}: ${JSON.stringify(out.slice(0, 120))}`);
       assert.ok(out.trim().length > 0, `${name} block ${i} printed something`);
