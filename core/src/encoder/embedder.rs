@@ -129,6 +129,13 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     /// for `query`, in the documents' order; each pair truncated to
     /// `max_len` tokens, the longer text first.
     pub fn rerank(&self, e: &Engine, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        self.score(e, &self.pairs(query, documents)?)
+    }
+
+    /// The model's input for each (query, document) pair: ids and token
+    /// types; an error if the model does not rerank or the count is out of
+    /// bounds.
+    pub fn pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
         check_count(documents.len())?;
         match self.encoder.config.n_labels {
             Some(1) => {}
@@ -144,8 +151,11 @@ impl<B: AsRef<[u8]>> Embedder<B> {
                 })
             }
         }
-        let pairs =
-            documents.iter().map(|d| self.tokenizer.encode_pair(query, d, self.max_len)).collect::<Result<Vec<_>>>()?;
+        documents.iter().map(|d| self.tokenizer.encode_pair(query, d, self.max_len)).collect()
+    }
+
+    /// The one logit of each pair [`Embedder::pairs`] made.
+    pub fn score(&self, e: &Engine, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<f32>> {
         let seqs: Vec<Seq> = pairs.iter().map(|(ids, types)| Seq { ids, types: Some(types) }).collect();
         Ok(self.encoder.classify(e, &seqs)?.into_iter().map(|l| l[0]).collect())
     }

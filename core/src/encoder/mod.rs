@@ -158,13 +158,6 @@ impl<B: AsRef<[u8]>> Encoder<B> {
         Ok(())
     }
 
-    /// The last hidden states of `ids`, one row of `n_embd` per token.
-    pub fn hidden(&self, e: &Engine, ids: &[u32]) -> Result<Vec<f32>> {
-        let mut out = Vec::new();
-        self.each_hidden(e, &[Seq { ids, types: None }], &mut |_, h| out = h.to_vec())?;
-        Ok(out)
-    }
-
     /// The pooled (and, as the model says, normalised) vector of each
     /// input; the inputs share matrix products, and each vector is the
     /// same bits as that input's alone.

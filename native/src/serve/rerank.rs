@@ -64,10 +64,9 @@ impl RerankRequest {
     /// Score every document (batched) and answer best first.
     pub fn run(self, model: &Embedder<crate::Buffer>, e: &Engine, model_id: &str) -> Result<Value, ApiError> {
         let docs: Vec<&str> = self.documents.iter().map(String::as_str).collect();
-        let scores = model.rerank(e, &self.query, &docs).map_err(|e| ApiError::core("documents", e))?;
-        let tokens: usize = (docs.iter())
-            .map(|d| model.tokenizer.encode_pair(&self.query, d, model.max_len).map_or(0, |p| p.0.len()))
-            .sum();
+        let pairs = model.pairs(&self.query, &docs).map_err(|e| ApiError::core("documents", e))?;
+        let tokens: usize = pairs.iter().map(|p| p.0.len()).sum();
+        let scores = model.score(e, &pairs).map_err(|e| ApiError::core("documents", e))?;
         let mut order: Vec<usize> = (0..scores.len()).collect();
         order.sort_by(|&i, &j| scores[j].total_cmp(&scores[i]));
         order.truncate(self.top_n.unwrap_or(order.len()));
