@@ -48,8 +48,8 @@ fn tern_kernels_selects_or_fails() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("TERN_KERNELS=neon-on-x86 is not available"));
 }
 
-/// The whole model's logits are the same bits on every backend and thread
-/// count (prefill of a prompt, then cached decode steps).
+/// The whole model's logits are the same bits on every backend and with
+/// two threads (prefill of a prompt, then cached decode steps).
 #[test]
 fn model_logits_identical_across_backends_and_threads() {
     use tern_core::{Engine, Logits};
@@ -67,15 +67,19 @@ fn model_logits_identical_across_backends_and_threads() {
         }
         out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
     };
+    // Every backend at one thread; at two, the default one (what runs
+    // unless TERN_KERNELS says otherwise). CI runs this under qemu for
+    // aarch64, where each run is an emulated forward pass.
+    let names = tern::kernels::available();
+    let runs: Vec<(&str, usize)> =
+        names.iter().filter(|&&n| n != "scalar").map(|&n| (n, 1)).chain([(names[0], 2)]).collect();
     for exact in [false, true] {
         let reference = run("scalar", 1, exact);
-        for name in tern::kernels::available() {
-            for threads in [1, 2] {
-                assert!(
-                    run(name, threads, exact) == reference,
-                    "{name} with {threads} threads (exact {exact}) differs from scalar"
-                );
-            }
+        for &(name, threads) in &runs {
+            assert!(
+                run(name, threads, exact) == reference,
+                "{name} with {threads} threads (exact {exact}) differs from scalar"
+            );
         }
     }
 }
