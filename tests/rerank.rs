@@ -41,7 +41,7 @@ fn cross_encoder_scores_equal_transformers() {
             inputs.push((ids, types));
         }
         let seqs: Vec<Seq> = inputs.iter().map(|(ids, types)| Seq { ids, types: Some(types) }).collect();
-        let got: Vec<f32> = core.encoder.classify(&e, &seqs).unwrap().into_iter().map(|l| l[0]).collect();
+        let got: Vec<f32> = core.encoder().unwrap().classify(&e, &seqs).unwrap().into_iter().map(|l| l[0]).collect();
         let want: Vec<f32> = pairs.iter().map(|p| p["logit"].as_f64().unwrap() as f32).collect();
         let worst = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max);
         println!("exact {exact}: largest logit difference {worst:.2e}");
@@ -50,7 +50,7 @@ fn cross_encoder_scores_equal_transformers() {
         }
         // a pair's score alone is the same bits as in the batch
         for i in [0, 57, 127] {
-            let alone = core.encoder.classify(&e, &seqs[i..i + 1]).unwrap()[0][0];
+            let alone = core.encoder().unwrap().classify(&e, &seqs[i..i + 1]).unwrap()[0][0];
             assert_eq!(alone.to_bits(), got[i].to_bits(), "pair {i}");
         }
         // each query's ten documents: in the oracle's order (exact), the
@@ -81,7 +81,7 @@ fn rerank_api_and_bad_input() {
     let e = tern::engine(threads(), false).unwrap();
     for (d, s) in docs.iter().zip(&scores) {
         let (ids, types) = core.tokenizer.encode_pair("What is the capital of Japan?", d, core.max_len).unwrap();
-        let want = core.encoder.classify(&e, &[Seq { ids: &ids, types: Some(&types) }]).unwrap()[0][0];
+        let want = core.encoder().unwrap().classify(&e, &[Seq { ids: &ids, types: Some(&types) }]).unwrap()[0][0];
         assert_eq!(s.to_bits(), want.to_bits());
     }
     let err = |r: tern::Result<Vec<f32>>| r.unwrap_err().to_string();
@@ -94,7 +94,8 @@ fn rerank_api_and_bad_input() {
     assert!(e.contains("no pooling"), "{e}");
     // token types the model has no embedding for
     let bad = core
-        .encoder
+        .encoder()
+        .unwrap()
         .classify(&tern::engine(threads(), true).unwrap(), &[Seq { ids: &[101, 102], types: Some(&[0, 7]) }]);
     assert!(bad.unwrap_err().to_string().contains("token type 7"));
 }

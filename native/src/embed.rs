@@ -55,10 +55,7 @@ impl Embedder {
     /// Float matrices converted to `to` (Q8_0) at load, as `--quantize
     /// q8_0` does: the integer path, at a small cost in accuracy.
     pub fn quantize(self, to: tern_core::quant::GgmlType) -> Result<Embedder> {
-        let tern_core::encoder::Embedder { encoder, tokenizer, max_len } = self.inner;
-        let (encoder, _) = encoder.quantize(to, Buffer::Owned)?;
-        let inner = tern_core::encoder::Embedder { encoder, tokenizer, max_len };
-        Ok(Embedder { inner, ..self })
+        Ok(Embedder { inner: self.inner.quantize(to, Buffer::Owned)?, ..self })
     }
 
     /// Run on `n` threads (0: all cores) instead.
@@ -91,7 +88,7 @@ impl Embedder {
 
     /// The vector of `ids` (the model's input: special tokens included).
     pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>> {
-        Ok(self.inner.encoder.embed(&self.engine(false), &[ids])?.remove(0))
+        Ok(self.inner.embed_ids(&self.engine(false), &[ids])?.remove(0))
     }
 
     /// A cross-encoder's relevance score of each document for `query`, in

@@ -358,13 +358,22 @@ fn embed_texts_and_refuse_what_cannot_be_embedded() {
     for (args, want) in [
         (vec!["embed", "-m", &dir], "no inputs"),
         (vec!["embed", "x"], "needs -m"),
-        (vec!["embed", "-m", &smollm2(), "x"], "encoder"),
+        (vec!["embed", "-m", &smollm2(), "x"], "choose a pooling"),
+        (vec!["embed", "-m", &smollm2(), "--pooling", "max", "x"], "mean, cls or last"),
     ] {
         let out = tern().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(out.status.code() == Some(1) || out.status.code() == Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+    // a decoder, pooled as asked: its last token's unit vector
+    let out = tern().args(["embed", "-m", &smollm2(), "--pooling", "last", "--json", "-t", "1", "A cat."]).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["dim"], 576);
+    let norm: f64 = j["data"][0]["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap().powi(2)).sum();
+    assert!((norm.sqrt() - 1.0).abs() < 1e-5, "{norm}");
 }
 
 /// `tern rerank`: documents best first with their scores (`--top-n`);

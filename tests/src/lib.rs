@@ -123,6 +123,12 @@ pub fn run_full(lm: &Loaded, e: &Engine, seq: &[u32]) -> Vec<f32> {
 }
 
 /// Bitwise equality of two float slices (NaN-safe, ±0 distinguished).
+/// The cosine of two vectors, in f64.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let d = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(&p, &q)| p as f64 * q as f64).sum::<f64>();
+    d(a, b) / (d(a, a).sqrt() * d(b, b).sqrt())
+}
+
 pub fn bits_equal(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }

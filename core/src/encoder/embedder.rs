@@ -1,15 +1,15 @@
 //! An embedding model as a directory holds it (sentence-transformers'
 //! layout: config.json, model.safetensors, tokenizer.json, modules.json,
-//! 1_Pooling/config.json, sentence_bert_config.json): the encoder, its
-//! tokenizer, its pooling and its maximum input length; text in, vector
-//! out.
+//! 1_Pooling/config.json, sentence_bert_config.json) or a GGUF: the encoder
+//! (or a decoder pooled as an embedder), its tokenizer, its pooling and
+//! its maximum input length; text in, vector out.
 
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::{Encoder, EncoderConfig, Pooling, Seq};
+use super::{Decoder, Encoder, EncoderConfig, Pooling, Seq};
 use crate::error::{Error, Result};
 use crate::model::Engine;
 use crate::tokenizer::Tokenizer;
@@ -17,11 +17,19 @@ use crate::tokenizer::Tokenizer;
 /// Inputs one call embeds at most.
 pub const MAX_INPUTS: usize = 4096;
 
-/// An encoder with what it needs to embed text (or, a cross-encoder, to
+/// The network that turns ids into vectors.
+pub enum Body<B> {
+    /// A BERT encoder (pooled, or a cross-encoder's classifier).
+    Encoder(Encoder<B>),
+    /// A causal LM's final hidden states, pooled.
+    Decoder(Decoder<B>),
+}
+
+/// A model with what it needs to embed text (or, a cross-encoder, to
 /// score pairs of texts).
 pub struct Embedder<B> {
     /// The model.
-    pub encoder: Encoder<B>,
+    pub body: Body<B>,
     /// Its tokenizer (WordPiece for BERT).
     pub tokenizer: Tokenizer,
     /// Tokens an input keeps (sentence-transformers' `max_seq_length`, else
@@ -33,7 +41,8 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     /// A directory whose files `take` hands over by name (None: absent).
     /// Without sentence-transformers' pooling description an embedding
     /// model is refused unless `pooling` says how to pool (a cross-encoder
-    /// needs none).
+    /// needs none). A config.json of a decoder (Qwen3, Llama, ...) makes a
+    /// decoder embedder, which must have a pooling too.
     pub fn from_dir(take: &mut dyn FnMut(&str) -> Result<Option<B>>, pooling: Option<Pooling>) -> Result<Embedder<B>> {
         let config = need(take, "config.json")?;
         let pooling = match pooling {
@@ -43,15 +52,6 @@ impl<B: AsRef<[u8]>> Embedder<B> {
                 _ => None,
             },
         };
-        let cross_encoder = EncoderConfig::parse(config.as_ref()).is_ok_and(|c| c.n_labels.is_some());
-        if pooling.is_none() && !cross_encoder {
-            return Err(Error::Unsupported {
-                what: "embeddings from a model that does not say how to pool (no sentence-transformers modules.json and 1_Pooling/config.json): choose a pooling".into(),
-            });
-        }
-        let tok_json = need(take, "tokenizer.json")?;
-        let tok_config = take("tokenizer_config.json")?;
-        let tokenizer = Tokenizer::from_hf(tok_json.as_ref(), tok_config.as_ref().map(AsRef::as_ref), None, &[])?;
         let st_max = match take("sentence_bert_config.json")? {
             Some(b) => {
                 let v: serde_json::Value = serde_json::from_slice(b.as_ref()).map_err(|e| Error::ModelFile {
@@ -63,6 +63,17 @@ impl<B: AsRef<[u8]>> Embedder<B> {
             }
             None => None,
         };
+        let cross_encoder = match EncoderConfig::parse(config.as_ref()) {
+            Ok(c) => c.n_labels.is_some(),
+            Err(Error::UnsupportedArch { .. }) => return Self::decoder_dir(config, take, pooling, st_max),
+            Err(_) => false, // Encoder::from_hf below reports it
+        };
+        if pooling.is_none() && !cross_encoder {
+            return Err(no_pooling());
+        }
+        let tok_json = need(take, "tokenizer.json")?;
+        let tok_config = take("tokenizer_config.json")?;
+        let tokenizer = Tokenizer::from_hf(tok_json.as_ref(), tok_config.as_ref().map(AsRef::as_ref), None, &[])?;
         let weights = need(take, "model.safetensors")?;
         let encoder =
             Encoder::from_hf(config.as_ref(), None, vec![(String::from("model.safetensors"), weights)], pooling)?;
@@ -80,14 +91,48 @@ impl<B: AsRef<[u8]>> Embedder<B> {
             v.get("model_max_length")?.as_u64().map(|n| n as usize)
         });
         let max_len = st_max.or(tok_max).unwrap_or(usize::MAX).clamp(2, encoder.config.n_pos);
-        Ok(Embedder { encoder, tokenizer, max_len })
+        Ok(Embedder { body: Body::Encoder(encoder), tokenizer, max_len })
     }
 
-    /// A `bert` GGUF held in `bytes` (llama.cpp's conventions), pooled as
-    /// `pooling` says, else as the file says; inputs keep up to the model's
-    /// positions (GGUF records no shorter maximum).
+    /// A decoder's HF directory (config.json already taken), pooled.
+    fn decoder_dir(
+        config: B,
+        take: &mut dyn FnMut(&str) -> Result<Option<B>>,
+        pooling: Option<Pooling>,
+        st_max: Option<usize>,
+    ) -> Result<Embedder<B>> {
+        let pooling = pooling.ok_or_else(no_pooling)?;
+        let mut config = Some(config);
+        let mut take_again = |name: &str| if name == "config.json" { Ok(config.take()) } else { take(name) };
+        let h = crate::hf::load_dir(&mut take_again, &[])?;
+        let tokenizer = h.tokenizer.ok_or_else(|| Error::ModelFile {
+            file: "tokenizer.json".into(),
+            field: "(file)".into(),
+            detail: "missing from the model directory".into(),
+        })?;
+        Ok(Self::decoder(h.model, tokenizer, pooling, st_max))
+    }
+
+    fn decoder(model: crate::model::Model<B>, tokenizer: Tokenizer, pooling: Pooling, max: Option<usize>) -> Self {
+        let max_len = max.unwrap_or(usize::MAX).clamp(2, model.config.n_ctx_train.max(2));
+        Embedder { body: Body::Decoder(Decoder { model, pooling }), tokenizer, max_len }
+    }
+
+    /// A GGUF held in `bytes`: a `bert` encoder (llama.cpp's conventions)
+    /// or a decoder, pooled as `pooling` says, else as the file says
+    /// (`*.pooling_type`); inputs keep up to the model's positions (GGUF
+    /// records no shorter maximum).
     pub fn from_gguf(bytes: B, pooling: Option<Pooling>) -> Result<Embedder<B>> {
-        let tokenizer = Tokenizer::from_gguf(&crate::gguf::Gguf::parse(bytes.as_ref())?)?;
+        let (tokenizer, arch) = {
+            let g = crate::gguf::Gguf::parse(bytes.as_ref())?;
+            (Tokenizer::from_gguf(&g)?, g.get_str("general.architecture")?.map(String::from))
+        };
+        if arch.as_deref() != Some("bert") {
+            let (model, pooling) =
+                crate::model::Model::load_gguf_with(bytes, |g| Ok(pooling.or(Pooling::from_gguf_decoder(g)?)))?;
+            let pooling = pooling.ok_or_else(no_pooling)?;
+            return Ok(Self::decoder(model, tokenizer, pooling, None));
+        }
         let encoder = Encoder::from_gguf(bytes, pooling)?;
         if encoder.pooling.is_none() && encoder.weights.classifier.is_none() {
             return Err(Error::Unsupported {
@@ -95,23 +140,87 @@ impl<B: AsRef<[u8]>> Embedder<B> {
             });
         }
         let max_len = encoder.config.n_pos;
-        Ok(Embedder { encoder, tokenizer, max_len })
+        Ok(Embedder { body: Body::Encoder(encoder), tokenizer, max_len })
+    }
+
+    /// Float matrices converted to `to` (Q8_0) at load, each new buffer
+    /// held by `wrap`: the integer path, at a small cost in accuracy.
+    pub fn quantize(self, to: crate::quant::GgmlType, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<Embedder<B>> {
+        let body = match self.body {
+            Body::Encoder(enc) => Body::Encoder(enc.quantize(to, wrap)?.0),
+            Body::Decoder(dec) => Body::Decoder(Decoder { model: dec.model.quantize(to, wrap)?.0, ..dec }),
+        };
+        Ok(Embedder { body, ..self })
+    }
+
+    /// The BERT encoder (an error naming the model otherwise: pairs are
+    /// scored by a cross-encoder).
+    pub fn encoder(&self) -> Result<&Encoder<B>> {
+        match &self.body {
+            Body::Encoder(enc) => Ok(enc),
+            Body::Decoder(_) => Err(Error::Unsupported {
+                what:
+                    "reranking with a decoder embedding model (a cross-encoder reranks: BertForSequenceClassification)"
+                        .into(),
+            }),
+        }
     }
 
     /// Width of the vectors.
     pub fn dim(&self) -> usize {
-        self.encoder.config.n_embd
+        match &self.body {
+            Body::Encoder(enc) => enc.config.n_embd,
+            Body::Decoder(dec) => dec.model.config.n_embd,
+        }
+    }
+
+    /// Token ids the model embeds (an id past them is an error).
+    pub fn n_vocab(&self) -> usize {
+        match &self.body {
+            Body::Encoder(enc) => enc.config.n_vocab,
+            Body::Decoder(dec) => dec.model.config.n_vocab,
+        }
+    }
+
+    /// Whether `ids` is an input the model takes: 1..=`max_len` ids, each
+    /// in its vocabulary.
+    pub fn check_ids(&self, ids: &[u32]) -> Result<()> {
+        match &self.body {
+            Body::Encoder(enc) => enc.check_input(&Seq { ids, types: None }),
+            Body::Decoder(_) => match ids.iter().find(|&&id| id as usize >= self.n_vocab()) {
+                _ if ids.is_empty() => Err(Error::InvalidArgument { what: "an input of no tokens".into() }),
+                _ if ids.len() > self.max_len => Err(Error::InvalidArgument {
+                    what: format!("an input of {} tokens (the model takes {})", ids.len(), self.max_len),
+                }),
+                Some(&id) => Err(Error::TokenOutOfRange { id, n_vocab: self.n_vocab() }),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// The pooled vector of each input of ids (checked as
+    /// [`Embedder::check_ids`] says).
+    pub fn embed_ids(&self, e: &Engine, inputs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+        check_count(inputs.len())?;
+        match &self.body {
+            Body::Encoder(enc) => enc.embed(e, inputs),
+            Body::Decoder(dec) => {
+                inputs.iter().try_for_each(|ids| self.check_ids(ids))?;
+                dec.embed(e, inputs)
+            }
+        }
     }
 
     /// The model's input for `text`: its ids with the tokenizer's special
-    /// tokens, truncated to `max_len` keeping the last one (the `[SEP]`), as
-    /// HF's tokenizer truncates.
+    /// tokens, the text's own truncated so that all fit in `max_len` (a
+    /// special token it appends, BERT's `[SEP]`, stays last), as HF's
+    /// tokenizer truncates.
     pub fn input(&self, text: &str) -> Result<Vec<u32>> {
         let mut ids = self.tokenizer.encode(text, true)?;
         if ids.len() > self.max_len {
-            let last = ids[ids.len() - 1];
-            ids.truncate(self.max_len - 1);
-            ids.push(last);
+            let kept = ids.split_off(ids.len() - usize::from(self.tokenizer.append.is_some()));
+            ids.truncate(self.max_len - kept.len());
+            ids.extend(kept);
         }
         Ok(ids)
     }
@@ -122,7 +231,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
         check_count(texts.len())?;
         let inputs = texts.iter().map(|t| self.input(t)).collect::<Result<Vec<_>>>()?;
         let refs: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
-        self.encoder.embed(e, &refs)
+        self.embed_ids(e, &refs)
     }
 
     /// A cross-encoder's relevance score (its one logit) of each document
@@ -137,7 +246,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     /// bounds.
     pub fn pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
         check_count(documents.len())?;
-        match self.encoder.config.n_labels {
+        match self.encoder()?.config.n_labels {
             Some(1) => {}
             Some(n) => {
                 return Err(Error::Unsupported {
@@ -157,7 +266,13 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     /// The one logit of each pair [`Embedder::pairs`] made.
     pub fn score(&self, e: &Engine, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<f32>> {
         let seqs: Vec<Seq> = pairs.iter().map(|(ids, types)| Seq { ids, types: Some(types) }).collect();
-        Ok(self.encoder.classify(e, &seqs)?.into_iter().map(|l| l[0]).collect())
+        Ok(self.encoder()?.classify(e, &seqs)?.into_iter().map(|l| l[0]).collect())
+    }
+}
+
+fn no_pooling() -> Error {
+    Error::Unsupported {
+        what: "embeddings from a model that does not say how to pool (no sentence-transformers modules.json and 1_Pooling/config.json, no *.pooling_type): choose a pooling".into(),
     }
 }
 

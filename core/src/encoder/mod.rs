@@ -1,11 +1,13 @@
 //! Encoder models for embeddings: the BERT family (learned absolute
 //! positions, token types, post-LayerNorm, GELU, bidirectional attention)
-//! from HF safetensors, and the pooling that turns an input's hidden
+//! from HF safetensors or GGUF, decoders pooled as embedders, and the
+//! pooling that turns an input's hidden
 //! states into one vector, or a cross-encoder's classifier that scores a
 //! pair. Inputs are batched through the matrix products but never mix, so
 //! an input's vector is the same bits whatever it is encoded with.
 
 mod config;
+mod decoder;
 mod embedder;
 mod forward;
 mod gguf;
@@ -16,7 +18,8 @@ use alloc::format;
 use alloc::vec::Vec;
 
 pub use config::{EncoderConfig, MAX_POSITIONS};
-pub use embedder::{check_count, Embedder, MAX_INPUTS};
+pub use decoder::Decoder;
+pub use embedder::{check_count, Body, Embedder, MAX_INPUTS};
 pub use forward::Seq;
 pub use pooling::{l2_normalize, Pooling, PoolingMode};
 pub use weights::EncoderWeights;

@@ -24,23 +24,37 @@ pub(super) struct Seq<'a> {
     pub tokens: &'a [u32],
 }
 
-/// Run the batch; write the logits of batch rows `out_rows` (indices into
-/// the concatenated tokens) into `logits`, one n_vocab row each.
+/// What a batch's requested rows give.
+pub(super) enum Out<'a> {
+    /// The output head's logits, one n_vocab row each.
+    Logits(&'a mut [f32]),
+    /// The final norm's output (what the head reads), one n_embd row each:
+    /// a decoder embedder's token vectors.
+    Hidden(&'a mut [f32]),
+}
+
+/// Run the batch; write what `out` asks for of batch rows `out_rows`
+/// (indices into the concatenated tokens).
 pub(super) fn batch(
     m: View,
     e: &Engine,
     s: &mut Scratch,
     seqs: &mut [Seq],
     out_rows: &[usize],
-    logits: &mut [f32],
+    out: Out,
 ) -> Result<()> {
     // on a pool worker: its parallel regions then open without a hand-off
     let mut r = Ok(());
-    e.par.install(&mut || r = run(m, e, s, seqs, out_rows, logits));
+    let mut out = Some(out);
+    e.par.install(&mut || {
+        if let Some(out) = out.take() {
+            r = run(m, e, s, seqs, out_rows, out);
+        }
+    });
     r
 }
 
-fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize], logits: &mut [f32]) -> Result<()> {
+fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize], out: Out) -> Result<()> {
     let (c, w) = (m.config, m.weights);
     let ne = c.n_embd;
     let n: usize = seqs.iter().map(|q| q.tokens.len()).sum();
@@ -91,6 +105,13 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
         let x = &s.x[r * ne..(r + 1) * ne];
         e.kernels.rms_norm(x, &w.output_norm, c.norm_eps, &mut s.xn[t * ne..(t + 1) * ne]);
     }
+    let logits = match out {
+        Out::Logits(logits) => logits,
+        Out::Hidden(hidden) => {
+            hidden[..n_out * ne].copy_from_slice(&s.xn[..n_out * ne]);
+            return Ok(());
+        }
+    };
     for t0 in (0..n_out).step_by(HEAD_TOKENS) {
         let nt = HEAD_TOKENS.min(n_out - t0);
         let out = &mut logits[t0 * c.n_vocab..(t0 + nt) * c.n_vocab];

@@ -218,7 +218,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             .iter_mut()
             .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks })
             .collect();
-        self.with_view(|view| forward::batch(view, e, scratch, &mut seqs, &out_rows, logits))?;
+        self.with_view(|view| forward::batch(view, e, scratch, &mut seqs, &out_rows, forward::Out::Logits(logits)))?;
         for (sess, toks) in items.iter_mut() {
             sess.tokens.extend_from_slice(toks);
         }
@@ -262,6 +262,7 @@ pub struct Session {
     scratch: Scratch,
     /// The tokens whose K/V are in the cache, position by position.
     tokens: Vec<u32>,
+    /// The last call's rows: logits, or hidden states after [`Session::hidden`].
     logits: Vec<f32>,
     n_vocab: usize,
     /// The session's random state (sampling draws from it).
@@ -327,7 +328,25 @@ impl Session {
         tokens: &[u32],
         want: Logits,
     ) -> Result<&[f32]> {
-        let nv = m.config.n_vocab;
+        self.run(m, e, tokens, want, false)
+    }
+
+    /// As [`Session::forward`], but each requested row is the final norm's
+    /// output instead of logits (the vector the output head reads; a
+    /// decoder embedder pools these): (rows, n_embd) row-major.
+    pub fn hidden<B: AsRef<[u8]>>(&mut self, m: &Model<B>, e: &Engine, tokens: &[u32], want: Logits) -> Result<&[f32]> {
+        self.run(m, e, tokens, want, true)
+    }
+
+    fn run<B: AsRef<[u8]>>(
+        &mut self,
+        m: &Model<B>,
+        e: &Engine,
+        tokens: &[u32],
+        want: Logits,
+        hidden: bool,
+    ) -> Result<&[f32]> {
+        let nv = if hidden { m.config.n_embd } else { m.config.n_vocab };
         self.check(&m.config, tokens)?;
         let n_rows = match want {
             Logits::Last => tokens.len().min(1),
@@ -349,6 +368,7 @@ impl Session {
                 }
                 let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
                 let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch }];
+                let out = if hidden { forward::Out::Hidden(out) } else { forward::Out::Logits(out) };
                 forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out)?;
                 self.tokens.extend_from_slice(batch);
                 row += out_rows.len();

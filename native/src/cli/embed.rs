@@ -1,5 +1,6 @@
 //! `tern embed`: vectors of texts from an embedding model (a
-//! sentence-transformers directory), like llama.cpp's llama-embedding.
+//! sentence-transformers directory or a GGUF; a decoder pooled as
+//! `--pooling` says), like llama.cpp's llama-embedding.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -22,10 +23,25 @@ pub struct Args {
     /// Threads (0: all cores)
     #[arg(short, long, default_value_t = 0)]
     threads: usize,
+    /// Pool the token vectors so (normalised), not as the model's files
+    /// say: mean, cls or last (a decoder embedder: Qwen3-Embedding's last)
+    #[arg(long, value_parser = parse_pooling)]
+    pooling: Option<tern_core::encoder::PoolingMode>,
+}
+
+fn parse_pooling(s: &str) -> std::result::Result<tern_core::encoder::PoolingMode, String> {
+    use tern_core::encoder::PoolingMode;
+    match s {
+        "mean" => Ok(PoolingMode::Mean),
+        "cls" => Ok(PoolingMode::Cls),
+        "last" => Ok(PoolingMode::Last),
+        _ => Err(format!("{s:?}: mean, cls or last")),
+    }
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let (path, model) = super::encoder_input::load(&a.load, a.threads, "embed")?;
+    let pooling = a.pooling.map(|mode| tern_core::encoder::Pooling { mode, normalize: true });
+    let (path, model) = super::encoder_input::load(&a.load, a.threads, "embed", pooling)?;
     let texts = super::encoder_input::texts(a.file.as_deref(), &a.texts)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let t0 = Instant::now();

@@ -1,20 +1,26 @@
 //! What `tern embed` and `tern rerank` share: the model (a directory or a
-//! `bert` GGUF, quantized at load if asked) and the texts (given, or each
+//! GGUF, quantized at load if asked) and the texts (given, or each
 //! non-empty line of a file).
 
 use std::path::{Path, PathBuf};
 
 use tern::{Error, Result};
 
-/// The encoder `-m` names, on `threads` threads (0: all cores).
-pub fn load(load: &super::LoadArgs, threads: usize, command: &str) -> Result<(PathBuf, tern::Embedder)> {
+/// The model `-m` names, on `threads` threads (0: all cores), pooled as
+/// `pooling` says if given.
+pub fn load(
+    load: &super::LoadArgs,
+    threads: usize,
+    command: &str,
+    pooling: Option<tern_core::encoder::Pooling>,
+) -> Result<(PathBuf, tern::Embedder)> {
     if load.model.is_none() {
         return Err(tern::limits::invalid(format!(
-            "tern {command} needs -m: an encoder (a model directory or a bert GGUF)"
+            "tern {command} needs -m: an embedding model (a model directory or a GGUF)"
         )));
     }
     let path = load.model_path()?;
-    let mut model = tern::Embedder::load(&path)?.with_threads(tern::limits::check_threads(threads)?);
+    let mut model = tern::Embedder::load_with(&path, pooling)?.with_threads(tern::limits::check_threads(threads)?);
     if let Some(ty) = load.quantize {
         model = model.quantize(ty)?;
     }

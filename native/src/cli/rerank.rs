@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let (path, model) = super::encoder_input::load(&a.load, a.threads, "rerank")?;
+    let (path, model) = super::encoder_input::load(&a.load, a.threads, "rerank", None)?;
     let docs = super::encoder_input::texts(a.file.as_deref(), &a.documents)?;
     let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
     let scores = model.rerank(&a.query, &refs)?;

@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use tern_core::encoder::{check_count, l2_normalize, Embedder, Seq};
+use tern_core::encoder::{check_count, l2_normalize, Embedder};
 use tern_core::Engine;
 
 use super::api_error::ApiError;
@@ -92,13 +92,13 @@ impl EmbedRequest {
                     Input::Text(t) => emb.input(&t),
                     Input::Ids(ids) => Ok(ids),
                 };
-                let ids = ids.and_then(|ids| emb.encoder.check_input(&Seq { ids: &ids, types: None }).map(|()| ids));
+                let ids = ids.and_then(|ids| emb.check_ids(&ids).map(|()| ids));
                 ids.map_err(|e| ApiError::core(&format!("input[{i}]"), e))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let tokens: usize = inputs.iter().map(Vec::len).sum();
         let refs: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
-        let vectors = emb.encoder.embed(e, &refs).map_err(|e| ApiError::core("input", e))?;
+        let vectors = emb.embed_ids(e, &refs).map_err(|e| ApiError::core("input", e))?;
         let mut data = Vec::with_capacity(vectors.len());
         for (i, mut v) in vectors.into_iter().enumerate() {
             if let Some(d) = self.dimensions {

@@ -259,7 +259,7 @@ async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
     let missing = "this server has no embedding model (tern serve --embedding-model DIR)";
     let model = app.embedder.clone();
     encoder_call(app, headers, body, model, missing, |bytes, m, id| {
-        let req = EmbedRequest::parse(bytes, m.core().encoder.config.n_vocab, m.dim())?;
+        let req = EmbedRequest::parse(bytes, m.core().n_vocab(), m.dim())?;
         req.run(m.core(), &m.engine(false), id)
     })
     .await
