@@ -102,6 +102,37 @@ fn smollm2_last_token_vectors_equal_sentence_transformers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A GGUF that names its pooling as llama.cpp writes it for an embedding
+/// model (`{arch}.pooling_type`: 3, last) embeds without being told, the
+/// same bits as being told; 1 (mean) gives other vectors.
+#[test]
+fn a_gguf_pooling_type_chooses_the_pooling() {
+    use tern_core::gguf::write::{gguf, TensorData};
+    use tern_core::gguf::{Gguf, Value};
+    let bytes = std::fs::read(model_path("smollm2-135m-instruct-q4_1.gguf")).unwrap();
+    let g = Gguf::parse(&bytes).unwrap();
+    let tensors: Vec<TensorData> = (g.tensors.iter())
+        .map(|t| TensorData { name: t.name, dims: t.dims.clone(), ty: t.ty, data: t.data.to_vec() })
+        .collect();
+    let with = |pooling_type: u32| {
+        let mut md = g.metadata.clone();
+        md.push(("llama.pooling_type", Value::U32(pooling_type)));
+        let path = std::env::temp_dir().join(format!("tern-smollm2-pool{pooling_type}-{}.gguf", std::process::id()));
+        std::fs::write(&path, gguf(&md, &tensors)).unwrap();
+        let m = tern::Embedder::load(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        m
+    };
+    let told = Pooling { mode: PoolingMode::Last, normalize: true };
+    let told = tern::Embedder::load_with(model_path("smollm2-135m-instruct-q4_1.gguf"), Some(told)).unwrap();
+    let texts = ["The cat sits outside.", "def add(a, b): return a + b"];
+    let want = told.embed(&texts).unwrap();
+    let last = with(3).embed(&texts).unwrap();
+    assert!(want.iter().zip(&last).all(|(a, b)| bits_equal(a, b)));
+    let mean = with(1).embed(&texts).unwrap();
+    assert!(cosine(&mean[0], &last[0]) < 0.99, "mean pooling gave the last token's vector");
+}
+
 /// A decoder without a pooling choice, bad ids, and a rerank asked of a
 /// decoder: clear errors.
 #[test]
