@@ -3,8 +3,9 @@
 //! on 130 texts — short, past the 256-token maximum, code, other scripts:
 //! the WordPiece ids equal HF's; the exact path's cosine ≥ 0.99999 and each
 //! query's top-5 documents rank as the oracle's; quantized to Q8_0 at load,
-//! on the 8-bit-activation path (llama.cpp's arithmetic for a Q8_0 file),
-//! cosine ≥ 0.998 and the same best document; an input's vector is the
+//! on the default path (8-bit activations, except into V and the attention
+//! output: encoder/forward.rs),
+//! cosine ≥ 0.999 and the same best document; an input's vector is the
 //! same bits alone or among others.
 
 use tern_tests::*;
@@ -54,23 +55,12 @@ fn minilm_vectors_equal_sentence_transformers() {
             assert!(bits_equal(a, b), "text {i}: batched differs from alone");
         }
         println!("exact {exact}: worst cosine {:.7} ({:?})", worst.0, &worst.1[..worst.1.len().min(40)]);
-        // quantized: BERT's outlier dimensions cost 8-bit activation blocks
-        // precision (Q8_0 weights with f32 activations: 0.99955)
-        assert!(worst.0 >= if exact { 0.99999 } else { 0.998 }, "cosine {} on {:?}", worst.0, worst.1);
+        // quantized: 8-bit activations except into V and the attention
+        // output (encoder/forward.rs; Q8_0 weights with f32 activations
+        // everywhere: 0.99955)
+        assert!(worst.0 >= if exact { 0.99999 } else { 0.999 }, "cosine {} on {:?}", worst.0, worst.1);
         // retrieval: each query's top-5 documents as the oracle's
-        let (qs, ds) = (&j["retrieval"]["queries"], &j["retrieval"]["documents"]);
-        let idx = |v: &serde_json::Value| {
-            v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect::<Vec<_>>()
-        };
-        let (qs, ds) = (idx(qs), idx(ds));
-        for &q in &qs {
-            let top = |vec: &dyn Fn(usize) -> Vec<f32>| {
-                let mut r: Vec<(f64, usize)> = ds.iter().map(|&d| (cosine(&vec(q), &vec(d)), d)).collect();
-                r.sort_by(|a, b| b.0.total_cmp(&a.0));
-                r.iter().take(5).map(|x| x.1).collect::<Vec<_>>()
-            };
-            let ours = top(&|i| got[i].clone());
-            let theirs = top(&|i| want[i * dim..(i + 1) * dim].to_vec());
+        for (q, ours, theirs) in top5s(&j, &|i| got[i].clone(), &|i| want[i * dim..(i + 1) * dim].to_vec()) {
             match exact {
                 true => assert_eq!(ours, theirs, "query {q} {:?}", texts[q]),
                 false => assert_eq!(ours[0], theirs[0], "query {q} {:?}: {ours:?} vs {theirs:?}", texts[q]),

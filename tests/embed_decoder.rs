@@ -79,19 +79,9 @@ fn smollm2_last_token_vectors_equal_sentence_transformers() {
         assert!(worst.0 >= if exact { 0.99999 } else { 0.998 }, "cosine {} on text {}", worst.0, worst.1);
         if exact {
             // each query's top-5 documents as the oracle's
-            let idx = |k: &str| -> Vec<usize> {
-                let v = texts_json["retrieval"][k].as_array().unwrap();
-                v.iter().map(|x| x.as_u64().unwrap() as usize).collect()
-            };
-            let (qs, ds) = (idx("queries"), idx("documents"));
-            for &q in &qs {
-                let top = |vec: &dyn Fn(usize) -> Vec<f32>| {
-                    let mut r: Vec<(f64, usize)> = ds.iter().map(|&d| (cosine(&vec(q), &vec(d)), d)).collect();
-                    r.sort_by(|a, b| b.0.total_cmp(&a.0));
-                    r.iter().take(5).map(|x| x.1).collect::<Vec<_>>()
-                };
-                let ours = top(&|i| got[i].clone());
-                assert_eq!(ours, top(&|i| want[i * dim..(i + 1) * dim].to_vec()), "query {q} {:?}", texts[q]);
+            for (q, ours, theirs) in top5s(&texts_json, &|i| got[i].clone(), &|i| want[i * dim..(i + 1) * dim].to_vec())
+            {
+                assert_eq!(ours, theirs, "query {q} {:?}", texts[q]);
             }
             // alone, each the same bits as among all 130
             for i in [0, 81, 100, 129] {

@@ -1,7 +1,8 @@
 // Encoders: embedding models and cross-encoders (BERT: a sentence-
-// transformers directory as a file map, or a `bert` GGUF). They run on the
-// calling thread, in the same wasm build as generation, and give the
-// native build's vectors bit for bit.
+// transformers directory as a file map, or a `bert` GGUF; a decoder pooled
+// as its files or `pooling` say). They run on the calling thread, in the
+// same wasm build as generation, and give the native build's vectors bit
+// for bit.
 
 import { call } from './engine.js';
 import { TernError } from './errors.js';
@@ -9,18 +10,23 @@ import { resolveReference } from './hub.js';
 import { defaultThreads, loadWasm } from './runtime.js';
 import { readSource } from './source.js';
 
+const POOLINGS = ['mean', 'cls', 'last'];
+
 /**
- * Load an encoder: a `bert` GGUF (URL, path, bytes, Blob) or a
+ * Load an encoder: a GGUF (URL, path, bytes, Blob) or a
  * sentence-transformers directory as a map of file names to sources (in
- * Node, a directory path too).
+ * Node, a directory path too). `pooling` ('mean', 'cls' or 'last')
+ * overrides the model's own: a decoder embedder whose files name none.
  */
 export async function loadEncoder(source, options = {}) {
   source = await resolveReference(source, options);
-  const { onProgress, cache = false, signal, threads } = options;
+  const { onProgress, cache = false, signal, threads, pooling } = options;
+  if (pooling !== undefined && !POOLINGS.includes(pooling))
+    throw new TernError('invalid_argument', `pooling must be one of ${POOLINGS.join(', ')}`);
   signal?.throwIfAborted();
   const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
   const loader = await readSource(wasm, source, { onProgress, cache, signal });
-  return new TernEncoder(call(() => loader.finish_encoder()));
+  return new TernEncoder(call(() => loader.finish_encoder(pooling)));
 }
 
 const strings = (what, list) => {

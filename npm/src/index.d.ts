@@ -269,6 +269,8 @@ export interface EncoderLoadOptions {
   signal?: AbortSignal;
   /** Threads (default: all cores). More than one needs Node or a cross-origin isolated page. */
   threads?: number;
+  /** How token vectors become one (normalised), instead of as the model's files say: a decoder embedder (Qwen3-Embedding: 'last'). */
+  pooling?: 'mean' | 'cls' | 'last';
 }
 
 export interface RerankResult {

@@ -1,6 +1,7 @@
 // Encoders in Node: MiniLM (a sentence-transformers directory) embeds with
 // the native build's vectors bit for bit; the test cross-encoder reranks
-// with the native build's scores, best first; bad input is a TernError.
+// with the native build's scores, best first; SmolLM2 pooled by its last
+// token (a decoder embedder) as the native build; bad input is a TernError.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -8,7 +9,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 import { loadEncoder, TernError } from '../src/index.js';
-import { MINILM, models, root } from './helpers.js';
+import { MINILM, models, root, SMOLLM2 } from './helpers.js';
 
 const tern = process.env.TERN_BIN || join(root, 'target/release/tern');
 const native = (args) => JSON.parse(execFileSync(tern, [...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 }));
@@ -42,6 +43,18 @@ describe('encoders', () => {
     assert.equal((await enc.rerank('q', docs, { topN: 1 })).length, 1);
     await assert.rejects(enc.rerank('q', docs, { topN: 0 }), /topN/);
     await assert.rejects(enc.embed(['x']), /no pooling/);
+    enc.dispose();
+  });
+
+  it('pools a decoder as told, as the native build does', async () => {
+    const texts = ['A man is eating food.', 'def add(a, b): return a + b'];
+    await assert.rejects(loadEncoder(SMOLLM2, { threads: 1 }), /choose a pooling/);
+    await assert.rejects(loadEncoder(SMOLLM2, { pooling: 'max' }), /pooling must be one of/);
+    const enc = await loadEncoder(SMOLLM2, { threads: 1, pooling: 'last' });
+    assert.equal(enc.dim, 576);
+    const got = await enc.embed(texts);
+    const want = native(['embed', '-m', SMOLLM2, '--pooling', 'last', ...texts]).data;
+    got.forEach((v, i) => assert.deepEqual(v, Float32Array.from(want[i].embedding), `text ${i}`));
     enc.dispose();
   });
 });

@@ -129,6 +129,26 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     d(a, b) / (d(a, a).sqrt() * d(b, b).sqrt())
 }
 
+/// The retrieval check of an embedding oracle (`retrieval` in
+/// embed/minilm.json): for each query, (query, our top-5 documents by
+/// cosine, the oracle's), `ours` and `theirs` giving a text's vector.
+pub fn top5s(
+    oracle: &Value,
+    ours: &dyn Fn(usize) -> Vec<f32>,
+    theirs: &dyn Fn(usize) -> Vec<f32>,
+) -> Vec<(usize, Vec<usize>, Vec<usize>)> {
+    let idx = |k: &str| -> Vec<usize> {
+        oracle["retrieval"][k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
+    };
+    let (qs, ds) = (idx("queries"), idx("documents"));
+    let top = |q: usize, vec: &dyn Fn(usize) -> Vec<f32>| {
+        let mut r: Vec<(f64, usize)> = ds.iter().map(|&d| (cosine(&vec(q), &vec(d)), d)).collect();
+        r.sort_by(|a, b| b.0.total_cmp(&a.0));
+        r.iter().take(5).map(|x| x.1).collect::<Vec<_>>()
+    };
+    qs.iter().map(|&q| (q, top(q, ours), top(q, theirs))).collect()
+}
+
 pub fn bits_equal(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }

@@ -1,9 +1,10 @@
-//! An embedding model or cross-encoder in wasm memory (a `bert` GGUF, or a
-//! sentence-transformers directory): texts in, one vector each out; a query
-//! and documents in, one score each out. The same kernels' numbers as the
+//! An embedding model or cross-encoder in wasm memory (a GGUF, or a
+//! sentence-transformers directory; a decoder pooled as its files or the
+//! caller say): texts in, one vector each out; a query and documents in,
+//! one score each out. The same kernels' numbers as the
 //! native build, so the same vectors bit for bit.
 
-use tern_core::encoder::Embedder;
+use tern_core::encoder::{Embedder, Pooling, PoolingMode};
 use tern_core::Engine;
 use wasm_bindgen::prelude::*;
 
@@ -17,15 +18,19 @@ pub struct TernEncoder {
 }
 
 impl TernEncoder {
-    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Result<TernEncoder, JsValue> {
-        Ok(TernEncoder { inner: Embedder::from_gguf(bytes, None).map_err(from_core)? })
+    pub(crate) fn from_bytes(bytes: Vec<u8>, pooling: Option<String>) -> Result<TernEncoder, JsValue> {
+        Ok(TernEncoder { inner: Embedder::from_gguf(bytes, pooling_of(pooling)?).map_err(from_core)? })
     }
 
-    pub(crate) fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<TernEncoder, JsValue> {
+    pub(crate) fn from_files(
+        mut files: Vec<(String, Vec<u8>)>,
+        pooling: Option<String>,
+    ) -> Result<TernEncoder, JsValue> {
+        let pooling = pooling_of(pooling)?;
         let mut take = |name: &str| -> tern_core::Result<Option<Vec<u8>>> {
             Ok(files.iter().position(|f| f.0 == name).map(|i| files.swap_remove(i).1))
         };
-        Ok(TernEncoder { inner: Embedder::from_dir(&mut take, None).map_err(from_core)? })
+        Ok(TernEncoder { inner: Embedder::from_dir(&mut take, pooling).map_err(from_core)? })
     }
 
     fn engine() -> Engine<'static> {
@@ -62,4 +67,18 @@ impl TernEncoder {
         let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
         self.inner.rerank(&Self::engine(), query, &refs).map_err(from_core)
     }
+}
+
+/// `mean`, `cls` or `last`, normalised (None: as the model's files say).
+fn pooling_of(name: Option<String>) -> Result<Option<Pooling>, JsValue> {
+    let mode = match name.as_deref() {
+        None => return Ok(None),
+        Some("mean") => PoolingMode::Mean,
+        Some("cls") => PoolingMode::Cls,
+        Some("last") => PoolingMode::Last,
+        Some(other) => {
+            return Err(crate::errors::js_error("invalid_argument", &format!("pooling {other:?}: mean, cls or last")))
+        }
+    };
+    Ok(Some(Pooling { mode, normalize: true }))
 }

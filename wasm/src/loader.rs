@@ -77,9 +77,10 @@ impl ModelLoader {
         TernModel::from_bytes(self.into_bytes()?, widen)
     }
 
-    /// Parse the file as an encoder (a `bert` GGUF).
-    pub fn finish_encoder(self) -> Result<TernEncoder, JsValue> {
-        TernEncoder::from_bytes(self.into_bytes()?)
+    /// Parse the file as an embedding model (a `bert` GGUF, or a decoder
+    /// pooled as `pooling` (mean, cls, last) or its `*.pooling_type` says).
+    pub fn finish_encoder(self, pooling: Option<String>) -> Result<TernEncoder, JsValue> {
+        TernEncoder::from_bytes(self.into_bytes()?, pooling)
     }
 }
 
@@ -138,8 +139,9 @@ impl DirLoader {
         TernModel::from_files(self.files, widen)
     }
 
-    /// Load the directory as an encoder (sentence-transformers' layout).
-    pub fn finish_encoder(self) -> Result<TernEncoder, JsValue> {
-        TernEncoder::from_files(self.files)
+    /// Load the directory as an embedding model (sentence-transformers'
+    /// layout), pooled as `pooling` says if given.
+    pub fn finish_encoder(self, pooling: Option<String>) -> Result<TernEncoder, JsValue> {
+        TernEncoder::from_files(self.files, pooling)
     }
 }

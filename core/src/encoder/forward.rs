@@ -81,8 +81,15 @@ pub(super) fn hidden(m: &EncoderView, e: &Engine, seqs: &[Seq]) -> Result<Vec<f3
 fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, span: &[(usize, usize)]) {
     let c = m.config;
     let (n, ne, hd) = (span.len(), c.n_embd, c.head_dim());
-    let qkv = [lin(m, &l.q), lin(m, &l.k), lin(m, &l.v)];
-    matmul(e, &qkv, &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.q, &mut b.k, &mut b.v]);
+    // The values' and the attention output's projections read f32
+    // activations on every path: BERT's outlier dimensions cost 8-bit
+    // activation blocks too much there (MiniLM at Q8_0, cosine to the f32
+    // model: 0.9985 with every projection's activations 8-bit, 0.99915 with
+    // these two f32; Q and K f32 instead give 0.9985, the feed-forward's
+    // nothing; bench/NOTES.md E3).
+    let fine = Engine { exact: true, ..*e };
+    matmul(e, &[lin(m, &l.q), lin(m, &l.k)], &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.q, &mut b.k]);
+    matmul(&fine, &[lin(m, &l.v)], &b.x, n, &mut b.acts, &mut b.mm, &mut [&mut b.v]);
 
     // every query sees every token of its input, head by head
     let score = Score { scale: 1.0 / libm::sqrtf(hd as f32), softcap: None };
@@ -100,7 +107,7 @@ fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, span: &
             }
         }
     });
-    matmul(e, &[lin(m, &l.o)], &b.y, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
+    matmul(&fine, &[lin(m, &l.o)], &b.y, n, &mut b.acts, &mut b.mm, &mut [&mut b.q]);
     residual_norm(e, b, &l.attn_norm, c.norm_eps, n);
 
     // GELU feed-forward
