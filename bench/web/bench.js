@@ -91,3 +91,44 @@ window.benchMask = async (url, threads, schemaUrl, tokens, seeds) => {
   await model.dispose();
   return { free, constrained, info };
 };
+
+/**
+ * Embeddings/s (bench-embed.js): tern's `loadEncoder` embedding `texts` in
+ * one call, after a warm-up call; the vectors' first text is returned for
+ * the driver's check against wllama's.
+ */
+window.benchTernEmbed = async (url, threads, texts) => {
+  const { loadEncoder } = await import('/npm/src/index.js');
+  const enc = await loadEncoder(url, { threads });
+  await enc.embed(texts.slice(0, 8));
+  const t0 = performance.now();
+  const v = await enc.embed(texts);
+  const rate = (texts.length / (performance.now() - t0)) * 1e3;
+  log(`tern: ${rate.toFixed(1)} embeddings/s`);
+  enc.dispose();
+  return { rate, first: Array.from(v[0]) };
+};
+
+/**
+ * The same with wllama: an embeddings context (mean pooling, as the GGUF
+ * says), `createEmbedding` per text (its API embeds one text a call).
+ */
+window.benchWllamaEmbed = async (url, threads, texts) => {
+  const { Wllama } = await import('/node_modules/@wllama/wllama/esm/index.js');
+  const base = '/node_modules/@wllama/wllama/esm';
+  const w = new Wllama(
+    { 'single-thread/wllama.wasm': `${base}/single-thread/wllama.wasm`, 'multi-thread/wllama.wasm': `${base}/multi-thread/wllama.wasm` },
+    { suppressNativeLog: true },
+  );
+  await w.loadModelFromUrl(new URL(url, location.href).href, {
+    n_threads: threads, n_ctx: 512, n_batch: 512, embeddings: true, pooling_type: 'LLAMA_POOLING_TYPE_MEAN',
+  });
+  for (const t of texts.slice(0, 8)) await w.createEmbedding(t);
+  const t0 = performance.now();
+  const first = await w.createEmbedding(texts[0]);
+  for (const t of texts.slice(1)) await w.createEmbedding(t);
+  const rate = (texts.length / (performance.now() - t0)) * 1e3;
+  log(`wllama: ${rate.toFixed(1)} embeddings/s`);
+  await w.exit();
+  return { rate, first };
+};
