@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): fetch the test models if
 # needed (and make the test-only ones from them with gguf-py), check that core builds no_std for wasm32, run every test natively,
-# then a 10-second run of each fuzz target, then the kernel and
+# then a 5-second run of each fuzz target, then the kernel and
 # cross-architecture tests for aarch64
 # under qemu-user emulation, then the wasm build: its kernel conformance in
 # Node (wasm-bindgen-test), the npm package's tests in Node, and the
@@ -50,8 +50,8 @@ for target in x86_64-pc-windows-gnu aarch64-apple-darwin; do
   cargo check --locked --release -p tern-llm --features serve --bins --target "$target"
 done
 mark "packages, minimum Rust, Windows and macOS"
-# every fuzz target for 10 s (fuzz/README.md has the long campaigns)
-scripts/fuzz-smoke.sh 10
+# every fuzz target for 5 s (fuzz/README.md has the long campaigns)
+scripts/fuzz-smoke.sh 5
 mark "fuzz smoke"
 
 # aarch64 (runner and linker: .cargo/config.toml)
