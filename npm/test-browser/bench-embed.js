@@ -11,7 +11,7 @@
 
 import { parseArgs } from 'node:util';
 
-import { start } from './browser.js';
+import { onBenchPage, start } from './browser.js';
 
 const { values: o } = parseArgs({
   options: {
@@ -33,16 +33,7 @@ const texts = Array.from({ length: 256 }, (_, i) => {
 });
 
 const env = await start();
-const onPage = async (fn, args) => {
-  const page = await env.context.newPage();
-  await page.goto(`${env.base}/bench/`);
-  await page.waitForFunction(() => window.ready === true);
-  try {
-    return await page.evaluate(([f, a]) => window[f](...a), [fn, args]);
-  } finally {
-    await page.close();
-  }
-};
+const onPage = (fn, args) => onBenchPage(env, fn, args);
 
 const rows = [];
 try {

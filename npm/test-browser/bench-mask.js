@@ -9,7 +9,7 @@
 
 import { parseArgs } from 'node:util';
 
-import { start } from './browser.js';
+import { onBenchPage, start } from './browser.js';
 
 const { values: o } = parseArgs({
   options: {
@@ -24,12 +24,8 @@ const env = await start();
 const rows = [];
 try {
   for (const t of o.threads.split(',').map(Number)) {
-    const page = await env.context.newPage();
-    await page.goto(`${env.base}/bench/`);
-    await page.waitForFunction(() => window.ready === true);
     const args = ['/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf', t, '/bench/nested-schema.json', Number(o.tokens), Number(o.reps)];
-    const r = await page.evaluate((a) => window.benchMask(...a), args);
-    await page.close();
+    const r = await onBenchPage(env, 'benchMask', args);
     console.error(`t=${t}: ${JSON.stringify(r)}`);
     rows.push({ t, free: median(r.free), constrained: median(r.constrained), info: r.info });
   }

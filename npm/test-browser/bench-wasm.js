@@ -7,7 +7,7 @@
 
 import { parseArgs } from 'node:util';
 
-import { start } from './browser.js';
+import { onBenchPage, start } from './browser.js';
 
 const MODELS = {
   smollm2: 'smollm2-135m-instruct-q4_1.gguf',
@@ -30,16 +30,7 @@ const models = positionals.length ? positionals : Object.keys(MODELS);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const env = await start();
-const onPage = async (fn, args) => {
-  const page = await env.context.newPage();
-  await page.goto(`${env.base}/bench/`);
-  await page.waitForFunction(() => window.ready === true);
-  try {
-    return await page.evaluate(([f, a]) => window[f](...a), [fn, args]);
-  } finally {
-    await page.close();
-  }
-};
+const onPage = (fn, args) => onBenchPage(env, fn, args);
 
 const rows = [];
 try {

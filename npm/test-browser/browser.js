@@ -39,3 +39,18 @@ export async function start({ isolation = true, viewport = { width: 1200, height
   };
   return { base, context, close };
 }
+
+/**
+ * The benchmarks' page: run `window[fn](...args)` on a fresh page of
+ * bench/web/ (served at /bench/) and close it after.
+ */
+export async function onBenchPage(env, fn, args) {
+  const page = await env.context.newPage();
+  await page.goto(`${env.base}/bench/`);
+  await page.waitForFunction(() => window.ready === true);
+  try {
+    return await page.evaluate(([f, a]) => window[f](...a), [fn, args]);
+  } finally {
+    await page.close();
+  }
+}
