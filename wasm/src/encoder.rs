@@ -71,14 +71,7 @@ impl TernEncoder {
 
 /// `mean`, `cls` or `last`, normalised (None: as the model's files say).
 fn pooling_of(name: Option<String>) -> Result<Option<Pooling>, JsValue> {
-    let mode = match name.as_deref() {
-        None => return Ok(None),
-        Some("mean") => PoolingMode::Mean,
-        Some("cls") => PoolingMode::Cls,
-        Some("last") => PoolingMode::Last,
-        Some(other) => {
-            return Err(crate::errors::js_error("invalid_argument", &format!("pooling {other:?}: mean, cls or last")))
-        }
-    };
+    let Some(name) = name else { return Ok(None) };
+    let mode = PoolingMode::from_name(&name).map_err(from_core)?;
     Ok(Some(Pooling { mode, normalize: true }))
 }

@@ -8,7 +8,6 @@ use alloc::vec::Vec;
 
 use super::{Pooling, PoolingMode};
 use crate::error::{Error, Result};
-use crate::gguf::Gguf;
 use crate::model::{Engine, Logits, Model};
 
 /// Tokens one forward call of an input takes at most (longer inputs run in
@@ -24,10 +23,29 @@ pub struct Decoder<B> {
 }
 
 impl<B: AsRef<[u8]>> Decoder<B> {
+    /// Whether `ids` is an input the model takes: 1..=`max_len` ids, each
+    /// in its vocabulary.
+    pub fn check_input(&self, ids: &[u32], max_len: usize) -> Result<()> {
+        let n_vocab = self.model.config.n_vocab;
+        if ids.is_empty() {
+            return Err(Error::InvalidArgument { what: "an input of no tokens".into() });
+        }
+        if ids.len() > max_len {
+            return Err(Error::InvalidArgument {
+                what: format!("an input of {} tokens (the model takes {max_len})", ids.len()),
+            });
+        }
+        match ids.iter().find(|&&id| id as usize >= n_vocab) {
+            Some(&id) => Err(Error::TokenOutOfRange { id, n_vocab }),
+            None => Ok(()),
+        }
+    }
+
     /// The pooled (and, as the pooling says, normalised) vector of each
-    /// input. Inputs never share a pass, so a vector is the same bits
-    /// whatever else is embedded with it.
-    pub fn embed(&self, e: &Engine, inputs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
+    /// input, each checked as [`Decoder::check_input`] says. Inputs never
+    /// share a pass, so a vector is the same bits whatever else is embedded
+    /// with it.
+    pub fn embed(&self, e: &Engine, inputs: &[&[u32]], max_len: usize) -> Result<Vec<Vec<f32>>> {
         let dim = self.model.config.n_embd;
         let want = match self.pooling.mode {
             PoolingMode::Last => Logits::Last,
@@ -36,9 +54,7 @@ impl<B: AsRef<[u8]>> Decoder<B> {
         inputs
             .iter()
             .map(|&ids| {
-                if ids.is_empty() {
-                    return Err(Error::InvalidArgument { what: "an input of no tokens".into() });
-                }
+                self.check_input(ids, max_len)?;
                 let mut session = self.model.session(ids.len(), ids.len().min(STEP_TOKENS));
                 let hidden = session.hidden(&self.model, e, ids, want)?;
                 let mut v = alloc::vec![0.0; dim];
@@ -46,23 +62,5 @@ impl<B: AsRef<[u8]>> Decoder<B> {
                 Ok(v)
             })
             .collect()
-    }
-}
-
-impl Pooling {
-    /// A decoder GGUF's `{arch}.pooling_type` (llama.cpp's numbers: 1
-    /// mean, 2 CLS, 3 last), normalised as llama.cpp's embeddings are by
-    /// default; None when absent or 0 (a generation model).
-    pub fn from_gguf_decoder(g: &Gguf) -> Result<Option<Pooling>> {
-        let arch = g.get_str("general.architecture")?.unwrap_or_default();
-        let key = format!("{arch}.pooling_type");
-        let mode = match g.get_u64(&key)? {
-            None | Some(0) => return Ok(None),
-            Some(1) => PoolingMode::Mean,
-            Some(2) => PoolingMode::Cls,
-            Some(3) => PoolingMode::Last,
-            Some(n) => return Err(Error::Unsupported { what: format!("{key} {n}") }),
-        };
-        Ok(Some(Pooling { mode, normalize: true }))
     }
 }

@@ -129,7 +129,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
         };
         if arch.as_deref() != Some("bert") {
             let (model, pooling) =
-                crate::model::Model::load_gguf_with(bytes, |g| Ok(pooling.or(Pooling::from_gguf_decoder(g)?)))?;
+                crate::model::Model::load_gguf_with(bytes, |g| Ok(pooling.or(Pooling::from_gguf(g)?)))?;
             let pooling = pooling.ok_or_else(no_pooling)?;
             return Ok(Self::decoder(model, tokenizer, pooling, None));
         }
@@ -187,27 +187,17 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     pub fn check_ids(&self, ids: &[u32]) -> Result<()> {
         match &self.body {
             Body::Encoder(enc) => enc.check_input(&Seq { ids, types: None }),
-            Body::Decoder(_) => match ids.iter().find(|&&id| id as usize >= self.n_vocab()) {
-                _ if ids.is_empty() => Err(Error::InvalidArgument { what: "an input of no tokens".into() }),
-                _ if ids.len() > self.max_len => Err(Error::InvalidArgument {
-                    what: format!("an input of {} tokens (the model takes {})", ids.len(), self.max_len),
-                }),
-                Some(&id) => Err(Error::TokenOutOfRange { id, n_vocab: self.n_vocab() }),
-                None => Ok(()),
-            },
+            Body::Decoder(dec) => dec.check_input(ids, self.max_len),
         }
     }
 
-    /// The pooled vector of each input of ids (checked as
+    /// The pooled vector of each input of ids (each checked as
     /// [`Embedder::check_ids`] says).
     pub fn embed_ids(&self, e: &Engine, inputs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         check_count(inputs.len())?;
         match &self.body {
             Body::Encoder(enc) => enc.embed(e, inputs),
-            Body::Decoder(dec) => {
-                inputs.iter().try_for_each(|ids| self.check_ids(ids))?;
-                dec.embed(e, inputs)
-            }
+            Body::Decoder(dec) => dec.embed(e, inputs, self.max_len),
         }
     }
 

@@ -45,17 +45,19 @@ impl EncoderConfig {
 }
 
 impl Pooling {
-    /// `bert.pooling_type` (llama.cpp's numbers: 1 mean, 2 CLS, 3 last; 0
-    /// none and 4 rank are a cross-encoder's); None when absent or a
-    /// cross-encoder's. GGUF does not record sentence-transformers'
-    /// `Normalize`: vectors are normalised, as llama.cpp's are by default.
+    /// The file's `{arch}.pooling_type` (llama.cpp's numbers: 1 mean, 2
+    /// CLS, 3 last; 0 none — a generation model — and 4 rank — a
+    /// cross-encoder — pool nothing); None when absent or not pooled.
+    /// GGUF does not record sentence-transformers' `Normalize`: vectors are
+    /// normalised, as llama.cpp's are by default.
     pub fn from_gguf(g: &Gguf) -> Result<Option<Pooling>> {
-        let mode = match g.get_u64("bert.pooling_type")? {
+        let key = format!("{}.pooling_type", g.get_str("general.architecture")?.unwrap_or_default());
+        let mode = match g.get_u64(&key)? {
             None | Some(0) | Some(4) => return Ok(None),
             Some(1) => PoolingMode::Mean,
             Some(2) => PoolingMode::Cls,
             Some(3) => PoolingMode::Last,
-            Some(n) => return Err(Error::Unsupported { what: format!("bert.pooling_type {n}") }),
+            Some(n) => return Err(Error::Unsupported { what: format!("{key} {n}") }),
         };
         Ok(Some(Pooling { mode, normalize: true }))
     }

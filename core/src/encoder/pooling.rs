@@ -21,6 +21,19 @@ pub enum PoolingMode {
     Last,
 }
 
+impl PoolingMode {
+    /// The mode named `mean`, `cls` or `last` (llama.cpp's `--pooling`
+    /// names), else an error naming the choices.
+    pub fn from_name(name: &str) -> Result<PoolingMode> {
+        match name {
+            "mean" => Ok(PoolingMode::Mean),
+            "cls" => Ok(PoolingMode::Cls),
+            "last" => Ok(PoolingMode::Last),
+            _ => Err(Error::InvalidArgument { what: format!("pooling {name:?}: mean, cls or last") }),
+        }
+    }
+}
+
 /// A pooling mode and whether the result is scaled to unit length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pooling {

@@ -30,13 +30,7 @@ pub struct Args {
 }
 
 fn parse_pooling(s: &str) -> std::result::Result<tern_core::encoder::PoolingMode, String> {
-    use tern_core::encoder::PoolingMode;
-    match s {
-        "mean" => Ok(PoolingMode::Mean),
-        "cls" => Ok(PoolingMode::Cls),
-        "last" => Ok(PoolingMode::Last),
-        _ => Err(format!("{s:?}: mean, cls or last")),
-    }
+    tern_core::encoder::PoolingMode::from_name(s).map_err(|e| e.to_string())
 }
 
 pub fn run(a: Args) -> Result<()> {
