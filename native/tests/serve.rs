@@ -400,24 +400,17 @@ fn sigterm_lets_the_running_stream_finish_then_exits_0() {
     assert!(status.success(), "exit status {status}");
 }
 
-#[test]
-fn a_long_prompt_does_not_stall_running_streams() {
-    // prefill goes in chunks of --batch beside the running decodes: while a
-    // ~1500-token prompt is prefilled, a running stream keeps getting tokens
-    let srv = Server::start(&["--parallel", "2", "--batch", "128"]);
-    let a = r#"{"prompt":"Once upon a time","max_tokens":200,"temperature":0,"stream":true,"ignore_eos":1}"#
-        .replace(r#","ignore_eos":1"#, "");
-    let mut s = srv.send("POST", "/v1/completions", &[], &a);
+/// Run `work` (given the port) beside a running 200-token stream; the
+/// stream's chunks that arrived while `work` ran, the largest gap between
+/// them, and how long `work` took, asserting the stream went on.
+fn stream_during(srv: &Server, what: &str, work: impl FnOnce(u16) + Send + 'static) {
+    let a = r#"{"prompt":"Once upon a time","max_tokens":200,"temperature":0,"stream":true}"#;
+    let mut s = srv.send("POST", "/v1/completions", &[], a);
     until_data(&mut s);
-    let long = "The quick brown fox jumps over the lazy dog. ".repeat(150);
     let port = srv.port;
     let b = std::thread::spawn(move || {
         let t0 = Instant::now();
-        let (status, body) =
-            call(port, "POST", "/v1/completions", &[], &format!(r#"{{"prompt":"{long}","max_tokens":1}}"#));
-        assert_eq!(status, 200, "{body}");
-        let v: Value = serde_json::from_str(&body).unwrap();
-        assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 1000);
+        work(port);
         (t0, Instant::now())
     });
     let mut arrivals = Vec::new();
@@ -432,10 +425,25 @@ fn a_long_prompt_does_not_stall_running_streams() {
     let (b0, b1) = b.join().unwrap();
     let during: Vec<&Instant> = arrivals.iter().filter(|t| **t >= b0 && **t <= b1).collect();
     let gap = during.windows(2).map(|w| *w[1] - *w[0]).max().unwrap_or_default();
-    let prefill = b1 - b0;
-    println!("long prompt answered in {prefill:?}; {} stream chunks meanwhile, largest gap {gap:?}", during.len());
-    assert!(during.len() >= 4, "the stream stalled while the long prompt ran ({} chunks in {prefill:?})", during.len());
-    assert!(gap * 3 < prefill, "largest gap {gap:?} against {prefill:?} for the long prompt");
+    let took = b1 - b0;
+    println!("{what} answered in {took:?}; {} stream chunks meanwhile, largest gap {gap:?}", during.len());
+    assert!(during.len() >= 4, "the stream stalled while {what} ran ({} chunks in {took:?})", during.len());
+    assert!(gap * 3 < took, "largest gap {gap:?} against {took:?} for {what}");
+}
+
+#[test]
+fn a_long_prompt_does_not_stall_running_streams() {
+    // prefill goes in chunks of --batch beside the running decodes: while a
+    // ~1500-token prompt is prefilled, a running stream keeps getting tokens
+    let srv = Server::start(&["--parallel", "2", "--batch", "128"]);
+    let long = "The quick brown fox jumps over the lazy dog. ".repeat(150);
+    stream_during(&srv, "the long prompt", move |port| {
+        let (status, body) =
+            call(port, "POST", "/v1/completions", &[], &format!(r#"{{"prompt":"{long}","max_tokens":1}}"#));
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 1000);
+    });
 }
 
 /// The status of a POST of `body` to /v1/completions; 0 if the server
@@ -576,24 +584,38 @@ fn a_runaway_template_is_a_400_and_the_server_stays_responsive() {
     assert!(status.success() && t0.elapsed() < Duration::from_secs(10), "{status} after {:?}", t0.elapsed());
 }
 
+/// `tern embed --json` on `args`.
+fn tern_embed(args: &[&str]) -> Value {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_tern")).args(["embed", "--json", "-t", "2"]).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The vectors of an embeddings answer (`data[i].embedding`, floats).
+fn embeddings(v: &Value) -> Vec<Vec<f32>> {
+    let data = v["data"].as_array().unwrap_or_else(|| panic!("no data in {v}"));
+    (data.iter())
+        .map(|d| d["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
+        .collect()
+}
+
+fn minilm() -> String {
+    let dir = tern::models_dir().join("all-minilm-l6-v2");
+    assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
+    dir.display().to_string()
+}
+
 /// `/v1/embeddings` through the official client: base64 (its default) and
 /// float give `tern embed`'s vectors bit for bit; `dimensions` keeps the
 /// first N renormalised; token ids embed as their text; bad input is 400.
 #[test]
 fn embeddings_through_the_openai_client() {
-    let dir = tern::models_dir().join("all-minilm-l6-v2");
-    assert!(dir.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", dir.display());
-    let dir = dir.display().to_string();
+    let dir = minilm();
     let srv = Server::start(&["--embedding-model", &dir]);
     let r = python(&["embeddings", &srv.base()]);
     let texts = ["A man is eating food.", "Le chat est assis dehors.", "def add(a, b): return a + b"];
-    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(["embed", "-m", &dir, "--json", "-t", "2"])
-        .args(texts)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = embeddings(&tern_embed(&[&["-m", dir.as_str()][..], &texts].concat()));
     let vecs = |v: &Value| -> Vec<Vec<f32>> {
         v.as_array()
             .unwrap()
@@ -601,8 +623,6 @@ fn embeddings_through_the_openai_client() {
             .map(|e| e.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
             .collect()
     };
-    let want: Vec<Vec<f32>> =
-        cli["data"].as_array().unwrap().iter().map(|d| vecs(&json!([d["embedding"]]))[0].clone()).collect();
     assert_eq!(vecs(&r["float"]), want);
     assert_eq!(vecs(&r["default"]), want, "base64 decodes to the same floats");
     assert_eq!(r["indices"], json!([0, 1, 2]));
@@ -615,12 +635,8 @@ fn embeddings_through_the_openai_client() {
     let scale = short[0] / want[0][0];
     assert!(short.iter().zip(&want[0]).all(|(s, w)| (s - w * scale).abs() < 1e-5), "the first 64, rescaled");
     // [CLS] this is a test [SEP] as ids: the text's vector
-    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
-        .args(["embed", "-m", &dir, "--json", "this is a test"])
-        .output()
-        .unwrap();
-    let text: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(vecs(&json!([r["ids"]]))[0], vecs(&json!([text["data"][0]["embedding"]]))[0]);
+    let text = tern_embed(&["-m", &dir, "this is a test"]);
+    assert_eq!(vecs(&json!([r["ids"]]))[0], embeddings(&text)[0]);
     for (name, want) in [("empty", "no inputs"), ("too_many", "10000 inputs"), ("bad_dims", "dimensions")] {
         let e = &r["errors"][name];
         assert_eq!(e[0], 400, "{name}: {e}");
@@ -638,6 +654,93 @@ fn embeddings_through_the_openai_client() {
     let (status, body) = srv.call("POST", "/v1/embeddings", &[], r#"{"input": "x"}"#);
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("--embedding-model"), "{body}");
+}
+
+/// Embeddings run on the engine thread between generation steps: a request
+/// of 256 sentences goes in batches of at most --batch tokens while a
+/// stream keeps getting its tokens, and its vectors are `tern embed`'s bit
+/// for bit. A generation GGUF serves embeddings pooled as
+/// --embedding-pooling says (and without it, the server says it needs one).
+#[test]
+fn embeddings_are_batched_beside_generation() {
+    let dir = minilm();
+    let (things, places) = (
+        ["cat", "engineer", "river", "violin", "compiler", "garden", "storm"],
+        ["Paris", "the lab", "a quiet village", "Tokyo", "the harbour"],
+    );
+    let texts: Vec<String> = (0..256)
+        .map(|i| {
+            format!(
+                "Note {i}: the {} near {} was {} times more interesting than expected.",
+                things[i % 7],
+                places[i % 5],
+                i * 7 % 13
+            )
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!("tern-serve-embed-{}.txt", std::process::id()));
+    std::fs::write(&file, texts.join("\n")).unwrap();
+    let cli = tern_embed(&["-m", &dir, "-f", &file.display().to_string()]);
+    let _ = std::fs::remove_file(&file);
+    let srv = Server::start(&["--parallel", "2", "--batch", "128", "--embedding-model", &dir]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let body = json!({ "input": texts, "encoding_format": "float" }).to_string();
+    stream_during(&srv, "256 embeddings", move |port| {
+        let (status, got) = call(port, "POST", "/v1/embeddings", &[], &body);
+        assert_eq!(status, 200, "{got}");
+        tx.send(serde_json::from_str::<Value>(&got).unwrap()).unwrap();
+    });
+    let got = rx.recv().unwrap();
+    assert!(embeddings(&got) == embeddings(&cli), "the server's vectors are tern embed's, bit for bit");
+    let tokens = got["usage"]["prompt_tokens"].as_u64().unwrap() as f64;
+    assert_eq!(srv.metric("tern_encoder_inputs_total"), 256.0);
+    assert_eq!(srv.metric("tern_encoder_tokens_total"), tokens);
+    let batches = srv.metric("tern_encoder_batches_total");
+    println!("{tokens} tokens in {batches} batches");
+    assert!(batches >= (tokens / 128.0).ceil() && batches < 256.0, "{batches} batches of {tokens} tokens");
+    // requests that arrive during a forward pass share the next batch: 8
+    // at once while a long prompt is prefilled
+    let long = "The quick brown fox jumps over the lazy dog. ".repeat(60);
+    let port = srv.port;
+    let prefill = std::thread::spawn(move || {
+        call(port, "POST", "/v1/completions", &[], &format!(r#"{{"prompt":"{long}","max_tokens":1}}"#)).0
+    });
+    while srv.metric("tern_active_sequences") < 1.0 {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let clients: Vec<_> = (0..8)
+        .map(|i| {
+            let body = json!({ "input": texts[i], "encoding_format": "float" }).to_string();
+            std::thread::spawn(move || call(port, "POST", "/v1/embeddings", &[], &body))
+        })
+        .collect();
+    for (i, c) in clients.into_iter().enumerate() {
+        let (status, got) = c.join().unwrap();
+        assert_eq!(status, 200, "{got}");
+        assert!(embeddings(&serde_json::from_str(&got).unwrap())[0] == embeddings(&cli)[i], "input {i}");
+    }
+    assert_eq!(prefill.join().unwrap(), 200);
+    let shared = srv.metric("tern_encoder_batches_total") - batches;
+    println!("8 concurrent requests in {shared} batches");
+    assert!(shared < 8.0, "8 requests arriving together ran in {shared} batches");
+    drop(srv);
+
+    // SmolLM2, pooled last: `tern embed --pooling last`'s vectors
+    let texts = ["A man is eating food.", "def add(a, b): return a + b"];
+    let cli = tern_embed(&[&["-m", smollm2().as_str(), "--pooling", "last"][..], &texts].concat());
+    let srv = Server::start(&["--embedding-model", &smollm2(), "--embedding-pooling", "last"]);
+    let (status, got) = srv.call("POST", "/v1/embeddings", &[], &json!({ "input": texts }).to_string());
+    assert_eq!(status, 200, "{got}");
+    assert!(embeddings(&serde_json::from_str(&got).unwrap()) == embeddings(&cli));
+    let (_, models) = srv.call("GET", "/v1/models", &[], "");
+    assert!(models.contains(r#""arch":"llama""#), "{models}");
+    drop(srv);
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["serve", "-m", &smollm2(), "--port", "0", "--embedding-model", &smollm2()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("choose a pooling"), "{err}");
 }
 
 /// `POST /v1/rerank` (the Jina/Cohere shape llama-server answers): the

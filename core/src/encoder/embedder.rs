@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 use crate::model::Engine;
 use crate::tokenizer::Tokenizer;
 
+/// A (query, document) pair as a cross-encoder takes it: ids and token types.
+pub type Pair = (Vec<u32>, Vec<u32>);
+
 /// Inputs one call embeds at most.
 pub const MAX_INPUTS: usize = 4096;
 
@@ -166,6 +169,14 @@ impl<B: AsRef<[u8]>> Embedder<B> {
         }
     }
 
+    /// The architecture's name: `bert`, or the decoder's (`qwen3`, ...).
+    pub fn arch(&self) -> &'static str {
+        match &self.body {
+            Body::Encoder(_) => "bert",
+            Body::Decoder(dec) => dec.model.config.arch.name(),
+        }
+    }
+
     /// Width of the vectors.
     pub fn dim(&self) -> usize {
         match &self.body {
@@ -234,7 +245,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     /// The model's input for each (query, document) pair: ids and token
     /// types; an error if the model does not rerank or the count is out of
     /// bounds.
-    pub fn pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
+    pub fn pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<Pair>> {
         check_count(documents.len())?;
         match self.encoder()?.config.n_labels {
             Some(1) => {}
@@ -254,7 +265,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
     }
 
     /// The one logit of each pair [`Embedder::pairs`] made.
-    pub fn score(&self, e: &Engine, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<f32>> {
+    pub fn score(&self, e: &Engine, pairs: &[Pair]) -> Result<Vec<f32>> {
         let seqs: Vec<Seq> = pairs.iter().map(|(ids, types)| Seq { ids, types: Some(types) }).collect();
         Ok(self.encoder()?.classify(e, &seqs)?.into_iter().map(|l| l[0]).collect())
     }

@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 
 pub use config::{EncoderConfig, MAX_POSITIONS};
 pub use decoder::Decoder;
-pub use embedder::{check_count, Body, Embedder, MAX_INPUTS};
+pub use embedder::{check_count, Body, Embedder, Pair, MAX_INPUTS};
 pub use forward::Seq;
 pub use pooling::{l2_normalize, Pooling, PoolingMode};
 pub use weights::EncoderWeights;

@@ -25,17 +25,12 @@ pub struct Args {
     threads: usize,
     /// Pool the token vectors so (normalised), not as the model's files
     /// say: mean, cls or last (a decoder embedder: Qwen3-Embedding's last)
-    #[arg(long, value_parser = parse_pooling)]
-    pooling: Option<tern_core::encoder::PoolingMode>,
-}
-
-fn parse_pooling(s: &str) -> std::result::Result<tern_core::encoder::PoolingMode, String> {
-    tern_core::encoder::PoolingMode::from_name(s).map_err(|e| e.to_string())
+    #[arg(long, value_parser = super::encoder_input::parse_pooling)]
+    pooling: Option<tern_core::encoder::Pooling>,
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let pooling = a.pooling.map(|mode| tern_core::encoder::Pooling { mode, normalize: true });
-    let (path, model) = super::encoder_input::load(&a.load, a.threads, "embed", pooling)?;
+    let (path, model) = super::encoder_input::load(&a.load, a.threads, "embed", a.pooling)?;
     let texts = super::encoder_input::texts(a.file.as_deref(), &a.texts)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let t0 = Instant::now();

@@ -27,6 +27,12 @@ pub fn load(
     Ok((path, model))
 }
 
+/// `--pooling`'s value: mean, cls or last, normalised.
+pub fn parse_pooling(s: &str) -> std::result::Result<tern_core::encoder::Pooling, String> {
+    let mode = tern_core::encoder::PoolingMode::from_name(s).map_err(|e| e.to_string())?;
+    Ok(tern_core::encoder::Pooling { mode, normalize: true })
+}
+
 /// The texts: each non-empty line of `file` if given, else `given`.
 pub fn texts(file: Option<&Path>, given: &[String]) -> Result<Vec<String>> {
     match file {

@@ -50,9 +50,13 @@ pub struct Args {
     #[arg(long, default_value_t = 30)]
     drain: u64,
     /// Also serve POST /v1/embeddings with this embedding model (a
-    /// sentence-transformers directory)
-    #[arg(long, value_name = "DIR")]
+    /// sentence-transformers directory or a GGUF)
+    #[arg(long, value_name = "DIR|GGUF")]
     embedding_model: Option<std::path::PathBuf>,
+    /// Pool the embedding model's token vectors so (normalised), not as its
+    /// files say: mean, cls or last (a decoder: Qwen3-Embedding's last)
+    #[arg(long, value_parser = super::encoder_input::parse_pooling, requires = "embedding_model")]
+    embedding_pooling: Option<tern_core::encoder::Pooling>,
     /// Also serve POST /v1/rerank with this cross-encoder (a directory
     /// holding a BertForSequenceClassification)
     #[arg(long, value_name = "DIR")]
@@ -63,11 +67,11 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
-    let threads = tern::limits::check_threads(a.threads)?;
-    let load = |dir: &Option<std::path::PathBuf>| -> Result<Option<tern::Embedder>> {
-        dir.as_ref().map(|d| Ok(tern::Embedder::load(d)?.with_threads(threads))).transpose()
+    // (their forward passes run on the engine thread's workers)
+    let load = |dir: &Option<std::path::PathBuf>, pooling| -> Result<Option<tern::Embedder>> {
+        dir.as_ref().map(|d| Ok(tern::Embedder::load_with(d, pooling)?.with_threads(1))).transpose()
     };
-    let (embedder, reranker) = (load(&a.embedding_model)?, load(&a.rerank_model)?);
+    let (embedder, reranker) = (load(&a.embedding_model, a.embedding_pooling)?, load(&a.rerank_model, None)?);
     let name = |d: &Option<std::path::PathBuf>| d.as_ref()?.file_name().map(|n| n.to_string_lossy().into_owned());
     let (embedding_model_id, rerank_model_id) = (name(&a.embedding_model), name(&a.rerank_model));
     let model_id = path.file_name().map_or_else(|| "tern".into(), |n| n.to_string_lossy().into_owned());

@@ -2,14 +2,15 @@
 //! strings, a list of token ids or a list of such lists; `encoding_format`
 //! `float` or `base64` (little-endian f32, what the `openai` client asks
 //! for by default); `dimensions` keeps the first N values, renormalised;
-//! `usage` counts the tokens embedded.
+//! `usage` counts the tokens embedded. Parsing and tokenizing are here;
+//! the vectors come from the engine thread (`encode`).
 
 use base64::Engine as _;
 use serde_json::{json, Value};
 use tern_core::encoder::{check_count, l2_normalize, Embedder};
-use tern_core::Engine;
 
 use super::api_error::ApiError;
+use super::encode::Rows;
 
 /// One input: text, or the model's token ids.
 pub enum Input {
@@ -22,6 +23,8 @@ pub struct EmbedRequest {
     inputs: Vec<Input>,
     base64: bool,
     dimensions: Option<usize>,
+    /// Tokens of the inputs, once tokenized.
+    tokens: usize,
 }
 
 fn ids(v: &Value, k: &str, n_vocab: usize) -> Result<Vec<u32>, ApiError> {
@@ -40,7 +43,7 @@ impl EmbedRequest {
         let v: Value =
             serde_json::from_slice(bytes).map_err(|e| ApiError::invalid("body", format!("not JSON: {e}")))?;
         let m = v.as_object().ok_or_else(|| ApiError::invalid("body", "expected a JSON object"))?;
-        let mut r = EmbedRequest { inputs: Vec::new(), base64: false, dimensions: None };
+        let mut r = EmbedRequest { inputs: Vec::new(), base64: false, dimensions: None, tokens: 0 };
         for (k, v) in m {
             match k.as_str() {
                 "model" | "user" => {}
@@ -83,10 +86,9 @@ impl EmbedRequest {
         Ok(r)
     }
 
-    /// Embed every input (batched; a vector never depends on the others)
-    /// and answer in OpenAI's shape.
-    pub fn run(self, emb: &Embedder<crate::Buffer>, e: &Engine, model_id: &str) -> Result<Value, ApiError> {
-        let inputs = (self.inputs.into_iter().enumerate())
+    /// Every input as the model's ids, each checked (a 400 naming it).
+    pub fn ids(&mut self, emb: &Embedder<crate::Buffer>) -> Result<Vec<Vec<u32>>, ApiError> {
+        let ids = (std::mem::take(&mut self.inputs).into_iter().enumerate())
             .map(|(i, input)| {
                 let ids = match input {
                     Input::Text(t) => emb.input(&t),
@@ -96,9 +98,12 @@ impl EmbedRequest {
                 ids.map_err(|e| ApiError::core(&format!("input[{i}]"), e))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let tokens: usize = inputs.iter().map(Vec::len).sum();
-        let refs: Vec<&[u32]> = inputs.iter().map(Vec::as_slice).collect();
-        let vectors = emb.embed_ids(e, &refs).map_err(|e| ApiError::core("input", e))?;
+        self.tokens = ids.iter().map(Vec::len).sum();
+        Ok(ids)
+    }
+
+    /// The answer in OpenAI's shape, from the vectors of [`EmbedRequest::ids`].
+    pub fn answer(self, vectors: Rows, model_id: &str) -> Value {
         let mut data = Vec::with_capacity(vectors.len());
         for (i, mut v) in vectors.into_iter().enumerate() {
             if let Some(d) = self.dimensions {
@@ -114,11 +119,11 @@ impl EmbedRequest {
             };
             data.push(json!({ "object": "embedding", "index": i, "embedding": embedding }));
         }
-        Ok(json!({
+        json!({
             "object": "list",
             "data": data,
             "model": model_id,
-            "usage": { "prompt_tokens": tokens, "total_tokens": tokens },
-        }))
+            "usage": { "prompt_tokens": self.tokens, "total_tokens": self.tokens },
+        })
     }
 }

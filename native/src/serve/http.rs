@@ -22,10 +22,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::embeddings::EmbedRequest;
+use super::encode::{EncodeJob, Inputs, Rows};
 use super::metrics::Metrics;
 use super::openai::{ApiError, Envelope, Prompt, Request};
 use super::rerank::RerankRequest;
@@ -215,9 +216,16 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
 /// An encoder model and the name it is served under.
 type Encoder = Option<(Arc<crate::Embedder>, String)>;
 
+/// A request's answer from its encoder rows.
+type Answer = Box<dyn FnOnce(Rows) -> Value + Send>;
+
+/// A request body, parsed and tokenized for a model served under a name.
+type Prepare = fn(&[u8], &crate::Embedder, String) -> std::result::Result<(Inputs, Answer), ApiError>;
+
 /// The encoder endpoints (`/v1/embeddings`, `/v1/rerank`): admitted and
-/// read as the completions are, then parsed and run on the blocking pool
-/// (one request per core at a time). `missing`: the 400 when no model
+/// read as the completions are; parsed and tokenized on the blocking pool
+/// (`prepare`); run by the engine thread between generation steps; the
+/// answer written on the blocking pool. `missing`: the 400 when no model
 /// serves the endpoint.
 async fn encoder_call(
     app: Arc<App>,
@@ -225,7 +233,7 @@ async fn encoder_call(
     body: Body,
     model: Encoder,
     missing: &'static str,
-    run: fn(&[u8], &crate::Embedder, &str) -> std::result::Result<Value, ApiError>,
+    prepare: Prepare,
 ) -> Response {
     if !authorized(&app, &headers) {
         return unauthorized();
@@ -244,14 +252,39 @@ async fn encoder_call(
         Ok(b) => b,
         Err(e) => return error(e),
     };
-    let Ok(_permit) = app.prep.acquire().await else {
-        return error(ApiError::new(503, "server_error", "shutting down"));
+    let m = model.clone();
+    let (inputs, answer) = match blocking(&app, move || prepare(&bytes, &m, id)).await {
+        Ok(p) => p,
+        Err(e) => return error(e),
     };
-    match tokio::task::spawn_blocking(move || run(&bytes, &model, &id)).await {
-        Ok(Ok(v)) => Json(v).into_response(),
-        Ok(Err(e)) => error(e),
-        Err(e) => error(ApiError::new(500, "server_error", format!("the encoder failed: {e}"))),
+    let (reply, rows) = oneshot::channel();
+    if app.engine.0.send(Msg::Encode(EncodeJob { model, inputs, reply })).is_err() {
+        return error(ApiError::new(503, "server_error", "the engine has stopped"));
     }
+    let rows = match rows.await {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(e)) => return error(ApiError::new(503, "server_error", e)),
+        Err(_) => return error(ApiError::new(503, "server_error", "the engine has stopped")),
+    };
+    match blocking(&app, move || {
+        serde_json::to_vec(&answer(rows)).map_err(|e| ApiError::new(500, "server_error", e.to_string()))
+    })
+    .await
+    {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => error(e),
+    }
+}
+
+/// Run `f` on the blocking pool, at most one per core at a time.
+async fn blocking<T: Send + 'static>(
+    app: &App,
+    f: impl FnOnce() -> std::result::Result<T, ApiError> + Send + 'static,
+) -> std::result::Result<T, ApiError> {
+    let _permit = app.prep.acquire().await.map_err(|_| ApiError::new(503, "server_error", "shutting down"))?;
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(ApiError::new(500, "server_error", format!("the request's work failed: {e}"))))
 }
 
 /// `POST /v1/embeddings`.
@@ -259,8 +292,9 @@ async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
     let missing = "this server has no embedding model (tern serve --embedding-model DIR)";
     let model = app.embedder.clone();
     encoder_call(app, headers, body, model, missing, |bytes, m, id| {
-        let req = EmbedRequest::parse(bytes, m.core().n_vocab(), m.dim())?;
-        req.run(m.core(), &m.engine(false), id)
+        let mut req = EmbedRequest::parse(bytes, m.core().n_vocab(), m.dim())?;
+        let ids = req.ids(m.core())?;
+        Ok((Inputs::Texts(ids), Box::new(move |rows| req.answer(rows, &id))))
     })
     .await
 }
@@ -270,7 +304,9 @@ async fn rerank(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
     let missing = "this server has no reranking model (tern serve --rerank-model DIR)";
     let model = app.reranker.clone();
     encoder_call(app, headers, body, model, missing, |bytes, m, id| {
-        RerankRequest::parse(bytes)?.run(m.core(), &m.engine(false), id)
+        let mut req = RerankRequest::parse(bytes)?;
+        let pairs = req.pairs(m.core())?;
+        Ok((Inputs::Pairs(pairs), Box::new(move |rows| req.answer(rows, &id))))
     })
     .await
 }
@@ -314,9 +350,8 @@ async fn prepare(
     grammar: Option<(Grammar, &'static str)>,
     tools: Option<ToolRequest>,
 ) -> std::result::Result<Prepared, ApiError> {
-    let _permit = app.prep.acquire().await.map_err(|_| ApiError::new(503, "server_error", "shutting down"))?;
     let work = app.clone();
-    tokio::task::spawn_blocking(move || {
+    blocking(&app, move || {
         let tools = tools.filter(|t| t.choice != ToolChoice::None);
         // a forced call: the grammar of the model's call syntax over the allowed tools
         let forced = tools.as_ref().map(ToolRequest::grammar).transpose().map_err(|e| ApiError::core("tools", e))?;
@@ -331,7 +366,6 @@ async fn prepare(
         Ok((tokenize_now(&work, &p, tools.as_ref().map(|t| &t.defs))?, constraint))
     })
     .await
-    .unwrap_or_else(|e| Err(ApiError::new(500, "server_error", format!("preparing the request failed: {e}"))))
 }
 
 fn compile(app: &App, g: &Grammar) -> tern_core::Result<Box<dyn Constraint>> {
@@ -454,7 +488,7 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let mut data = vec![json!({ "id": app.model_id, "object": "model", "created": app.started, "owned_by": "tern",
                "meta": { "arch": c.arch.name(), "n_ctx_train": c.n_ctx_train, "n_ctx": app.ctx, "n_vocab": c.n_vocab } })];
     for (emb, id) in app.embedder.iter().chain(&app.reranker) {
-        let meta = json!({ "arch": "bert", "dim": emb.dim(), "max_input_tokens": emb.core().max_len });
+        let meta = json!({ "arch": emb.core().arch(), "dim": emb.dim(), "max_input_tokens": emb.core().max_len });
         data.push(json!({ "id": id, "object": "model", "created": app.started, "owned_by": "tern", "meta": meta }));
     }
     Json(json!({ "object": "list", "data": data })).into_response()

@@ -52,6 +52,9 @@ pub struct Metrics {
     pub kv_capacity: AtomicU64,
     pub batch_tokens: AtomicU64,
     pub steps: AtomicU64,
+    pub encoder_batches: AtomicU64,
+    pub encoder_inputs: AtomicU64,
+    pub encoder_tokens: AtomicU64,
     pub ttft: Histogram,
     pub itl: Histogram,
 }
@@ -72,6 +75,9 @@ impl Metrics {
             kv_capacity: AtomicU64::new(kv_capacity),
             batch_tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
+            encoder_batches: AtomicU64::new(0),
+            encoder_inputs: AtomicU64::new(0),
+            encoder_tokens: AtomicU64::new(0),
             ttft: Histogram::new(&TTFT_BUCKETS),
             itl: Histogram::new(&ITL_BUCKETS),
         }
@@ -95,6 +101,9 @@ impl Metrics {
         put("tern_kv_cache_capacity_tokens", "gauge", "KV cache positions of all slots.", &self.kv_capacity);
         put("tern_batch_tokens_total", "counter", "Tokens run through batched forward passes.", &self.batch_tokens);
         put("tern_forward_steps_total", "counter", "Batched forward passes.", &self.steps);
+        put("tern_encoder_batches_total", "counter", "Embedding and rerank batches run.", &self.encoder_batches);
+        put("tern_encoder_inputs_total", "counter", "Texts embedded and pairs scored.", &self.encoder_inputs);
+        put("tern_encoder_tokens_total", "counter", "Tokens of those inputs.", &self.encoder_tokens);
         self.ttft.write(&mut out, "tern_time_to_first_token_seconds", "From admission to the first token.");
         self.itl.write(&mut out, "tern_inter_token_latency_seconds", "Between consecutive tokens of a stream.");
         out

@@ -5,6 +5,7 @@
 
 mod api_error;
 mod embeddings;
+mod encode;
 mod http;
 mod metrics;
 pub mod openai;

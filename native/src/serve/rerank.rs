@@ -2,13 +2,14 @@
 //! `query`, `documents` (strings, or objects with a `text`), `top_n`,
 //! `return_documents`; results best first, each with its `index` and
 //! `relevance_score` (the cross-encoder's logit); `usage` counts the
-//! tokens scored.
+//! tokens scored. Parsing and tokenizing are here; the scores come from
+//! the engine thread (`encode`).
 
 use serde_json::{json, Value};
-use tern_core::encoder::{check_count, Embedder};
-use tern_core::Engine;
+use tern_core::encoder::{check_count, Embedder, Pair};
 
 use super::api_error::ApiError;
+use super::encode::Rows;
 
 /// What a request asks for.
 pub struct RerankRequest {
@@ -16,6 +17,8 @@ pub struct RerankRequest {
     documents: Vec<String>,
     top_n: Option<usize>,
     return_documents: bool,
+    /// Tokens of the pairs, once tokenized.
+    tokens: usize,
 }
 
 impl RerankRequest {
@@ -24,7 +27,13 @@ impl RerankRequest {
         let v: Value =
             serde_json::from_slice(bytes).map_err(|e| ApiError::invalid("body", format!("not JSON: {e}")))?;
         let m = v.as_object().ok_or_else(|| ApiError::invalid("body", "expected a JSON object"))?;
-        let mut r = RerankRequest { query: String::new(), documents: Vec::new(), top_n: None, return_documents: false };
+        let mut r = RerankRequest {
+            query: String::new(),
+            documents: Vec::new(),
+            top_n: None,
+            return_documents: false,
+            tokens: 0,
+        };
         for (k, v) in m {
             match k.as_str() {
                 "model" | "user" => {}
@@ -61,26 +70,31 @@ impl RerankRequest {
         Ok(r)
     }
 
-    /// Score every document (batched) and answer best first.
-    pub fn run(self, model: &Embedder<crate::Buffer>, e: &Engine, model_id: &str) -> Result<Value, ApiError> {
+    /// Each (query, document) pair as the model's input.
+    pub fn pairs(&mut self, model: &Embedder<crate::Buffer>) -> Result<Vec<Pair>, ApiError> {
         let docs: Vec<&str> = self.documents.iter().map(String::as_str).collect();
         let pairs = model.pairs(&self.query, &docs).map_err(|e| ApiError::core("documents", e))?;
-        let tokens: usize = pairs.iter().map(|p| p.0.len()).sum();
-        let scores = model.score(e, &pairs).map_err(|e| ApiError::core("documents", e))?;
+        self.tokens = pairs.iter().map(|p| p.0.len()).sum();
+        Ok(pairs)
+    }
+
+    /// The answer, best first, from the scores (a row each) of [`RerankRequest::pairs`].
+    pub fn answer(self, scores: Rows, model_id: &str) -> Value {
+        let scores: Vec<f32> = scores.iter().map(|r| r[0]).collect();
         let mut order: Vec<usize> = (0..scores.len()).collect();
         order.sort_by(|&i, &j| scores[j].total_cmp(&scores[i]));
         order.truncate(self.top_n.unwrap_or(order.len()));
         let results: Vec<Value> = (order.iter())
             .map(|&i| match self.return_documents {
-                true => json!({ "index": i, "relevance_score": scores[i], "document": { "text": docs[i] } }),
+                true => json!({ "index": i, "relevance_score": scores[i], "document": { "text": self.documents[i] } }),
                 false => json!({ "index": i, "relevance_score": scores[i] }),
             })
             .collect();
-        Ok(json!({
+        json!({
             "object": "list",
             "model": model_id,
             "results": results,
-            "usage": { "prompt_tokens": tokens, "total_tokens": tokens },
-        }))
+            "usage": { "prompt_tokens": self.tokens, "total_tokens": self.tokens },
+        })
     }
 }

@@ -4,7 +4,9 @@
 //! pass decodes one token for each running sequence and fills the rest of
 //! its token budget with prefill chunks, oldest first, so a long prompt
 //! never stalls the streams already running. Each sequence's logits are
-//! the same bits as running it alone (core's batch invariance).
+//! the same bits as running it alone (core's batch invariance). Encoder
+//! requests (embeddings, rerank) queue beside them and run one batch per
+//! step between the forward passes (`encode`), on the same threads.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -17,6 +19,7 @@ use tern_core::generate::{Constraint, Sampled, Sequence, TokenLogprob};
 use tern_core::{Engine, Session};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::encode::{EncodeJob, Queue};
 use super::metrics::Metrics;
 use crate::{IdsOnly, Loaded};
 
@@ -42,6 +45,8 @@ pub struct Job {
 
 pub enum Msg {
     Job(Job),
+    /// An embeddings or rerank request's inputs.
+    Encode(EncodeJob),
     /// Take nothing more; finish what was admitted (cancel it after the
     /// deadline), then stop.
     Drain(Duration),
@@ -86,6 +91,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         .collect();
     let mut scratch = model.batch_scratch(limits.n_batch, limits.n_ctx);
     let mut waiting: VecDeque<Job> = VecDeque::new();
+    let mut encodes = Queue::default();
     let mut logits = Vec::new();
     let mut drain: Option<Instant> = None;
     let nv = model.config.n_vocab;
@@ -95,7 +101,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
 
     loop {
         // take requests; block only when there is nothing to run
-        let idle = slots.iter().all(|s| s.active.is_none()) && waiting.is_empty();
+        let idle = slots.iter().all(|s| s.active.is_none()) && waiting.is_empty() && encodes.is_empty();
         let first = if idle && drain.is_none() {
             match rx.recv_timeout(Duration::from_secs(1)) {
                 Ok(m) => Some(m),
@@ -109,6 +115,10 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             match m {
                 Msg::Job(j) if drain.is_none() => waiting.push_back(j),
                 Msg::Job(j) => finish(j, None, &metrics),
+                Msg::Encode(j) if drain.is_none() => encodes.push(j),
+                Msg::Encode(j) => {
+                    let _ = j.reply.send(Err("the server is shutting down".into()));
+                }
                 Msg::Drain(d) => drain = Some(Instant::now() + d),
             }
         }
@@ -121,8 +131,9 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
                 for s in slots.iter_mut() {
                     cancel(s, &metrics);
                 }
+                encodes.cancel("the server is shutting down");
             }
-            if waiting.is_empty() && slots.iter().all(|s| s.active.is_none()) {
+            if waiting.is_empty() && encodes.is_empty() && slots.iter().all(|s| s.active.is_none()) {
                 return;
             }
         }
@@ -134,6 +145,15 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             }
         }
         waiting.retain(|j| !j.events.is_closed());
+        encodes.drop_closed();
+
+        // one encoder batch between forward passes
+        let (inputs, tokens) = encodes.step(&engine, limits.n_batch);
+        if inputs > 0 {
+            metrics.encoder_batches.fetch_add(1, Relaxed);
+            metrics.encoder_inputs.fetch_add(inputs as u64, Relaxed);
+            metrics.encoder_tokens.fetch_add(tokens as u64, Relaxed);
+        }
 
         // admit into free slots, preferring the longest cached prefix
         while let Some(job) = waiting.front() {
