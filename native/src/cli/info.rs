@@ -51,6 +51,15 @@ pub fn run(a: Args) -> Result<()> {
         c.n_ff
     );
     line!(out, "context     trained {}", c.n_ctx_train);
+    let ctx = c.n_ctx_train.clamp(1, 4096);
+    let kv = lm.model.sessions_bytes(1, ctx, 512.min(ctx), tern_core::KvType::F16).unwrap_or(u64::MAX);
+    line!(
+        out,
+        "memory      weights {:.2} GB mapped; KV cache and scratch at ctx {ctx} {:.2} GB; {:.2} GB available",
+        tern::limits::mapped_bytes(&lm) as f64 / 1e9,
+        kv as f64 / 1e9,
+        tern::limits::available_memory() as f64 / 1e9
+    );
     line!(
         out,
         "rope        {:?}, base {}, n_rot {}, position scale {}",
