@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Which of llama.cpp's attention paths made the shared greedy fixture?
+
+Runs llama-server (bench/peer.sh's build) on each test model with flash
+attention on and off (and weight repacking on and off), asks /completion
+for the shared prompts' 32 greedy tokens as ../shared/oracle/
+llamacpp_greedy.json was made (prompt as token ids, temperature 0, only
+the temperature sampler, ignore_eos, no prompt cache, 2 threads), and
+prints, per configuration, the first token that differs from the fixture.
+Then tern's greedy tokens (`tern run --prompt-ids ... --ignore-eos`, the
+default path) on the same prompts: how many of the 32 agree, in a row,
+with the fixture and with each configuration.
+
+    python3 bench/llamacpp-attention-paths.py [--models DIR] [--tern BIN]
+"""
+import argparse
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURE = ROOT.parent / "shared/oracle/llamacpp_greedy.json"
+MODELS = {
+    "qwen2.5-coder-0.5b": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "smollm2-135m": "smollm2-135m-instruct-q4_1.gguf",
+}
+CONFIGS = {
+    "fa on": ["-fa", "on"],
+    "fa off": ["-fa", "off"],
+    "fa on, no repack": ["-fa", "on", "--no-repack"],
+    "fa off, no repack": ["-fa", "off", "--no-repack"],
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(port, path, body):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.load(r)
+
+
+def serve(peer, model, args):
+    port = free_port()
+    cmd = [f"{peer}/llama-server", "-m", model, "--port", str(port), "--host", "127.0.0.1",
+           "-t", "2", "-c", "2048", "-np", "1", *args]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                if r.status == 200:
+                    return p, port
+        except OSError:
+            time.sleep(0.1)
+    p.kill()
+    sys.exit(f"llama-server did not start: {cmd}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tern", default=str(ROOT / "target/release/tern"))
+    ap.add_argument("--models", default=os.environ.get("TERN_MODELS", str(pathlib.Path.home() / ".cache/tern/models")))
+    a = ap.parse_args()
+    peer = subprocess.run(["bash", str(ROOT / "bench/peer.sh")], capture_output=True, text=True, check=True).stdout.strip()
+    fixture = json.loads(FIXTURE.read_text())
+    print(f"fixture: {fixture['_meta']['engine']}")
+    runs = {}  # (model, config) -> {prompt: ids}
+    for name, file in MODELS.items():
+        for label, args in CONFIGS.items():
+            p, port = serve(peer, str(pathlib.Path(a.models) / file), args)
+            try:
+                got = {}
+                for prompt, rec in fixture[name].items():
+                    r = post(port, "/completion", {
+                        "prompt": rec["prompt_ids"], "n_predict": len(rec["generated_ids"]), "temperature": 0,
+                        "samplers": ["temperature"], "ignore_eos": True, "cache_prompt": False,
+                        "return_tokens": True, "repeat_penalty": 1.0,
+                    })
+                    got[prompt] = r["tokens"]
+                runs[(name, label)] = got
+            finally:
+                p.kill()
+                p.wait()
+            same = [agree(got[q], rec["generated_ids"]) for q, rec in fixture[name].items()]
+            print(f"{name:20} {label:18} agrees with the fixture for {same} tokens")
+    fixture_runs = {(name, "fixture"): {q: r["generated_ids"] for q, r in fixture[name].items()} for name in MODELS}
+    total = {}
+    for name, file in MODELS.items():
+        for prompt, rec in fixture[name].items():
+            out = subprocess.run([a.tern, "run", "-m", str(pathlib.Path(a.models) / file), "--prompt-ids",
+                                  ",".join(map(str, rec["prompt_ids"])), "-n", str(len(rec["generated_ids"])),
+                                  "--temp", "0", "--ignore-eos", "--json", "-t", "2"],
+                                 capture_output=True, text=True, check=True)
+            ids = json.loads(out.stdout)["ids"]
+            for (model, label), got in {**fixture_runs, **runs}.items():
+                if model == name:
+                    total[label] = total.get(label, 0) + agree(ids, got[prompt])
+    n = sum(len(r["generated_ids"]) for m in MODELS for r in fixture[m].values())
+    for label, k in total.items():
+        print(f"tern agrees with {label:18}: {k}/{n} tokens (each prompt's run before the first difference)")
+
+
+def agree(a, b):
+    """Tokens in a row from the start that `a` and `b` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+if __name__ == "__main__":
+    main()
