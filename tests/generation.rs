@@ -238,3 +238,41 @@ fn batched_sequences_equal_each_run_alone() {
         }
     }
 }
+
+/// A session takes another's cached prefix instead of prefilling it: the
+/// logits that follow are the same bits as a fresh prefill of the whole
+/// prompt. Caches of another shape, or with sliding-window rings, are not
+/// taken from (0, nothing changes).
+#[test]
+fn a_prefix_copied_from_another_session_equals_a_fresh_prefill() {
+    let lm = load(MODELS[1].1);
+    let e = tern::engine(threads(), false).unwrap();
+    let tok = lm.tokenizer().unwrap();
+    let system =
+        tok.encode("You are a careful assistant. Answer in one short sentence, and name your sources.", true).unwrap();
+    let ask = |q: &str| [system.clone(), tok.encode(q, false).unwrap()].concat();
+    let (a, b) = (ask(" What is the capital of France?"), ask(" Who wrote Hamlet?"));
+    let mut donor = lm.model.session(256, 64);
+    donor.forward(&lm.model, &e, &a, Logits::Last).unwrap();
+    let mut s = lm.model.session(256, 64);
+    let shared = donor.common_prefix(&b);
+    assert!(shared >= system.len());
+    assert_eq!(s.copy_prefix(&donor, shared), shared);
+    assert_eq!(s.tokens(), &b[..shared]);
+    let got = s.forward(&lm.model, &e, &b[shared..], Logits::Last).unwrap().to_vec();
+    let mut fresh = lm.model.session(256, 64);
+    let want = fresh.forward(&lm.model, &e, &b, Logits::Last).unwrap();
+    assert!(bits_equal(&got, want), "logits after a copied prefix differ from a fresh prefill");
+    // another shape (context), another element type: nothing is taken
+    let mut other = lm.model.session(128, 64);
+    assert_eq!(other.copy_prefix(&donor, shared), 0);
+    let mut wide = lm.model.session_kv(256, 64, tern_core::KvType::F32);
+    assert_eq!(wide.copy_prefix(&donor, shared), 0);
+    assert_eq!(wide.n_past(), 0);
+    // a model with sliding-window rings
+    let gemma = tern::load(&tern_tests::hfdir::tiny("tiny-gemma2")).unwrap();
+    let mut g1 = gemma.model.session(512, 16);
+    g1.forward(&gemma.model, &e, &[1, 2, 3, 4, 5, 6, 7, 8], Logits::None).unwrap();
+    let mut g2 = gemma.model.session(512, 16);
+    assert_eq!(g2.copy_prefix(&g1, 4), 0);
+}

@@ -446,6 +446,36 @@ fn a_long_prompt_does_not_stall_running_streams() {
     });
 }
 
+/// A new request takes the longest cached prefix from any slot, even one
+/// still running: with a stream holding a shared system text in slot 0, a
+/// request with the same text and another question prefills only its
+/// question in slot 1, and answers as `tern run` does.
+#[test]
+fn a_running_slots_prefix_is_copied_to_a_new_request() {
+    let srv = Server::start(&["--parallel", "2"]);
+    let system = "You are a helpful assistant for a small bookshop. You answer questions about opening hours, \
+                  prices, orders and authors briefly and politely, and never invent facts. "
+        .repeat(4);
+    let a = json!({ "prompt": format!("{system}Q: When do you open?\nA:"), "max_tokens": 200, "temperature": 0,
+                    "stream": true, "logit_bias": { "0": -100, "2": -100 } }); // no end of text
+    let mut s = srv.send("POST", "/v1/completions", &[], &a.to_string());
+    until_data(&mut s);
+    let prompt = format!("{system}Q: Who wrote Hamlet?\nA:");
+    let b = json!({ "prompt": prompt, "max_tokens": 8, "temperature": 0 });
+    let (status, got) = srv.call("POST", "/v1/completions", &[], &b.to_string());
+    assert_eq!(status, 200, "{got}");
+    let got: Value = serde_json::from_str(&got).unwrap();
+    let (prompt_tokens, cached) = (
+        got["usage"]["prompt_tokens"].as_u64().unwrap(),
+        got["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap(),
+    );
+    let copied = srv.metric("tern_prompt_tokens_copied_total");
+    println!("{prompt_tokens} prompt tokens, {cached} cached, {copied} copied from the running slot");
+    assert!(cached as f64 == copied && cached + 12 >= prompt_tokens && cached > 100, "{got}");
+    assert_eq!(got["choices"][0]["text"], tern_run(&["-p", &prompt, "-n", "8"])["text"]);
+    drop(s);
+}
+
 /// The status of a POST of `body` to /v1/completions; 0 if the server
 /// closed the connection before answering (writing or reading failed).
 fn status_or_reset(port: u16, body: &str) -> u16 {

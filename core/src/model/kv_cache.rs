@@ -187,6 +187,32 @@ impl KvCache {
         })
     }
 
+    /// Take `from`'s rows of positions `0..n` (a cache of the same shape and
+    /// element type, no window rings); false, changing nothing, if it is
+    /// not such a cache.
+    pub fn copy_prefix(&mut self, from: &KvCache, n: usize) -> bool {
+        let same = self.layers == from.layers && self.kv_dim == from.kv_dim && self.ty() == from.ty();
+        if !same || n > self.n_ctx || self.layers.iter().any(|l| l.1 > 0) {
+            return false;
+        }
+        let d = self.kv_dim;
+        for &(start, _) in &self.layers {
+            let r = start * d..(start + n) * d;
+            match (&mut self.store, &from.store) {
+                (Store::F16 { k, v }, Store::F16 { k: fk, v: fv }) => {
+                    k[r.clone()].copy_from_slice(&fk[r.clone()]);
+                    v[r.clone()].copy_from_slice(&fv[r]);
+                }
+                (Store::F32 { k, v, .. }, Store::F32 { k: fk, v: fv, .. }) => {
+                    k[r.clone()].copy_from_slice(&fk[r.clone()]);
+                    v[r.clone()].copy_from_slice(&fv[r]);
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
+
     pub fn bytes(&self) -> usize {
         let n = match &self.store {
             Store::F16 { k, .. } => k.len(),

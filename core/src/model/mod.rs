@@ -295,6 +295,21 @@ impl Session {
         self.tokens.truncate(keep);
         keep
     }
+    /// Take the first `n` positions of `from`'s cache (another session of
+    /// the same model, context and batch sizes) instead of computing them:
+    /// this session then holds those tokens, their K/V the same bits a
+    /// prefill of them would write. Returns the positions taken: `n` (at
+    /// most `from`'s), or 0 if the caches differ in shape or type or hold
+    /// sliding-window rings (nothing changes then).
+    pub fn copy_prefix(&mut self, from: &Session, n: usize) -> usize {
+        let n = n.min(from.tokens.len());
+        if !self.kv.copy_prefix(&from.kv, n) {
+            return 0;
+        }
+        self.tokens.clear();
+        self.tokens.extend_from_slice(&from.tokens[..n]);
+        n
+    }
     /// How many leading tokens of `tokens` the cache already holds.
     pub fn common_prefix(&self, tokens: &[u32]) -> usize {
         self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count()

@@ -45,6 +45,7 @@ pub struct Metrics {
     pub cancelled: AtomicU64,
     pub prompt_tokens: AtomicU64,
     pub cached_tokens: AtomicU64,
+    pub copied_tokens: AtomicU64,
     pub completion_tokens: AtomicU64,
     pub queue_depth: AtomicU64,
     pub active: AtomicU64,
@@ -68,6 +69,7 @@ impl Metrics {
             cancelled: AtomicU64::new(0),
             prompt_tokens: AtomicU64::new(0),
             cached_tokens: AtomicU64::new(0),
+            copied_tokens: AtomicU64::new(0),
             completion_tokens: AtomicU64::new(0),
             queue_depth: AtomicU64::new(0),
             active: AtomicU64::new(0),
@@ -94,6 +96,12 @@ impl Metrics {
         put("tern_requests_cancelled_total", "counter", "Requests whose client went away.", &self.cancelled);
         put("tern_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", &self.prompt_tokens);
         put("tern_prompt_tokens_cached_total", "counter", "Of those, found in a slot's cache.", &self.cached_tokens);
+        put(
+            "tern_prompt_tokens_copied_total",
+            "counter",
+            "Prompt tokens whose K/V were copied from another slot's cache.",
+            &self.copied_tokens,
+        );
         put("tern_completion_tokens_total", "counter", "Generated tokens.", &self.completion_tokens);
         put("tern_queue_depth", "gauge", "Requests waiting for a slot.", &self.queue_depth);
         put("tern_active_sequences", "gauge", "Sequences being prefilled or decoded.", &self.active);

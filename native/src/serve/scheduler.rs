@@ -155,11 +155,14 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             metrics.encoder_tokens.fetch_add(tokens as u64, Relaxed);
         }
 
-        // admit into free slots, preferring the longest cached prefix
+        // admit into free slots, preferring the longest cached prefix; a
+        // longer one in another slot (running or not) is copied over
         while let Some(job) = waiting.front() {
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
             let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(&job.prompt)) else { break };
             let mut job = waiting.pop_front().expect("front exists");
+            let copied = take_longest_prefix(&mut slots, i, &job.prompt);
+            metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
             let s = &mut slots[i];
             let keep = prefill_start(&mut s.session, &job.prompt);
             let mut seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
@@ -263,6 +266,32 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         }
         publish(&slots, waiting.len(), &metrics);
     }
+}
+
+/// If another slot's cache holds a longer prefix of `prompt` than slot
+/// `i`'s, copy it into slot `i` (the K/V a prefill of it would write, the
+/// same bits); the positions copied. The prompt's last token is always
+/// run again, for its logits.
+fn take_longest_prefix(slots: &mut [Slot], i: usize, prompt: &[u32]) -> usize {
+    let want = |s: &Slot| s.session.common_prefix(prompt).min(prompt.len().saturating_sub(1));
+    let own = want(&slots[i]);
+    let Some((j, n)) = (0..slots.len()).filter(|&j| j != i).map(|j| (j, want(&slots[j]))).max_by_key(|x| x.1) else {
+        return 0;
+    };
+    if n <= own {
+        return 0;
+    }
+    let (to, from) = match i < j {
+        true => {
+            let (a, b) = slots.split_at_mut(j);
+            (&mut a[i], &b[0])
+        }
+        false => {
+            let (a, b) = slots.split_at_mut(i);
+            (&mut b[0], &a[j])
+        }
+    };
+    to.session.copy_prefix(&from.session, n)
 }
 
 /// Queue depth, running sequences and the cache positions they hold.
