@@ -3,14 +3,17 @@
 # model file, threads and slots: the openai client's load run (N prompts
 # alone, then all N as concurrent streams, greedy), repeated, alternating.
 # With -s, N chat streams at once under that JSON Schema (response_format
-# json_schema), then the same N free, each server in turn.
-#   bench/serve-compare.sh [-m MODEL] [-n 32] [-k 16] [-p 8] [-r 3] [-s SCHEMA.json]
+# json_schema), then the same N free, each server in turn. With -w, every
+# prompt starts with the same system text of about that many words (1050:
+# ~1500 tokens), and tern runs a third time with --no-prefix-cache.
+#   bench/serve-compare.sh [-m MODEL] [-n 32] [-k 16] [-p 8] [-r 3] [-c CTX] [-s SCHEMA.json | -w WORDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model="${TERN_MODELS:-$HOME/.cache/tern/models}/smollm2-135m-instruct-q4_1.gguf"
-n=32 k=16 par=8 reps=3 ctx=1024 threads=2 schema=
-while getopts "m:n:k:p:r:s:" o; do
-  case $o in m) model=$OPTARG ;; n) n=$OPTARG ;; k) k=$OPTARG ;; p) par=$OPTARG ;; r) reps=$OPTARG ;; s) schema=$OPTARG ;; *) exit 2 ;; esac
+n=32 k=16 par=8 reps=3 ctx=1024 threads=2 schema= words=0
+while getopts "m:n:k:p:r:s:w:c:" o; do
+  case $o in m) model=$OPTARG ;; n) n=$OPTARG ;; k) k=$OPTARG ;; p) par=$OPTARG ;; r) reps=$OPTARG ;; s) schema=$OPTARG ;;
+    w) words=$OPTARG ;; c) ctx=$OPTARG ;; *) exit 2 ;; esac
 done
 peer="$(bench/peer.sh)/llama-server"
 py=target/pyenv/bin/python
@@ -28,16 +31,20 @@ run() { # name port command...
 print(os.environ["NAME"], "schema" if os.environ["S"] != "-" else "free", d["tokens"], round(d["tokens_per_s"],1), round(d["ttft_p50_s"],3), d["whole_json"], d["length"])'
     done
   else
-    "$py" tests/tools/openai_client.py load "http://127.0.0.1:$port/v1" "$n" "$k" |
+    "$py" tests/tools/openai_client.py load "http://127.0.0.1:$port/v1" "$n" "$k" "$words" |
       NAME=$name "$py" -c 'import json,os,sys; d=json.load(sys.stdin); same=sum(a==b for a,b in zip(d["alone"],d["together"]))
 print(os.environ["NAME"], round(d["tokens_per_s"],1), round(d["ttft_p50_s"],3), round(d["ttft_p99_s"],3), same)'
   fi
   kill -INT $pid; wait $pid 2>/dev/null || true
 }
-echo "model $(basename "$model"), $n streams × $k tokens, $par slots of $ctx, $threads threads"
+echo "model $(basename "$model"), $n streams × $k tokens, $par slots of $ctx, $threads threads, shared text $words words"
 if [ -n "$schema" ]; then echo "server mode tokens tok/s ttft_p50 whole_json at_length"
 else echo "server tok/s ttft_p50 ttft_p99 same_as_alone"; fi
 for _ in $(seq "$reps"); do
   run tern 18181 target/release/tern serve -m "$model" --port 18181 --parallel "$par" --ctx "$ctx" --queue "$n" -t "$threads"
+  if [ "$words" -gt 0 ]; then
+    run tern-no-prefix-cache 18183 target/release/tern serve -m "$model" --port 18183 --parallel "$par" --ctx "$ctx" \
+      --queue "$n" -t "$threads" --no-prefix-cache
+  fi
   run llama-server 18182 "$peer" -m "$model" --port 18182 -np "$par" -c $((par * ctx)) -t "$threads" -tb "$threads"
 done

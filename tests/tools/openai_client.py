@@ -131,9 +131,19 @@ def tools(base: str) -> None:
     }))
 
 
-async def load(base: str, n: int, tokens: int) -> None:
+def shared_text(words: int) -> str:
+    """A system text of about `words` words (~1.3 tokens each), the same every time."""
+    rules = [f"Rule {i}: when a reader asks about {TOPICS[i % len(TOPICS)]}, answer kindly, briefly and only "
+             f"with what you know for certain about {TOPICS[(i * 7) % len(TOPICS)]}." for i in range(words // 20 + 1)]
+    return "You are the assistant of a small library. " + " ".join(rules) + "\n\n"
+
+
+async def load(base: str, n: int, tokens: int, shared_words: int = 0) -> None:
+    """N prompts alone, then all at once as streams; with `shared_words`,
+    every prompt starts with the same system text of that many words."""
     c = AsyncOpenAI(base_url=base, api_key="unused", max_retries=0, timeout=600)
-    prompts = [f"A short poem about {TOPICS[i % len(TOPICS)]}, number {i}:" for i in range(n)]
+    head = shared_text(shared_words) if shared_words else ""
+    prompts = [f"{head}A short poem about {TOPICS[i % len(TOPICS)]}, number {i}:" for i in range(n)]
     alone = []
     for p in prompts:
         r = await c.completions.create(model="tern", prompt=p, max_tokens=tokens, temperature=0)
@@ -242,4 +252,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "load_chat":
         asyncio.run(load_chat(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]))
     else:
-        asyncio.run(load(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+        asyncio.run(load(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]) if len(sys.argv) > 5 else 0))

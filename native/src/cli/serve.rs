@@ -43,6 +43,10 @@ pub struct Args {
     /// control tokens [default: they are text]
     #[arg(long)]
     content_specials: bool,
+    /// Prefill every prompt whole: no reuse of cached prefixes, the slot's
+    /// own or another's (for measuring what the reuse gives)
+    #[arg(long)]
+    no_prefix_cache: bool,
     /// Allow a non-loopback --host (a warning is logged)
     #[arg(long)]
     allow_remote: bool,
@@ -91,6 +95,7 @@ pub fn run(a: Args) -> Result<()> {
         max_connections: a.max_connections,
         read_timeout: std::time::Duration::from_secs(a.read_timeout),
         content_specials: a.content_specials,
+        prefix_cache: !a.no_prefix_cache,
         embedding_model_id,
         rerank_model_id,
     };

@@ -57,6 +57,9 @@ pub struct ServeOptions {
     /// Parse control-token strings in message content (see
     /// `ChatTemplate::encode`).
     pub content_specials: bool,
+    /// Reuse cached prompt prefixes across requests (off: every prompt is
+    /// prefilled whole).
+    pub prefix_cache: bool,
     /// The name `/v1/models` gives the embedding model, if one is served.
     pub embedding_model_id: Option<String>,
     /// The name `/v1/models` gives the reranking model, if one is served.
@@ -109,7 +112,13 @@ pub fn serve(
     let lm = Arc::new(lm);
     let metrics = Arc::new(metrics::Metrics::new((o.parallel * o.ctx) as u64));
     let (tx, rx) = std::sync::mpsc::channel();
-    let limits = scheduler::Limits { slots: o.parallel, n_ctx: o.ctx, n_batch: o.n_batch, chunk: o.n_batch.min(256) };
+    let limits = scheduler::Limits {
+        slots: o.parallel,
+        n_ctx: o.ctx,
+        n_batch: o.n_batch,
+        chunk: o.n_batch.min(256),
+        prefix_cache: o.prefix_cache,
+    };
     let engine = {
         let (lm, metrics, threads) = (lm.clone(), metrics.clone(), Threads::new(o.threads));
         std::thread::Builder::new()

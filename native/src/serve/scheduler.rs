@@ -59,6 +59,8 @@ pub struct Limits {
     pub n_batch: usize,
     /// Prefill tokens one sequence may take in one pass.
     pub chunk: usize,
+    /// Reuse cached prompt prefixes (a slot's own, or copied from another).
+    pub prefix_cache: bool,
 }
 
 struct Active {
@@ -161,8 +163,12 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
             let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(&job.prompt)) else { break };
             let mut job = waiting.pop_front().expect("front exists");
-            let copied = take_longest_prefix(&mut slots, i, &job.prompt);
-            metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
+            if limits.prefix_cache {
+                let copied = take_longest_prefix(&mut slots, i, &job.prompt);
+                metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
+            } else {
+                slots[i].session.truncate(0);
+            }
             let s = &mut slots[i];
             let keep = prefill_start(&mut s.session, &job.prompt);
             let mut seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
