@@ -472,8 +472,19 @@ fn a_running_slots_prefix_is_copied_to_a_new_request() {
     let copied = srv.metric("tern_prompt_tokens_copied_total");
     println!("{prompt_tokens} prompt tokens, {cached} cached, {copied} copied from the running slot");
     assert!(cached as f64 == copied && cached + 12 >= prompt_tokens && cached > 100, "{got}");
-    assert_eq!(got["choices"][0]["text"], tern_run(&["-p", &prompt, "-n", "8"])["text"]);
+    let alone = tern_run(&["-p", &prompt, "-n", "8"]);
+    assert_eq!(got["choices"][0]["text"], alone["text"]);
     drop(s);
+    drop(srv);
+    // --no-prefix-cache: the same request twice is prefilled whole twice
+    let srv = Server::start(&["--no-prefix-cache"]);
+    for _ in 0..2 {
+        let (status, got) = srv.call("POST", "/v1/completions", &[], &b.to_string());
+        let got: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(status, 200, "{got}");
+        assert_eq!(got["usage"]["prompt_tokens_details"]["cached_tokens"], 0, "{got}");
+        assert_eq!(got["choices"][0]["text"], alone["text"]);
+    }
 }
 
 /// The status of a POST of `body` to /v1/completions; 0 if the server
