@@ -487,6 +487,37 @@ fn a_running_slots_prefix_is_copied_to_a_new_request() {
     }
 }
 
+/// A burst of requests sharing a long prefix at a cold server: one
+/// prefills it, the others wait for it and copy it (each copies all but at
+/// most one --batch chunk of it), and each answers as `tern run` does.
+#[test]
+fn a_burst_sharing_a_prefix_prefills_it_once() {
+    let srv = Server::start(&["--parallel", "4", "--batch", "128"]);
+    let system = "Our shop opens at nine, closes at six, and sells old maps, atlases and globes. ".repeat(24);
+    let prompts: Vec<String> = ["What do you sell?", "When do you open?", "Do you sell globes?", "Who are you?"]
+        .iter()
+        .map(|q| format!("{system}Q: {q}\nA:"))
+        .collect();
+    let port = srv.port;
+    let clients: Vec<_> = (prompts.iter().cloned())
+        .map(|p| {
+            let body = json!({ "prompt": p, "max_tokens": 4, "temperature": 0 }).to_string();
+            std::thread::spawn(move || call(port, "POST", "/v1/completions", &[], &body))
+        })
+        .collect();
+    let mut shared = 0;
+    for (p, c) in prompts.iter().zip(clients) {
+        let (status, got) = c.join().unwrap();
+        assert_eq!(status, 200, "{got}");
+        let got: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(got["choices"][0]["text"], tern_run(&["-p", p, "-n", "4"])["text"], "{p}");
+        shared = got["usage"]["prompt_tokens"].as_u64().unwrap() - 12;
+    }
+    let copied = srv.metric("tern_prompt_tokens_copied_total");
+    println!("{copied} prompt tokens copied (the prefix: about {shared})");
+    assert!(copied >= 3.0 * (shared as f64 - 128.0), "{copied} copied of 3 × ~{shared}");
+}
+
 /// The status of a POST of `body` to /v1/completions; 0 if the server
 /// closed the connection before answering (writing or reading failed).
 fn status_or_reset(port: u16, body: &str) -> u16 {

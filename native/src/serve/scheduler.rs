@@ -158,11 +158,19 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         }
 
         // admit into free slots, preferring the longest cached prefix; a
-        // longer one in another slot (running or not) is copied over
-        while let Some(job) = waiting.front() {
+        // longer one in another slot (running or not) is copied over, and a
+        // prompt whose prefix another slot is still prefilling waits for it
+        // rather than computing it again (a burst sharing a system prompt)
+        let mut k = 0;
+        while k < waiting.len() {
+            let prompt = &waiting[k].prompt;
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
-            let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(&job.prompt)) else { break };
-            let mut job = waiting.pop_front().expect("front exists");
+            let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(prompt)) else { break };
+            if limits.prefix_cache && coming_prefix(&slots, prompt) > cached_prefix(&slots, prompt) + limits.chunk {
+                k += 1;
+                continue;
+            }
+            let mut job = waiting.remove(k).expect("k is in the queue");
             if limits.prefix_cache {
                 let copied = take_longest_prefix(&mut slots, i, &job.prompt);
                 metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
@@ -272,6 +280,21 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         }
         publish(&slots, waiting.len(), &metrics);
     }
+}
+
+/// The longest prefix of `prompt` (less its last token, which always runs)
+/// any slot's cache holds.
+fn cached_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
+    let most = prompt.len().saturating_sub(1);
+    slots.iter().map(|s| s.session.common_prefix(prompt).min(most)).max().unwrap_or(0)
+}
+
+/// The longest prefix of `prompt` that a slot still prefilling will hold
+/// once its prompt is in.
+fn coming_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
+    let most = prompt.len().saturating_sub(1);
+    let prefilling = slots.iter().filter_map(|s| s.active.as_ref().filter(|a| !a.prefilled));
+    prefilling.map(|a| a.job.prompt.iter().zip(prompt).take_while(|(x, y)| x == y).count().min(most)).max().unwrap_or(0)
 }
 
 /// If another slot's cache holds a longer prefix of `prompt` than slot
