@@ -223,10 +223,18 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
     }
 }
 
-/// Keep the cached prefix of `prompt` (all but its last token at most: that
-/// one must run to give logits); return how many tokens are kept.
+/// Of `prompt`, the leading tokens `cached` (a cache's tokens, or another
+/// prompt that will be) holds and a prefill may skip: all but the prompt's
+/// last token at most, since that one must run to give logits.
+pub fn reusable_prefix(cached: &[u32], prompt: &[u32]) -> usize {
+    let common = cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+    common.min(prompt.len().saturating_sub(1))
+}
+
+/// Keep the cached prefix of `prompt` ([`reusable_prefix`]); return how
+/// many tokens are kept.
 pub fn prefill_start(session: &mut Session, prompt: &[u32]) -> usize {
-    let keep = session.common_prefix(prompt).min(prompt.len().saturating_sub(1));
+    let keep = reusable_prefix(session.tokens(), prompt);
     session.truncate(keep)
 }
 

@@ -14,7 +14,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tern_core::generate::{prefill_start, FinishReason, GenerateConfig, GenerationResult, Vocab};
+use tern_core::generate::{prefill_start, reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab};
 use tern_core::generate::{Constraint, Sampled, Sequence, TokenLogprob};
 use tern_core::{Engine, Session};
 use tokio::sync::mpsc::UnboundedSender;
@@ -282,19 +282,16 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
     }
 }
 
-/// The longest prefix of `prompt` (less its last token, which always runs)
-/// any slot's cache holds.
+/// The longest prefix of `prompt` a prefill could skip with any slot's cache.
 fn cached_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
-    let most = prompt.len().saturating_sub(1);
-    slots.iter().map(|s| s.session.common_prefix(prompt).min(most)).max().unwrap_or(0)
+    slots.iter().map(|s| reusable_prefix(s.session.tokens(), prompt)).max().unwrap_or(0)
 }
 
-/// The longest prefix of `prompt` that a slot still prefilling will hold
-/// once its prompt is in.
+/// The longest prefix of `prompt` a slot still prefilling will hold once
+/// its prompt is in.
 fn coming_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
-    let most = prompt.len().saturating_sub(1);
     let prefilling = slots.iter().filter_map(|s| s.active.as_ref().filter(|a| !a.prefilled));
-    prefilling.map(|a| a.job.prompt.iter().zip(prompt).take_while(|(x, y)| x == y).count().min(most)).max().unwrap_or(0)
+    prefilling.map(|a| reusable_prefix(&a.job.prompt, prompt)).max().unwrap_or(0)
 }
 
 /// If another slot's cache holds a longer prefix of `prompt` than slot
@@ -302,7 +299,7 @@ fn coming_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
 /// same bits); the positions copied. The prompt's last token is always
 /// run again, for its logits.
 fn take_longest_prefix(slots: &mut [Slot], i: usize, prompt: &[u32]) -> usize {
-    let want = |s: &Slot| s.session.common_prefix(prompt).min(prompt.len().saturating_sub(1));
+    let want = |s: &Slot| reusable_prefix(s.session.tokens(), prompt);
     let own = want(&slots[i]);
     let Some((j, n)) = (0..slots.len()).filter(|&j| j != i).map(|j| (j, want(&slots[j]))).max_by_key(|x| x.1) else {
         return 0;
