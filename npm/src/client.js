@@ -2,6 +2,40 @@
 
 import { TernError } from './errors.js';
 import { isNode } from './runtime.js';
+import { isFileMap } from './source.js';
+
+/** Whether this platform has Workers (Node's worker_threads, or Web Workers). */
+export const canUseWorker = () => isNode || typeof Worker !== 'undefined';
+
+/** A source the Worker can receive: URLs as strings, maps' too. */
+function cloneable(source) {
+  if (source instanceof URL) return String(source);
+  if (isFileMap(source)) {
+    const entries = source instanceof Map ? [...source] : Object.entries(source);
+    return new Map(entries.map(([k, v]) => [k, v instanceof URL ? String(v) : v]));
+  }
+  return source;
+}
+
+/**
+ * Start a Worker and load `source` in it with request `op` ('load' or
+ * 'loadEncoder'); `signal` aborts the download. Resolves with the worker
+ * and what the load answered; on failure the worker is gone.
+ */
+export async function startInWorker(op, source, options, { onProgress, signal }) {
+  const w = await WorkerEngine.start();
+  const [id, done] = w.request({ op, source: cloneable(source), options }, { onProgress });
+  const onAbort = () => w.cancel(id);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return [w, await done];
+  } catch (e) {
+    w.terminate();
+    throw signal?.aborted ? new TernError('aborted', 'loading was aborted') : e;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
 
 export class WorkerEngine {
   #worker;

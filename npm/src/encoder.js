@@ -1,9 +1,10 @@
 // Encoders: embedding models and cross-encoders (BERT: a sentence-
 // transformers directory as a file map, or a `bert` GGUF; a decoder pooled
-// as its files or `pooling` say). They run on the calling thread, in the
-// same wasm build as generation, and give the native build's vectors bit
-// for bit.
+// as its files or `pooling` say). Like generation, they run in a Worker by
+// default ({ worker: false }: on the calling thread), in the same wasm
+// build, and give the native build's vectors bit for bit.
 
+import { canUseWorker, startInWorker } from './client.js';
 import { call } from './engine.js';
 import { TernError } from './errors.js';
 import { resolveReference } from './hub.js';
@@ -20,13 +21,67 @@ const POOLINGS = ['mean', 'cls', 'last'];
  */
 export async function loadEncoder(source, options = {}) {
   source = await resolveReference(source, options);
-  const { onProgress, cache = false, signal, threads, pooling } = options;
+  const { worker = canUseWorker(), onProgress, cache = false, signal, threads, pooling } = options;
   if (pooling !== undefined && !POOLINGS.includes(pooling))
     throw new TernError('invalid_argument', `pooling must be one of ${POOLINGS.join(', ')}`);
   signal?.throwIfAborted();
-  const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
-  const loader = await readSource(wasm, source, { onProgress, cache, signal });
-  return new TernEncoder(call(() => loader.finish_encoder(pooling)));
+  if (!worker) {
+    const e = await LocalEncoder.load(source, { onProgress, cache, signal, threads, pooling });
+    return new TernEncoder(e, e.info());
+  }
+  const [w, info] = await startInWorker('loadEncoder', source, { cache, threads, pooling }, { onProgress, signal });
+  return new TernEncoder(new RemoteEncoder(w), info);
+}
+
+/** The wasm encoder on the thread that owns the instance. */
+export class LocalEncoder {
+  #e;
+
+  constructor(e) {
+    this.#e = e;
+  }
+
+  static async load(source, { onProgress, cache, signal, threads, pooling }) {
+    const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
+    const loader = await readSource(wasm, source, { onProgress, cache, signal });
+    return new LocalEncoder(call(() => loader.finish_encoder(pooling)));
+  }
+
+  info() {
+    return { dim: this.#e.dim(), maxLength: this.#e.max_len(), reranks: this.#e.reranks() };
+  }
+
+  /** One Float32Array per text. */
+  embed(texts) {
+    const flat = call(() => this.#e.embed(texts));
+    const dim = this.#e.dim();
+    return texts.map((_, i) => flat.slice(i * dim, (i + 1) * dim));
+  }
+
+  /** One score per document, in their order. */
+  rerank(query, documents) {
+    return call(() => this.#e.rerank(query, documents));
+  }
+
+  dispose() {
+    this.#e?.free();
+    this.#e = null;
+  }
+}
+
+class RemoteEncoder {
+  constructor(worker) {
+    this.w = worker;
+  }
+  embed(texts) {
+    return this.w.request({ op: 'embed', texts })[1];
+  }
+  rerank(query, documents) {
+    return this.w.request({ op: 'rerank', query, documents })[1];
+  }
+  dispose() {
+    this.w.request({ op: 'dispose' })[1].finally(() => this.w.terminate());
+  }
 }
 
 const strings = (what, list) => {
@@ -36,23 +91,21 @@ const strings = (what, list) => {
 };
 
 export class TernEncoder {
-  #e;
+  #b;
 
-  constructor(e) {
-    this.#e = e;
+  constructor(backend, info) {
+    this.#b = backend;
     /** Width of the vectors. */
-    this.dim = e.dim();
+    this.dim = info.dim;
     /** Tokens an input keeps (longer ones are truncated). */
-    this.maxLength = e.max_len();
+    this.maxLength = info.maxLength;
     /** Whether it scores pairs (a cross-encoder) rather than embeds. */
-    this.reranks = e.reranks();
+    this.reranks = info.reranks;
   }
 
   /** One Float32Array per text. */
   async embed(texts) {
-    strings('texts', texts);
-    const flat = call(() => this.#e.embed(texts));
-    return texts.map((_, i) => flat.slice(i * this.dim, (i + 1) * this.dim));
+    return this.#backend().embed(strings('texts', texts));
   }
 
   /** The documents best first: `{ index, relevanceScore }` (the model's logit), the best `topN` if given. */
@@ -61,14 +114,19 @@ export class TernEncoder {
     strings('documents', documents);
     if (topN !== undefined && !(Number.isInteger(topN) && topN >= 1))
       throw new TernError('invalid_argument', 'topN must be a positive integer');
-    const scores = call(() => this.#e.rerank(query, documents));
+    const scores = await this.#backend().rerank(query, documents);
     const ranked = Array.from(scores, (relevanceScore, index) => ({ index, relevanceScore }));
     ranked.sort((a, b) => b.relevanceScore - a.relevanceScore);
     return ranked.slice(0, topN ?? ranked.length);
   }
 
+  #backend() {
+    if (!this.#b) throw new TernError('invalid_argument', 'the encoder was disposed');
+    return this.#b;
+  }
+
   dispose() {
-    this.#e?.free();
-    this.#e = null;
+    this.#b?.dispose();
+    this.#b = null;
   }
 }

@@ -271,6 +271,8 @@ export interface EncoderLoadOptions {
   threads?: number;
   /** How token vectors become one (normalised), instead of as the model's files say: a decoder embedder (Qwen3-Embedding: 'last'). */
   pooling?: 'mean' | 'cls' | 'last';
+  /** Run in a Worker (default true where there are Workers) so the calling thread stays free; false: on the calling thread. */
+  worker?: boolean;
 }
 
 export interface RerankResult {
@@ -280,7 +282,7 @@ export interface RerankResult {
   relevanceScore: number;
 }
 
-/** An embedding model or cross-encoder (BERT), on the calling thread. */
+/** An embedding model or cross-encoder (BERT), or a decoder pooled into one. */
 export class TernEncoder {
   /** Width of the vectors. */
   readonly dim: number;

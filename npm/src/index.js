@@ -10,25 +10,11 @@
 
 import { LocalEngine } from './engine.js';
 import { TernError } from './errors.js';
-import { WorkerEngine } from './client.js';
-import { isNode } from './runtime.js';
-import { isFileMap } from './source.js';
+import { canUseWorker, startInWorker } from './client.js';
 import { resolveReference } from './hub.js';
 
 export { TernError };
 export { loadEncoder, TernEncoder } from './encoder.js';
-
-const canUseWorker = () => isNode || typeof Worker !== 'undefined';
-
-/** A source the Worker can receive: URLs as strings, maps' too. */
-function cloneable(source) {
-  if (source instanceof URL) return String(source);
-  if (isFileMap(source)) {
-    const entries = source instanceof Map ? [...source] : Object.entries(source);
-    return new Map(entries.map(([k, v]) => [k, v instanceof URL ? String(v) : v]));
-  }
-  return source;
-}
 
 /**
  * Load a model: a GGUF file from a URL, a path (Node), bytes or a Blob/File;
@@ -54,19 +40,8 @@ export async function loadModel(source, options = {}) {
     const e = await LocalEngine.load(source, { onProgress, cache, signal, contextSize, exact, threads, widen });
     return new TernModel(new LocalBackend(e), e.info());
   }
-  const w = await WorkerEngine.start();
-  const [id, done] = w.request({ op: 'load', source: cloneable(source), options: { cache, contextSize, exact, threads, widen } }, { onProgress });
-  const onAbort = () => w.cancel(id);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    const info = await done;
-    return new TernModel(new RemoteBackend(w), info);
-  } catch (e) {
-    w.terminate();
-    throw signal?.aborted ? new TernError('aborted', 'loading was aborted') : e;
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-  }
+  const [w, info] = await startInWorker('load', source, { cache, contextSize, exact, threads, widen }, { onProgress, signal });
+  return new TernModel(new RemoteBackend(w), info);
 }
 
 export class TernModel {

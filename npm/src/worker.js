@@ -1,26 +1,40 @@
 // Worker entry (Web Worker or Node worker_threads): owns one LocalEngine
-// and answers the requests of WorkerEngine (client.js).
+// or LocalEncoder and answers the requests of WorkerEngine (client.js).
 
+import { LocalEncoder } from './encoder.js';
 import { LocalEngine } from './engine.js';
 import { TernError } from './errors.js';
 import { isNode } from './runtime.js';
 
 const port = isNode ? (await import('node:worker_threads')).parentPort : self;
-const post = (m) => port.postMessage(m);
+const post = (m, transfer) => port.postMessage(m, transfer);
 const fail = (id, e) => post({ id, type: 'error', error: TernError.from(e).toJSON() });
 
 let engine = null;
+let encoder = null;
 const cancelled = new Set();
 const CALLS = new Set(['info', 'encode', 'decode', 'applyChatTemplate', 'memoryBytes', 'reset', 'setContextSize']);
 
+function disposeAll() {
+  engine?.dispose();
+  encoder?.dispose();
+  engine = encoder = null;
+}
+
+function loadedEncoder() {
+  if (!encoder) throw new TernError('invalid_argument', 'no encoder loaded');
+  return encoder;
+}
+
 async function handle(m) {
   switch (m.op) {
-    case 'load': {
+    case 'load':
+    case 'loadEncoder': {
       const abort = new AbortController();
       cancelled.delete(m.id);
-      engine?.dispose();
-      engine = null;
-      const e = await LocalEngine.load(m.source, {
+      disposeAll();
+      const load = m.op === 'load' ? LocalEngine.load : LocalEncoder.load;
+      const e = await load(m.source, {
         ...m.options,
         signal: abort.signal,
         onProgress: (p) => {
@@ -28,8 +42,17 @@ async function handle(m) {
           post({ id: m.id, type: 'progress', ...p });
         },
       });
-      engine = e;
+      if (m.op === 'load') engine = e;
+      else encoder = e;
       return post({ id: m.id, type: 'result', value: e.info() });
+    }
+    case 'embed': {
+      const vectors = loadedEncoder().embed(m.texts);
+      return post({ id: m.id, type: 'result', value: vectors }, vectors.map((v) => v.buffer));
+    }
+    case 'rerank': {
+      const scores = loadedEncoder().rerank(m.query, m.documents);
+      return post({ id: m.id, type: 'result', value: scores }, [scores.buffer]);
     }
     case 'call': {
       if (!engine) throw new TernError('invalid_argument', 'no model loaded');
@@ -49,8 +72,7 @@ async function handle(m) {
       cancelled.add(m.target);
       return;
     case 'dispose':
-      engine?.dispose();
-      engine = null;
+      disposeAll();
       return post({ id: m.id, type: 'result' });
     default:
       throw new TernError('invalid_argument', `unknown request ${m.op}`);

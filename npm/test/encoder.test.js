@@ -1,7 +1,8 @@
 // Encoders in Node: MiniLM (a sentence-transformers directory) embeds with
 // the native build's vectors bit for bit; the test cross-encoder reranks
 // with the native build's scores, best first; SmolLM2 pooled by its last
-// token (a decoder embedder) as the native build; bad input is a TernError.
+// token (a decoder embedder) as the native build; in a Worker by default
+// (the calling thread keeps running); bad input is a TernError.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -18,7 +19,7 @@ describe('encoders', () => {
   it('embeds as the native build does, bit for bit', async () => {
     const dir = MINILM;
     const texts = ['A man is eating food.', 'Le chat est assis dehors.', 'def add(a, b): return a + b'];
-    const enc = await loadEncoder(dir, { threads: 1 });
+    const enc = await loadEncoder(dir, { threads: 1, worker: false });
     assert.equal(enc.dim, 384);
     assert.equal(enc.maxLength, 256);
     const got = await enc.embed(texts);
@@ -26,6 +27,29 @@ describe('encoders', () => {
     assert.equal(got.length, 3);
     got.forEach((v, i) => assert.deepEqual(v, want[i], `text ${i}`));
     await assert.rejects(enc.embed('not a list'), TernError);
+    await assert.rejects(enc.embed([]), /no inputs/);
+    await assert.rejects(enc.rerank('q', ['d']), /cross-encoder/);
+    enc.dispose();
+    await assert.rejects(enc.embed(texts), /disposed/);
+  });
+
+  it('embeds in a Worker by default: the calling thread keeps running, the vectors are the same', async () => {
+    const texts = Array.from({ length: 48 }, (_, i) => `Sentence number ${i} is about ${'something '.repeat(i % 7)}else.`);
+    const local = await loadEncoder(MINILM, { threads: 1, worker: false });
+    const want = await local.embed(texts);
+    local.dispose();
+    const enc = await loadEncoder(MINILM, { threads: 1 });
+    assert.equal(enc.dim, 384);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 2);
+    const t0 = performance.now();
+    const got = await enc.embed(texts);
+    const ms = performance.now() - t0;
+    clearInterval(timer);
+    // on the calling thread the timer could not fire while the batch ran
+    assert.ok(ms > 50 && ticks >= ms / 20, `${ticks} timer ticks in ${ms.toFixed(0)} ms`);
+    assert.equal(got.length, texts.length);
+    got.forEach((v, i) => assert.deepEqual(v, want[i], `text ${i}`));
     await assert.rejects(enc.embed([]), /no inputs/);
     await assert.rejects(enc.rerank('q', ['d']), /cross-encoder/);
     enc.dispose();
