@@ -37,66 +37,75 @@ pub(super) fn matmul_rows(_: Avx512, w: &QMatrix, x: &[f32], n_tok: usize, rows:
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
 fn rows_with(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32], buf: &mut [f32]) {
     let n = w.n_cols;
+    assert!(x.len() >= n_tok * n && out.len() >= rows.len() * n_tok);
     for r0 in rows.clone().step_by(R) {
         let nr = R.min(rows.end - r0);
         let mut slots = buf.chunks_exact_mut(n);
-        let mut ws: Vec<&[f32]> = Vec::with_capacity(R);
-        for r in r0..r0 + nr {
-            let slot = slots.next().unwrap_or_default();
-            ws.push(widen_row(w, r, slot));
+        let mut ws: [&[f32]; R] = [&[]; R];
+        for (i, r) in (r0..r0 + nr).enumerate() {
+            ws[i] = widen_row(w, r, slots.next().unwrap_or_default());
         }
         // a short group repeats its last row (its sums are not written)
         let ws: [&[f32]; R] = core::array::from_fn(|i| ws[i.min(nr - 1)]);
+        let o = &mut out[(r0 - rows.start) * n_tok..][..nr * n_tok];
         for t0 in (0..n_tok).step_by(T) {
             let nt = T.min(n_tok - t0);
+            // a short group repeats its last token likewise
             let xs: [&[f32]; T] = core::array::from_fn(|j| &x[(t0 + j.min(nt - 1)) * n..][..n]);
-            let d = dots(ws, xs);
-            for (i, d) in d.iter().enumerate().take(nr) {
-                let o = &mut out[(r0 - rows.start + i) * n_tok + t0..][..nt];
-                o.copy_from_slice(&d[..nt]);
+            // SAFETY: every row of `ws` and `xs` holds `n` f32.
+            let acc = unsafe { sums(ws, xs, n) };
+            for (i, acc) in acc.iter().enumerate().take(nr) {
+                for (j, &a) in acc.iter().enumerate().take(nt) {
+                    o[i * n_tok + t0 + j] = reduced(a, ws[i], xs[j]);
+                }
             }
         }
     }
 }
 
-/// Each row of `ws` dotted with each of `xs`, in the 16-lane order.
+/// The 16 lane-strided sums of each row of `ws` times each of `xs` over
+/// their whole 16-float steps, multiply then add.
+///
+/// # Safety
+/// Every slice holds `n` f32.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn dots(ws: [&[f32]; R], xs: [&[f32]; T]) -> [[f32; T]; R] {
-    let n = ws[0].len();
-    let n16 = n / 16 * 16;
-    let ld = |v: &[f32], i: usize| {
-        let v = &v[i..i + 16];
-        // SAFETY: `v` has 16 elements.
-        unsafe { _mm512_loadu_ps(v.as_ptr()) }
-    };
+unsafe fn sums(ws: [&[f32]; R], xs: [&[f32]; T], n: usize) -> [[__m512; T]; R] {
+    let wp: [*const f32; R] = ws.map(<[f32]>::as_ptr);
+    let xp: [*const f32; T] = xs.map(<[f32]>::as_ptr);
     let mut acc = [[_mm512_setzero_ps(); T]; R];
-    for i in (0..n16).step_by(16) {
-        let wv: [__m512; R] = core::array::from_fn(|r| ld(ws[r], i));
-        for (t, x) in xs.iter().enumerate() {
-            let xv = ld(x, i);
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n`, within every row.
+        let wv: [__m512; R] = core::array::from_fn(|r| unsafe { _mm512_loadu_ps(wp[r].add(i)) });
+        for t in 0..T {
+            // SAFETY: as above.
+            let xv = unsafe { _mm512_loadu_ps(xp[t].add(i)) };
             for r in 0..R {
                 acc[r][t] = _mm512_add_ps(acc[r][t], _mm512_mul_ps(wv[r], xv));
             }
         }
+        i += 16;
     }
-    core::array::from_fn(|r| {
-        core::array::from_fn(|t| {
-            let a = acc[r][t];
-            let lo = _mm512_castps512_ps256(a);
-            let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(a)));
-            if n16 == n {
-                reduce16(lo, hi)
-            } else {
-                // ragged row: its tail into the lanes, then the reference's tree
-                let mut l = [0.0f32; 16];
-                // SAFETY: `l` holds 16 f32.
-                unsafe { _mm512_storeu_ps(l.as_mut_ptr(), a) };
-                for i in n16..n {
-                    l[i % 16] += ws[r][i] * xs[t][i];
-                }
-                scalar::reduce16(l)
-            }
-        })
-    })
+    acc
+}
+
+/// One dot from its lane sums `a`: a ragged row's tail added into the
+/// lanes, then the reference's fixed tree.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn reduced(a: __m512, w: &[f32], x: &[f32]) -> f32 {
+    let n16 = w.len() / 16 * 16;
+    if n16 == w.len() {
+        let lo = _mm512_castps512_ps256(a);
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(a)));
+        return reduce16(lo, hi);
+    }
+    let mut l = [0.0f32; 16];
+    // SAFETY: `l` holds 16 f32.
+    unsafe { _mm512_storeu_ps(l.as_mut_ptr(), a) };
+    for i in n16..w.len() {
+        l[i % 16] += w[i] * x[i];
+    }
+    scalar::reduce16(l)
 }
