@@ -41,7 +41,8 @@ mark "docs and lints"
 # reused as it is, stale, so tern's own are cleared first)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rm -rf "$cargo_home"/registry/src/-*/tern-llm-* "$cargo_home"/registry/cache/-*/tern-llm-*
-cargo package --locked --workspace --exclude tern-llm-wasm --exclude tern-tests
+# (the verifying builds are dev builds that nothing runs: no debug info)
+CARGO_PROFILE_DEV_DEBUG=false cargo package --locked --workspace --exclude tern-llm-wasm --exclude tern-tests
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 cargo "+$msrv" check --locked -p tern-llm --features serve
 # the tern binary with its server builds for Windows and macOS (no C code to
