@@ -1,5 +1,6 @@
 //! The exact path (f32 activations) with AVX-512: as `exact`, but each pass
-//! takes four weight rows against four tokens, one 16-lane accumulator per
+//! takes four weight rows against four tokens (a decode's single token: one
+//! row at a time), one 16-lane accumulator per
 //! (row, token) — the contract's 16 lane-strided sums in one register,
 //! multiply then add, the same lanes as `exact`'s two 8-wide halves — so a
 //! token's activations load once for four rows. Reduced by the reference's
@@ -14,7 +15,7 @@ use super::cpu::Avx512;
 use super::exact::widen_row;
 use super::simd::reduce16;
 
-/// Weight rows per pass.
+/// Weight rows per pass (with at least `T` tokens).
 const R: usize = 4;
 /// Tokens per pass.
 const T: usize = 4;
@@ -28,36 +29,59 @@ std::thread_local! {
 pub(super) fn matmul_rows(_: Avx512, w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     WROWS.with_borrow_mut(|buf| {
         buf.resize(R * w.n_cols, 0.0);
+        // Fewer tokens than a group (decode) stream one weight row at a
+        // time: several rows' streams at once read memory slower here.
         // SAFETY: the token proves AVX-512F (and AVX2, FMA, F16C).
-        unsafe { rows_with(w, x, n_tok, rows, out, buf) }
+        unsafe {
+            if n_tok >= T {
+                rows_with::<R>(w, x, n_tok, rows, out, buf)
+            } else {
+                rows_with::<1>(w, x, n_tok, rows, out, buf)
+            }
+        }
     })
 }
 
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn rows_with(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32], buf: &mut [f32]) {
+fn rows_with<const ROWS: usize>(
+    w: &QMatrix,
+    x: &[f32],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+    buf: &mut [f32],
+) {
     let n = w.n_cols;
     assert!(x.len() >= n_tok * n && out.len() >= rows.len() * n_tok);
-    for r0 in rows.clone().step_by(R) {
-        let nr = R.min(rows.end - r0);
+    for r0 in rows.clone().step_by(ROWS) {
+        let nr = ROWS.min(rows.end - r0);
         let mut slots = buf.chunks_exact_mut(n);
-        let mut ws: [&[f32]; R] = [&[]; R];
+        let mut ws: [&[f32]; ROWS] = [&[]; ROWS];
         for (i, r) in (r0..r0 + nr).enumerate() {
             ws[i] = widen_row(w, r, slots.next().unwrap_or_default());
         }
         // a short group repeats its last row (its sums are not written)
-        let ws: [&[f32]; R] = core::array::from_fn(|i| ws[i.min(nr - 1)]);
+        let ws: [&[f32]; ROWS] = core::array::from_fn(|i| ws[i.min(nr - 1)]);
         let o = &mut out[(r0 - rows.start) * n_tok..][..nr * n_tok];
-        for t0 in (0..n_tok).step_by(T) {
-            let nt = T.min(n_tok - t0);
-            // a short group repeats its last token likewise
-            let xs: [&[f32]; T] = core::array::from_fn(|j| &x[(t0 + j.min(nt - 1)) * n..][..n]);
+        let xrow = |t: usize| &x[t * n..][..n];
+        // whole groups of `T` tokens, then the rest one at a time
+        let whole = n_tok / T * T;
+        for t0 in (0..whole).step_by(T) {
+            let xs: [&[f32]; T] = core::array::from_fn(|j| xrow(t0 + j));
             // SAFETY: every row of `ws` and `xs` holds `n` f32.
             let acc = unsafe { sums(ws, xs, n) };
             for (i, acc) in acc.iter().enumerate().take(nr) {
-                for (j, &a) in acc.iter().enumerate().take(nt) {
+                for (j, &a) in acc.iter().enumerate() {
                     o[i * n_tok + t0 + j] = reduced(a, ws[i], xs[j]);
                 }
+            }
+        }
+        for t in whole..n_tok {
+            // SAFETY: as above.
+            let acc = unsafe { sums(ws, [xrow(t)], n) };
+            for (i, [a]) in acc.iter().enumerate().take(nr) {
+                o[i * n_tok + t] = reduced(*a, ws[i], xrow(t));
             }
         }
     }
@@ -70,18 +94,22 @@ fn rows_with(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut
 /// Every slice holds `n` f32.
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-unsafe fn sums(ws: [&[f32]; R], xs: [&[f32]; T], n: usize) -> [[__m512; T]; R] {
-    let wp: [*const f32; R] = ws.map(<[f32]>::as_ptr);
-    let xp: [*const f32; T] = xs.map(<[f32]>::as_ptr);
-    let mut acc = [[_mm512_setzero_ps(); T]; R];
+unsafe fn sums<const ROWS: usize, const TOKS: usize>(
+    ws: [&[f32]; ROWS],
+    xs: [&[f32]; TOKS],
+    n: usize,
+) -> [[__m512; TOKS]; ROWS] {
+    let wp: [*const f32; ROWS] = ws.map(<[f32]>::as_ptr);
+    let xp: [*const f32; TOKS] = xs.map(<[f32]>::as_ptr);
+    let mut acc = [[_mm512_setzero_ps(); TOKS]; ROWS];
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: `i + 16 <= n`, within every row.
-        let wv: [__m512; R] = core::array::from_fn(|r| unsafe { _mm512_loadu_ps(wp[r].add(i)) });
-        for t in 0..T {
+        let wv: [__m512; ROWS] = core::array::from_fn(|r| unsafe { _mm512_loadu_ps(wp[r].add(i)) });
+        for t in 0..TOKS {
             // SAFETY: as above.
             let xv = unsafe { _mm512_loadu_ps(xp[t].add(i)) };
-            for r in 0..R {
+            for r in 0..ROWS {
                 acc[r][t] = _mm512_add_ps(acc[r][t], _mm512_mul_ps(wv[r], xv));
             }
         }
