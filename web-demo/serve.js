@@ -10,6 +10,8 @@
 //   /npm/…             → npm/ (the tern-llm package: src/, dist/)
 //   /bench/…           → bench/web/ (tern-wasm vs wllama page)
 //   /node_modules/…    → npm/test-browser/node_modules/ (wllama for the bench)
+//   /tjs/…             → bench/transformers-js/node_modules/ (transformers.js
+//                        for the embeddings bench, installed by it)
 //   /models/…          → $TERN_MODELS (default ~/.cache/tern/models)
 
 import { createReadStream } from 'node:fs';
@@ -24,6 +26,7 @@ const MOUNTS = [
   ['/npm/', join(root, 'npm')],
   ['/bench/', join(root, 'bench/web')],
   ['/node_modules/', join(root, 'npm/test-browser/node_modules')],
+  ['/tjs/', join(root, 'bench/transformers-js/node_modules')],
   ['/models/', process.env.TERN_MODELS || join(homedir(), '.cache/tern/models')],
   ['/', join(root, 'web-demo')],
 ];

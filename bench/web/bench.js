@@ -132,3 +132,29 @@ window.benchWllamaEmbed = async (url, threads, texts) => {
   await w.exit();
   return { rate, first };
 };
+
+/**
+ * The same with transformers.js (onnxruntime-web's wasm backend): a
+ * feature-extraction pipeline over `dir` in /models/ (config, tokenizer and
+ * onnx/model_quantized.onnx), mean pooled and normalised as
+ * sentence-transformers does, all `texts` in one call as tern's.
+ */
+window.benchTjsEmbed = async (dir, threads, texts) => {
+  const { pipeline, env } = await import('/tjs/@huggingface/transformers/dist/transformers.js');
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = '/models/';
+  env.useBrowserCache = false;
+  env.backends.onnx.wasm.numThreads = threads;
+  env.backends.onnx.wasm.wasmPaths = '/tjs/onnxruntime-web/dist/';
+  const extract = await pipeline('feature-extraction', dir, { dtype: 'q8', device: 'wasm' });
+  const opts = { pooling: 'mean', normalize: true };
+  await extract(texts.slice(0, 8), opts);
+  const t0 = performance.now();
+  const out = await extract(texts, opts);
+  const rate = (texts.length / (performance.now() - t0)) * 1e3;
+  log(`transformers.js: ${rate.toFixed(1)} embeddings/s`);
+  const dim = out.dims[1];
+  await extract.dispose();
+  return { rate, first: Array.from(out.data.slice(0, dim)) };
+};
