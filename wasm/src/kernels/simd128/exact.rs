@@ -1,8 +1,9 @@
 //! The exact path (f32 activations) for every weight type: each row
 //! widened to f32 once (F16 and BF16 eight at a time, exactly as `half`;
 //! F32 read; block formats by the reference's dequantization), then each
-//! token's dot in the contract's 16-lane order — bit for bit the
-//! reference's `row_f32`, which is that same order over the row.
+//! token's dot in the contract's 16-lane order, two tokens per pass over
+//! the row — bit for bit the reference's `row_f32`, which is that same
+//! order over the row.
 
 use core::arch::wasm32::*;
 use core::cell::RefCell;
@@ -20,6 +21,7 @@ std::thread_local! {
 
 pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let n = w.n_cols;
+    assert!(x.len() >= n_tok * n);
     WROW.with_borrow_mut(|wrow| {
         wrow.resize(n, 0.0);
         for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
@@ -38,11 +40,45 @@ pub fn matmul_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out
                     }
                 }
             }
-            for (t, o) in o.iter_mut().enumerate() {
-                *o = float::dot(wrow, &x[t * n..(t + 1) * n]);
+            // tokens two at a time (each weight vector loaded once for
+            // both), then the odd one
+            let pairs = n_tok / 2 * 2;
+            for t in (0..pairs).step_by(2) {
+                let d = dot2(wrow, [&x[t * n..][..n], &x[(t + 1) * n..][..n]]);
+                o[t..t + 2].copy_from_slice(&d);
+            }
+            if pairs < n_tok {
+                o[pairs] = float::dot(wrow, &x[pairs * n..][..n]);
             }
         }
     })
+}
+
+/// `w · x[0]` and `w · x[1]`, each in the contract's order (as
+/// `float::dot`).
+#[inline(always)]
+fn dot2(w: &[f32], x: [&[f32]; 2]) -> [f32; 2] {
+    let n = w.len();
+    assert!(x[0].len() == n && x[1].len() == n);
+    let n16 = n / 16 * 16;
+    let (wp, xp) = (w.as_ptr(), x.map(<[f32]>::as_ptr));
+    let mut l = [[f32x4_splat(0.0); 4]; 2];
+    for i in (0..n16).step_by(16) {
+        for k in 0..4 {
+            // SAFETY: `i + 4k + 4 <= n16 <= n`: inside `w` and each `x`;
+            // v128_load has no alignment requirement.
+            let (wv, x0, x1) = unsafe {
+                (
+                    v128_load(wp.add(i + 4 * k) as *const v128),
+                    v128_load(xp[0].add(i + 4 * k) as *const v128),
+                    v128_load(xp[1].add(i + 4 * k) as *const v128),
+                )
+            };
+            l[0][k] = f32x4_add(l[0][k], f32x4_mul(wv, x0));
+            l[1][k] = f32x4_add(l[1][k], f32x4_mul(wv, x1));
+        }
+    }
+    [0, 1].map(|j| float::lanes_done(l[j], &w[n16..], &x[j][n16..]))
 }
 
 /// 16-bit floats (little-endian bytes) to f32 by `conv` on u32 lanes.

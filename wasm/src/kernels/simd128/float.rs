@@ -20,14 +20,22 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
             *lk = f32x4_add(*lk, f32x4_mul(v::load(a, i + 4 * k), v::load(b, i + 4 * k)));
         }
     }
-    if n16 == a.len() {
+    lanes_done(l, &a[n16..], &b[n16..])
+}
+
+/// A dot from its 16 lane sums `l` over whole 16-float steps: the ragged
+/// tails' products (`a`, `b`: fewer than 16) added into their lanes, then
+/// the contract's tree.
+#[inline(always)]
+pub fn lanes_done(l: [v128; 4], a: &[f32], b: &[f32]) -> f32 {
+    if a.is_empty() {
         return v::reduce16(l);
     }
     let mut lanes = [0.0f32; 16];
     for (k, lk) in l.iter().enumerate() {
         v::store(&mut lanes, 4 * k, *lk);
     }
-    for (i, (&x, &y)) in a[n16..].iter().zip(&b[n16..]).enumerate() {
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
         lanes[i] += x * y;
     }
     scalar::reduce16(lanes)
