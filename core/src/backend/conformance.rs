@@ -263,8 +263,9 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             }
             // a run of queries over the same rows, each seeing a prefix (as a
             // prefill's causal mask gives), against the reference per query
-            // (9: enough queries for a backend's transposed-keys path)
-            for n_q in [3, 9] {
+            // (9: enough queries for a backend's transposed-keys path; 41:
+            // more than one tile of queries sharing key and value blocks)
+            for n_q in [3, 9, 41] {
                 let qs: Vec<f32> = (0..n_q * (hd + 3)).map(|_| r.f32(1.0)).collect();
                 let seen: Vec<usize> = (0..n_q).map(|j| (n_kv - j.min(n_kv - 1) * n_kv / n_q).max(1)).collect();
                 let (mut o1, mut o2) = (vec![0.0; n_q * hd], vec![0.0; n_q * hd]);
