@@ -511,6 +511,7 @@ fn a_burst_sharing_a_prefix_prefills_it_once() {
         assert_eq!(status, 200, "{got}");
         let got: Value = serde_json::from_str(&got).unwrap();
         assert_eq!(got["choices"][0]["text"], tern_run(&["-p", p, "-n", "4"])["text"], "{p}");
+        // the prompt less its question and answer cue (at most 12 tokens)
         shared = got["usage"]["prompt_tokens"].as_u64().unwrap() - 12;
     }
     let copied = srv.metric("tern_prompt_tokens_copied_total");

@@ -44,7 +44,16 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     for (ca, cb) in a[..n16].chunks_exact(16).zip(b[..n16].chunks_exact(16)) {
         lanes_mul_add(&mut l, ca, cb);
     }
-    lanes_mul_add(&mut l, &a[n16..], &b[n16..]);
+    reduce16_tail(l, &a[n16..], &b[n16..])
+}
+
+/// The end of a dot in the contract's order, from its 16 lane sums `l`
+/// over whole 16-element steps: the ragged tails' products (`a[i]·b[i]`
+/// into lane i) added in, then the fixed tree. What a SIMD backend calls
+/// after its vector loop.
+#[inline]
+pub fn reduce16_tail(mut l: [f32; 16], a: &[f32], b: &[f32]) -> f32 {
+    lanes_mul_add(&mut l, a, b);
     reduce16(l)
 }
 

@@ -32,10 +32,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
             vst1q_f32(l[4 * k..].as_mut_ptr(), *acc);
         }
     }
-    for (i, (&x, &y)) in a[n16..].iter().zip(&b[n16..]).enumerate() {
-        l[i] += x * y;
-    }
-    scalar::reduce16(l)
+    scalar::reduce16_tail(l, &a[n16..], &b[n16..])
 }
 
 /// `o[i] += p · x[i]`, four at a time (multiply, then add).

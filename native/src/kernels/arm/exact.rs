@@ -82,10 +82,7 @@ fn dots(w: &[f32], x: &[f32], nt: usize, out: &mut [f32]) {
             unsafe { vst1q_f32(l[4 * k..].as_mut_ptr(), *a) };
         }
         // a ragged row's tail into its lanes, then the reference's tree
-        for i in n16..n {
-            l[i % 16] += w[i] * x[j * n + i];
-        }
-        *o = scalar::reduce16(l);
+        *o = scalar::reduce16_tail(l, &w[n16..], &x[j * n + n16..(j + 1) * n]);
     }
 }
 

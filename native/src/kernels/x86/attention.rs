@@ -61,10 +61,7 @@ fn dot(q: &[f32], k: KvRows, at: usize) -> f32 {
     }
     let mut row = [0.0f32; 16];
     k.read(at + n16..at + hd, &mut row[..hd - n16]);
-    for (i, (&a, &b)) in q[n16..].iter().zip(&row).enumerate() {
-        l[i] += a * b;
-    }
-    scalar::reduce16(l)
+    scalar::reduce16_tail(l, &q[n16..], &row[..hd - n16])
 }
 
 /// As `scalar::attention_head`.

@@ -111,10 +111,7 @@ fn dots(w: &[f32], x: &[f32], nt: usize, out: &mut [f32]) {
                 _mm256_storeu_ps(l.as_mut_ptr(), a[0]);
                 _mm256_storeu_ps(l.as_mut_ptr().add(8), a[1]);
             }
-            for i in n16..n {
-                l[i % 16] += w[i] * x[j * n + i];
-            }
-            scalar::reduce16(l)
+            scalar::reduce16_tail(l, &w[n16..], &x[j * n + n16..(j + 1) * n])
         };
     }
 }

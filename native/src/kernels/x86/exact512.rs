@@ -1,10 +1,10 @@
 //! The exact path (f32 activations) with AVX-512: as `exact`, but each pass
 //! takes four weight rows against four tokens (a decode's single token: one
-//! row at a time), one 16-lane accumulator per
-//! (row, token) — the contract's 16 lane-strided sums in one register,
-//! multiply then add, the same lanes as `exact`'s two 8-wide halves — so a
-//! token's activations load once for four rows. Reduced by the reference's
-//! fixed tree: bit-identical to `exact` and to the reference's `row_f32`.
+//! row at a time), one 16-lane accumulator per (row, token) — the
+//! contract's 16 lane-strided sums in one register, multiply then add, the
+//! same lanes as `exact`'s two 8-wide halves — so a token's activations
+//! load once for four rows. Reduced by the reference's fixed tree:
+//! bit-identical to `exact` and to the reference's `row_f32`.
 
 use core::arch::x86_64::*;
 use core::ops::Range;
@@ -53,7 +53,6 @@ fn rows_with<const ROWS: usize>(
     buf: &mut [f32],
 ) {
     let n = w.n_cols;
-    assert!(x.len() >= n_tok * n && out.len() >= rows.len() * n_tok);
     for r0 in rows.clone().step_by(ROWS) {
         let nr = ROWS.min(rows.end - r0);
         let mut slots = buf.chunks_exact_mut(n);
@@ -132,8 +131,5 @@ fn reduced(a: __m512, w: &[f32], x: &[f32]) -> f32 {
     let mut l = [0.0f32; 16];
     // SAFETY: `l` holds 16 f32.
     unsafe { _mm512_storeu_ps(l.as_mut_ptr(), a) };
-    for i in n16..w.len() {
-        l[i % 16] += w[i] * x[i];
-    }
-    scalar::reduce16(l)
+    scalar::reduce16_tail(l, &w[n16..], &x[n16..])
 }

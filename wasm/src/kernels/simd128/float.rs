@@ -35,10 +35,7 @@ pub fn lanes_done(l: [v128; 4], a: &[f32], b: &[f32]) -> f32 {
     for (k, lk) in l.iter().enumerate() {
         v::store(&mut lanes, 4 * k, *lk);
     }
-    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
-        lanes[i] += x * y;
-    }
-    scalar::reduce16(lanes)
+    scalar::reduce16_tail(lanes, a, b)
 }
 
 /// `o[i] += p · x[i]`.
