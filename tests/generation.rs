@@ -239,10 +239,12 @@ fn batched_sequences_equal_each_run_alone() {
     }
 }
 
-/// A session takes another's cached prefix instead of prefilling it: the
-/// logits that follow are the same bits as a fresh prefill of the whole
-/// prompt. Caches of another shape, or with sliding-window rings, are not
-/// taken from (0, nothing changes).
+/// A session takes another's cached prefix instead of prefilling it (its
+/// KV blocks, shared): the logits that follow are the same bits as a fresh
+/// prefill of the whole prompt, and the donor, whose last shared block the
+/// taker then wrote to, still computes what it did. Caches of another
+/// element type, or with sliding-window rings, are not taken from (0,
+/// nothing changes); another context size is.
 #[test]
 fn a_prefix_copied_from_another_session_equals_a_fresh_prefill() {
     let lm = load(MODELS[1].1);
@@ -263,9 +265,16 @@ fn a_prefix_copied_from_another_session_equals_a_fresh_prefill() {
     let mut fresh = lm.model.session(256, 64);
     let want = fresh.forward(&lm.model, &e, &b, Logits::Last).unwrap();
     assert!(bits_equal(&got, want), "logits after a copied prefix differ from a fresh prefill");
-    // another shape (context), another element type: nothing is taken
+    assert!(shared % tern_core::backend::KV_BLOCK != 0, "the taker writes into a shared block");
+    let next = [b[shared]];
+    let got = donor.forward(&lm.model, &e, &next, Logits::Last).unwrap().to_vec();
+    let mut fresh = lm.model.session(256, 64);
+    fresh.forward(&lm.model, &e, &a, Logits::None).unwrap();
+    let want = fresh.forward(&lm.model, &e, &next, Logits::Last).unwrap();
+    assert!(bits_equal(&got, want), "the donor's cache changed when the taker wrote");
+    // another context size takes it; another element type does not
     let mut other = lm.model.session(128, 64);
-    assert_eq!(other.copy_prefix(&donor, shared), 0);
+    assert_eq!(other.copy_prefix(&donor, shared), shared);
     let mut wide = lm.model.session_kv(256, 64, tern_core::KvType::F32);
     assert_eq!(wide.copy_prefix(&donor, shared), 0);
     assert_eq!(wide.n_past(), 0);

@@ -57,11 +57,7 @@ impl Kernels for Faulty {
         qs.each(out, |q, n, o| match self.1 {
             Mask::Right => self.0.attention_head(q, kv, n, qs.score, scores, o),
             Mask::FrontierOffByOne => self.0.attention_head(q, kv, (n - 1).max(1), qs.score, scores, o),
-            Mask::Inverted => {
-                let at = (n - 1) * kv.stride;
-                let from_here = Cached { k: kv.k.from(at), v: kv.v.from(at), stride: kv.stride };
-                self.0.attention_head(q, from_here, last - n + 1, qs.score, scores, o)
-            }
+            Mask::Inverted => self.0.attention_head(q, kv.from(n - 1), last - n + 1, qs.score, scores, o),
         });
     }
 }

@@ -10,7 +10,9 @@ use alloc::vec::Vec;
 
 use half::f16;
 
-use super::{scalar, Acts, Cached, Kernels, KvRows, QMatrix, Queries, Scalar, Score};
+use alloc::sync::Arc;
+
+use super::{scalar, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, QMatrix, Queries, Scalar, Score, KV_BLOCK};
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
@@ -239,8 +241,9 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             ));
         }
     }
-    // attention over f32 and f16 caches; rows start at an odd offset, as a
-    // KV head past the first does
+    // attention over f32 and f16 caches, dense and in blocks (the rows in a
+    // block's second layer); rows start at an odd offset, as a KV head past
+    // the first does
     for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160), (18, 9, 36)]
     {
         let off = stride - hd + 1;
@@ -251,13 +254,21 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             kc.iter().zip(&vc).map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b))).unzip();
         // plain scores, and softcapped ones (Gemma 2) at a cap they exceed
         let scores = [Score::scaled(0.125), Score { scale: 0.125, softcap: Some(0.5) }];
-        let rows = [("f32", KvRows::F32(&kc), KvRows::F32(&vc)), ("f16", KvRows::F16(&kh), KvRows::F16(&vh))];
-        for ((kind, kr, vr), score) in rows.into_iter().flat_map(|r| scores.map(|s| (r, s))) {
+        let (b32, b16) = (paged(&kc, &vc, off, stride, hd, n_kv), paged(&kh, &vh, off, stride, hd, n_kv));
+        let rows = [
+            ("f32", Cached::dense(KvRows::F32(&kc).from(off), KvRows::F32(&vc).from(off), stride)),
+            ("f16", Cached::dense(KvRows::F16(&kh).from(off), KvRows::F16(&vh).from(off), stride)),
+        ];
+        let layouts = rows.into_iter().flat_map(|(kind, dense)| {
+            let blocks = if kind == "f32" { &b32 } else { &b16 };
+            [(kind, "dense", dense, dense), (kind, "paged", Cached::paged(blocks, 1, hd + 2).head(1), dense)]
+        });
+        for ((kind, layout, kv, dense), score) in layouts.flat_map(|r| scores.map(|s| (r, s))) {
+            let kind = format!("{layout} {kind}");
             let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
             let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
-            let kv = Cached { k: kr.from(off), v: vr.from(off), stride };
             k.attention_head(&q, kv, n_kv, score, &mut s1, &mut o1);
-            s.attention_head(&q, kv, n_kv, score, &mut s2, &mut o2);
+            s.attention_head(&q, dense, n_kv, score, &mut s2, &mut o2);
             if !same(&o1, &o2) {
                 return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows, {score:?}", k.name()));
             }
@@ -271,7 +282,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
                 let (mut o1, mut o2) = (vec![0.0; n_q * hd], vec![0.0; n_q * hd]);
                 k.attention_queries(Queries { q: &qs, stride: hd + 3, n_kv: &seen, score }, kv, &mut s1, &mut o1);
                 for (j, o) in o2.chunks_exact_mut(hd).enumerate() {
-                    s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], kv, seen[j], score, &mut s2, o);
+                    s.attention_head(&qs[j * (hd + 3)..j * (hd + 3) + hd], dense, seen[j], score, &mut s2, o);
                 }
                 if !same(&o1, &o2) {
                     return Err(format!(
@@ -283,6 +294,51 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The first `n` dense rows (position t's head at `off + t · stride`)
+/// copied into KV blocks of two layers of rows of `hd + 2`: position t's
+/// head in layer 1 at element 1 of its row (the first layer and the rest
+/// of each row hold NaN, which a kernel reading outside the head shows).
+fn paged<T: Copy + Nan>(k: &[T], v: &[T], off: usize, stride: usize, hd: usize, n: usize) -> Vec<Arc<KvBlock>>
+where
+    Vec<T>: Into<BlockVec>,
+{
+    let row = hd + 2;
+    (0..n.div_ceil(KV_BLOCK))
+        .map(|b| {
+            let mut kb = vec![T::NAN; 2 * KV_BLOCK * row];
+            let mut vb = kb.clone();
+            for p in 0..KV_BLOCK.min(n - b * KV_BLOCK) {
+                let (src, dst) = (off + (b * KV_BLOCK + p) * stride, (KV_BLOCK + p) * row + 1);
+                kb[dst..dst + hd].copy_from_slice(&k[src..src + hd]);
+                vb[dst..dst + hd].copy_from_slice(&v[src..src + hd]);
+            }
+            Arc::new(KvBlock { k: kb.into().0, v: vb.into().0 })
+        })
+        .collect()
+}
+
+/// A block's elements of either type.
+struct BlockVec(BlockRows);
+impl From<Vec<f32>> for BlockVec {
+    fn from(x: Vec<f32>) -> BlockVec {
+        BlockVec(BlockRows::F32(x))
+    }
+}
+impl From<Vec<f16>> for BlockVec {
+    fn from(x: Vec<f16>) -> BlockVec {
+        BlockVec(BlockRows::F16(x))
+    }
+}
+trait Nan {
+    const NAN: Self;
+}
+impl Nan for f32 {
+    const NAN: f32 = f32::NAN;
+}
+impl Nan for f16 {
+    const NAN: f16 = f16::NAN;
 }
 
 /// The 8-bit quantizers on blocks the random ones never make: all zeros,

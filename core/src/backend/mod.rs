@@ -9,12 +9,15 @@
 //! conformance::check(&Scalar).unwrap();
 //! ```
 
+mod cached;
 pub mod conformance;
 pub mod scalar;
 #[cfg(feature = "testing")]
 pub mod speed;
 
 use core::ops::Range;
+
+pub use cached::{BlockRows, Cached, KvBlock, KvRows, Runs, KV_BLOCK};
 
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
@@ -62,48 +65,6 @@ pub enum Acts<'a> {
     Q8_1(&'a [BlockQ8_1]),
     /// Q8_K super-blocks (for the K-quants).
     Q8K(&'a [BlockQ8K]),
-}
-
-/// Cached K or V rows of one layer, as stored: positions × `kv_stride`.
-#[derive(Clone, Copy, Debug)]
-pub enum KvRows<'a> {
-    /// An f32 cache.
-    F32(&'a [f32]),
-    /// An f16 cache.
-    F16(&'a [half::f16]),
-}
-
-impl<'a> KvRows<'a> {
-    /// The rows from element `off` on.
-    pub fn from(self, off: usize) -> KvRows<'a> {
-        match self {
-            KvRows::F32(x) => KvRows::F32(&x[off..]),
-            KvRows::F16(x) => KvRows::F16(&x[off..]),
-        }
-    }
-    /// Elements `r` as f32 (f16 widens exactly).
-    pub fn read(&self, r: Range<usize>, out: &mut [f32]) {
-        match self {
-            KvRows::F32(x) => out.copy_from_slice(&x[r]),
-            KvRows::F16(x) => {
-                for (o, h) in out.iter_mut().zip(&x[r]) {
-                    *o = h.to_f32();
-                }
-            }
-        }
-    }
-}
-
-/// One layer's cached keys and values as attention reads them: position
-/// t's key is `k[t * stride..][..hd]`, its value `v[t * stride..][..hd]`.
-#[derive(Clone, Copy, Debug)]
-pub struct Cached<'a> {
-    /// The keys.
-    pub k: KvRows<'a>,
-    /// The values.
-    pub v: KvRows<'a>,
-    /// Elements from one position's row to the next.
-    pub stride: usize,
 }
 
 /// How a query·key dot becomes an attention score: `dot · scale`, then,

@@ -265,21 +265,25 @@ pub fn attention_head_with<D, A, R>(
     A: Fn(&mut [f32], f32, &[f32]),
     R: Fn(&KvRows, Range<usize>, &mut [f32]),
 {
-    let (hd, st) = (q.len(), kv.stride);
+    let (hd, st) = (q.len(), kv.stride());
     let mut row = [0.0f32; MAX_HEAD_DIM];
     let row = &mut row[..hd];
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
-    for (t, s) in scores.iter_mut().enumerate() {
-        (ops.read)(&kv.k, t * st..t * st + hd, row);
-        *s = score.of((ops.dot)(q, row));
-        max = max.max(*s);
+    for (t, len, k, _) in kv.runs(n_kv) {
+        for (i, s) in scores[t..t + len].iter_mut().enumerate() {
+            (ops.read)(&k, i * st..i * st + hd, row);
+            *s = score.of((ops.dot)(q, row));
+            max = max.max(*s);
+        }
     }
     let inv = softmax_exp(scores, max);
     out.fill(0.0);
-    for (t, &e) in scores.iter().enumerate() {
-        (ops.read)(&kv.v, t * st..t * st + hd, row);
-        (ops.axpy)(out, e * inv, row);
+    for (t, len, _, v) in kv.runs(n_kv) {
+        for (i, &e) in scores[t..t + len].iter().enumerate() {
+            (ops.read)(&v, i * st..i * st + hd, row);
+            (ops.axpy)(out, e * inv, row);
+        }
     }
 }
 

@@ -101,7 +101,7 @@ fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, span: &
             let (first, len) = span[t0 + i];
             for h in 0..c.n_head {
                 let at = first * ne + h * hd;
-                let kv = Cached { k: KvRows::F32(&k[at..]), v: KvRows::F32(&v[at..]), stride: ne };
+                let kv = Cached::dense(KvRows::F32(&k[at..]), KvRows::F32(&v[at..]), ne);
                 let qh = &q[(t0 + i) * ne + h * hd..][..hd];
                 e.kernels.attention_head(qh, kv, len, score, &mut scores[..len], &mut out[h * hd..(h + 1) * hd]);
             }

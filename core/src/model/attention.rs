@@ -5,7 +5,7 @@
 use super::config::Config;
 use super::engine::Engine;
 use super::scratch::{per_head_room, Scratch, MAX_GROUP};
-use crate::backend::{Cached, KvRows, Queries, Score};
+use crate::backend::{Cached, Queries, Score};
 
 /// `s.att` = attention of the batch's `n` queries (`s.q`); token t sees
 /// positions `s.kv_first[t]..+s.kv_len[t]` of sequence `s.tok_seq[t]`,
@@ -16,9 +16,9 @@ pub(super) fn attention<'c>(
     e: &Engine,
     s: &mut Scratch,
     n: usize,
-    layer_kv: &(dyn Fn(usize, usize) -> (KvRows<'c>, KvRows<'c>) + Sync),
+    layer_kv: &(dyn Fn(usize, usize) -> Cached<'c> + Sync),
 ) {
-    let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
+    let (hd, qd) = (c.head_dim, c.q_dim());
     let group = c.n_head / c.n_head_kv;
     let score = Score { scale: c.attn_scale, softcap: c.attn_softcap };
     let (q, tok_seq, first, len) = (&s.q, &s.tok_seq, &s.kv_first, &s.kv_len);
@@ -28,10 +28,7 @@ pub(super) fn attention<'c>(
     // no runs (decode): the heads of a KV head share them instead
     let lone = !(0..n).any(joins);
     // the cached rows token t reads for KV head g
-    let cached = |t: usize, g: usize| {
-        let ((k, v), at) = (layer_kv(tok_seq[t], first[t]), g * hd);
-        Cached { k: k.from(at), v: v.from(at), stride: kvd }
-    };
+    let cached = |t: usize, g: usize| layer_kv(tok_seq[t], first[t]).head(g * hd);
     // a task: one query head — its outputs [token][hd], then room for the
     // outputs of a KV head's queries and for the scores (a run of tasks
     // works in its last task's room)

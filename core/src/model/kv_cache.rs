@@ -3,22 +3,30 @@
 //! (the same numbers, for backends that widen f16 slowly), or f32 (the
 //! exact path).
 //!
-//! A global layer keeps every position. A sliding-window layer of window W,
-//! in a session whose steps run up to B tokens, needs only the last
-//! R = W + B − 1 positions: it keeps them in a ring, each row stored twice
-//! (slots p mod R and p mod R + R), so any window is one contiguous run of
-//! rows in position order. Attention then reads exactly the rows, in
-//! exactly the order, a dense cache would give it: the same bits, in
-//! memory bounded by the window, not the context. (Dense when the ring
-//! would not be smaller.)
+//! A layer's rows live in KV blocks (`backend::KvBlock`: 16 positions of
+//! every such layer), held in a table: block b holds positions 16b.. .
+//! Blocks are allocated as the sequence grows and shared between caches
+//! (`copy_prefix` takes another cache's blocks by reference); a write to
+//! a shared block copies it first. So a session holds memory for what it
+//! has cached, and sessions with a common prefix hold it once.
+//!
+//! A sliding-window layer of window W, in a session whose steps run up to
+//! B tokens, needs only the last R = W + B − 1 positions: it keeps them in
+//! a ring, each row stored twice (slots p mod R and p mod R + R), so any
+//! window is one contiguous run of rows in position order. (In blocks like
+//! a global layer when the ring would not be smaller.)
+//!
+//! Attention reads exactly the rows, in exactly the order, one dense run
+//! of rows would give it: the same bits whatever the layout.
 
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
 use half::f16;
 
 use super::config::Config;
-use crate::backend::KvRows;
+use crate::backend::{BlockRows, Cached, KvBlock, KvRows, KV_BLOCK};
 
 /// Element type of the cached K and V rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,32 +70,36 @@ impl KvType {
     }
 }
 
-enum Store {
-    F16 {
-        k: Vec<f16>,
-        v: Vec<f16>,
-    },
-    /// f32 rows: exact (`wide` false) or f16-rounded (`wide`).
-    F32 {
-        k: Vec<f32>,
-        v: Vec<f32>,
-        wide: bool,
-    },
+/// Rows of sliding-window rings, all ring layers one after another.
+enum Ring {
+    F16 { k: Vec<f16>, v: Vec<f16> },
+    F32 { k: Vec<f32>, v: Vec<f32> },
+}
+
+/// Where a layer's rows are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layer {
+    /// In the blocks, as their `i`-th layer.
+    Paged(usize),
+    /// In the rings from row `start`: a ring of R = `ring` positions, 2R rows.
+    Ring { start: usize, ring: usize },
 }
 
 pub struct KvCache {
     pub n_ctx: usize,
     /// Row length: n_head_kv * head_dim.
     pub kv_dim: usize,
-    /// Where each layer's rows start (in rows), and its ring size R (0:
-    /// dense, n_ctx rows; else 2R rows).
-    layers: Vec<(usize, usize)>,
+    layers: Vec<Layer>,
     /// Most tokens one step may write (B): a ring holds W + B − 1 positions.
     max_step: usize,
     /// Windowed layers' window (0: none).
     window: usize,
-    /// K and V, each (rows of every layer, kv_dim).
-    store: Store,
+    ty: KvType,
+    /// Paged layers' rows: block b holds positions b·KV_BLOCK.. .
+    blocks: Vec<Arc<KvBlock>>,
+    /// Layers in a block.
+    n_paged: usize,
+    ring: Ring,
 }
 
 impl KvCache {
@@ -96,14 +108,23 @@ impl KvCache {
     pub fn new(c: &Config, n_ctx: usize, max_step: usize, ty: KvType) -> KvCache {
         let window = c.window.as_ref().map_or(0, |w| w.size);
         let layers = geometry(c, n_ctx, max_step);
-        let n = rows(c, n_ctx, max_step) * c.kv_dim();
-        let store = match ty {
-            KvType::F16 => Store::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
-            KvType::F16Wide | KvType::F32 => {
-                Store::F32 { k: vec![0.0; n], v: vec![0.0; n], wide: ty == KvType::F16Wide }
-            }
+        let n = layers.iter().map(|l| ring_rows(*l)).sum::<usize>() * c.kv_dim();
+        let ring = match ty {
+            KvType::F16 => Ring::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
+            KvType::F16Wide | KvType::F32 => Ring::F32 { k: vec![0.0; n], v: vec![0.0; n] },
         };
-        KvCache { n_ctx, kv_dim: c.kv_dim(), layers, max_step: max_step.max(1), window, store }
+        let n_paged = layers.iter().filter(|l| matches!(l, Layer::Paged(_))).count();
+        KvCache {
+            n_ctx,
+            kv_dim: c.kv_dim(),
+            layers,
+            max_step: max_step.max(1),
+            window,
+            ty,
+            blocks: Vec::new(),
+            n_paged,
+            ring,
+        }
     }
 
     /// Most tokens one step may write.
@@ -115,7 +136,8 @@ impl KvCache {
     /// session can keep and go on from: all `n`, unless a ring has since
     /// overwritten rows the window of position `n` needs — then none.
     pub fn keepable(&self, len: usize, n: usize) -> usize {
-        let ring = self.layers.iter().map(|l| l.1).max().unwrap_or(0);
+        let ring = self.layers.iter().map(|l| if let Layer::Ring { ring, .. } = l { *ring } else { 0 }).max();
+        let ring = ring.unwrap_or(0);
         if ring == 0 || n >= len || n + ring + 1 >= len + self.window {
             n
         } else {
@@ -123,138 +145,155 @@ impl KvCache {
         }
     }
 
-    pub fn ty(&self) -> KvType {
-        match self.store {
-            Store::F16 { .. } => KvType::F16,
-            Store::F32 { wide: true, .. } => KvType::F16Wide,
-            Store::F32 { wide: false, .. } => KvType::F32,
-        }
+    /// Keep the blocks of the first `n` positions only (their memory is
+    /// freed, or stays with the caches that share it).
+    pub fn truncate(&mut self, n: usize) {
+        self.blocks.truncate(n.div_ceil(KV_BLOCK));
     }
 
-    /// The slot of position `pos` in a layer (its first copy in a ring),
-    /// and the end of the layer's rows.
-    fn slot(&self, layer: usize, pos: usize) -> (usize, usize) {
-        let (start, ring) = self.layers[layer];
-        let at = if ring > 0 { pos % ring } else { pos };
-        (start + at, start + layer_rows(ring, self.n_ctx))
+    pub fn ty(&self) -> KvType {
+        self.ty
     }
 
     /// Write rows for positions `pos..pos + n` of one layer.
     pub fn write(&mut self, layer: usize, pos: usize, k: &[f32], v: &[f32]) {
         let d = self.kv_dim;
-        let ring = self.layers[layer].1;
+        let round = round(self.ty);
         for (i, (k, v)) in k.chunks_exact(d).zip(v.chunks_exact(d)).enumerate() {
-            let s = self.slot(layer, pos + i).0;
-            self.write_row(s, k, v);
-            if ring > 0 {
-                self.write_row(s + ring, k, v);
+            let p = pos + i;
+            match self.layers[layer] {
+                Layer::Paged(l) => {
+                    let b = p / KV_BLOCK;
+                    while self.blocks.len() <= b {
+                        self.blocks.push(Arc::new(KvBlock::new(self.n_paged, d, self.ty == KvType::F16)));
+                    }
+                    // a block other caches share is copied before it changes
+                    let block = Arc::make_mut(&mut self.blocks[b]);
+                    let at = (l * KV_BLOCK + p % KV_BLOCK) * d;
+                    match (&mut block.k, &mut block.v) {
+                        (BlockRows::F16(kc), BlockRows::F16(vc)) => fill(kc, vc, at, k, v, f16::from_f32),
+                        (BlockRows::F32(kc), BlockRows::F32(vc)) => fill(kc, vc, at, k, v, round),
+                        _ => unreachable!("a block's K and V have the cache's type"),
+                    }
+                }
+                Layer::Ring { start, ring } => {
+                    for slot in [start + p % ring, start + p % ring + ring] {
+                        match &mut self.ring {
+                            Ring::F16 { k: kc, v: vc } => fill(kc, vc, slot * d, k, v, f16::from_f32),
+                            Ring::F32 { k: kc, v: vc } => fill(kc, vc, slot * d, k, v, round),
+                        }
+                    }
+                }
             }
-        }
-    }
-
-    fn write_row(&mut self, slot: usize, k: &[f32], v: &[f32]) {
-        let r = slot * self.kv_dim..(slot + 1) * self.kv_dim;
-        match &mut self.store {
-            Store::F16 { k: kc, v: vc } => fill(kc, vc, r, k, v, f16::from_f32),
-            Store::F32 { k: kc, v: vc, wide: true } => fill(kc, vc, r, k, v, |s| f16::from_f32(s).to_f32()),
-            Store::F32 { k: kc, v: vc, wide: false } => fill(kc, vc, r, k, v, |s| s),
         }
     }
 
     /// One layer's K and V rows from position `first` on, in position
     /// order (as far as the window of a query of the current step reaches).
-    pub fn rows(&self, layer: usize, first: usize) -> (KvRows<'_>, KvRows<'_>) {
-        let (s, end) = self.slot(layer, first);
-        let r = s * self.kv_dim..end * self.kv_dim;
-        match &self.store {
-            Store::F16 { k, v } => (KvRows::F16(&k[r.clone()]), KvRows::F16(&v[r])),
-            Store::F32 { k, v, .. } => (KvRows::F32(&k[r.clone()]), KvRows::F32(&v[r])),
+    pub fn rows(&self, layer: usize, first: usize) -> Cached<'_> {
+        let d = self.kv_dim;
+        match self.layers[layer] {
+            Layer::Paged(l) => Cached::paged(&self.blocks, l, d).from(first),
+            Layer::Ring { start, ring } => {
+                let r = (start + first % ring) * d..(start + 2 * ring) * d;
+                match &self.ring {
+                    Ring::F16 { k, v } => Cached::dense(KvRows::F16(&k[r.clone()]), KvRows::F16(&v[r]), d),
+                    Ring::F32 { k, v } => Cached::dense(KvRows::F32(&k[r.clone()]), KvRows::F32(&v[r]), d),
+                }
+            }
         }
     }
 
     /// The K (`v` false) or V row of position `pos` of a cache holding
     /// `len`, if it still holds it (a ring keeps the last R).
     pub fn row(&self, layer: usize, v: bool, pos: usize, len: usize) -> Option<KvRows<'_>> {
-        let ring = self.layers[layer].1;
-        if ring > 0 && pos + ring < len {
-            return None;
+        if let Layer::Ring { ring, .. } = self.layers[layer] {
+            if pos + ring < len {
+                return None;
+            }
         }
-        let (k_rows, v_rows) = self.rows(layer, pos);
-        let rows = if v { v_rows } else { k_rows };
-        Some(match rows {
+        let rows = self.rows(layer, pos);
+        Some(match if v { rows.value(0) } else { rows.key(0) } {
             KvRows::F16(x) => KvRows::F16(&x[..self.kv_dim]),
             KvRows::F32(x) => KvRows::F32(&x[..self.kv_dim]),
         })
     }
 
     /// Take `from`'s rows of positions `0..n` (a cache of the same shape and
-    /// element type, no window rings); false, changing nothing, if it is
-    /// not such a cache.
+    /// element type, no window rings) by sharing its blocks; false,
+    /// changing nothing, if it is not such a cache.
     pub fn copy_prefix(&mut self, from: &KvCache, n: usize) -> bool {
-        let same = self.layers == from.layers && self.kv_dim == from.kv_dim && self.ty() == from.ty();
-        if !same || n > self.n_ctx || self.layers.iter().any(|l| l.1 > 0) {
+        let same = self.layers == from.layers && self.kv_dim == from.kv_dim && self.ty == from.ty;
+        let ringed = self.layers.iter().any(|l| matches!(l, Layer::Ring { .. }));
+        let nb = n.div_ceil(KV_BLOCK);
+        if !same || ringed || n > self.n_ctx || nb > from.blocks.len() {
             return false;
         }
-        let d = self.kv_dim;
-        for &(start, _) in &self.layers {
-            let r = start * d..(start + n) * d;
-            match (&mut self.store, &from.store) {
-                (Store::F16 { k, v }, Store::F16 { k: fk, v: fv }) => {
-                    k[r.clone()].copy_from_slice(&fk[r.clone()]);
-                    v[r.clone()].copy_from_slice(&fv[r]);
-                }
-                (Store::F32 { k, v, .. }, Store::F32 { k: fk, v: fv, .. }) => {
-                    k[r.clone()].copy_from_slice(&fk[r.clone()]);
-                    v[r.clone()].copy_from_slice(&fv[r]);
-                }
-                _ => return false,
-            }
-        }
+        self.blocks.clear();
+        self.blocks.extend_from_slice(&from.blocks[..nb]);
         true
     }
 
+    /// Bytes of the blocks this cache refers to (shared ones too) and of
+    /// its rings.
     pub fn bytes(&self) -> usize {
-        let n = match &self.store {
-            Store::F16 { k, .. } => k.len(),
-            Store::F32 { k, .. } => k.len(),
+        let ring = match &self.ring {
+            Ring::F16 { k, .. } => 4 * k.len(),
+            Ring::F32 { k, .. } => 8 * k.len(),
         };
-        2 * n * self.ty().size()
+        self.blocks.iter().map(|b| b.bytes()).sum::<usize>() + ring
     }
 }
 
-/// Each layer's first row and ring size (0: dense).
-fn geometry(c: &Config, n_ctx: usize, max_step: usize) -> Vec<(usize, usize)> {
+/// How an f32-stored type rounds what it stores.
+fn round(ty: KvType) -> fn(f32) -> f32 {
+    if ty == KvType::F16Wide {
+        |s| f16::from_f32(s).to_f32()
+    } else {
+        |s| s
+    }
+}
+
+/// Where each layer's rows are: blocks, or a ring of W + B − 1 positions
+/// when a windowed layer's two copies of it are smaller than the context.
+fn geometry(c: &Config, n_ctx: usize, max_step: usize) -> Vec<Layer> {
     let ring = c.window.as_ref().map_or(0, |w| w.size + max_step.max(1) - 1);
-    let mut rows = 0usize;
+    let (mut rows, mut paged) = (0usize, 0usize);
     (0..c.n_layer)
         .map(|l| {
             let windowed = c.window.as_ref().is_some_and(|w| w.layers[l]);
-            let r = if windowed && 2 * ring < n_ctx { ring } else { 0 };
-            let at = rows;
-            rows = rows.saturating_add(layer_rows(r, n_ctx));
-            (at, r)
+            if windowed && 2 * ring < n_ctx {
+                rows += 2 * ring;
+                Layer::Ring { start: rows - 2 * ring, ring }
+            } else {
+                paged += 1;
+                Layer::Paged(paged - 1)
+            }
         })
         .collect()
 }
 
-/// Rows one layer holds: a ring's two copies, or every position.
-fn layer_rows(ring: usize, n_ctx: usize) -> usize {
-    if ring > 0 {
-        2 * ring
-    } else {
-        n_ctx
+/// Rows a layer holds in the rings.
+fn ring_rows(l: Layer) -> usize {
+    match l {
+        Layer::Ring { ring, .. } => 2 * ring,
+        Layer::Paged(_) => 0,
     }
 }
 
 /// Rows (per K or V) a cache of `n_ctx` positions written `max_step` at a
-/// time holds, all layers together.
+/// time holds at most, all layers together.
 pub fn rows(c: &Config, n_ctx: usize, max_step: usize) -> usize {
-    geometry(c, n_ctx, max_step).iter().fold(0usize, |a, &(_, r)| a.saturating_add(layer_rows(r, n_ctx)))
+    let paged_rows = n_ctx.div_ceil(KV_BLOCK).saturating_mul(KV_BLOCK);
+    geometry(c, n_ctx, max_step)
+        .iter()
+        .fold(0usize, |a, &l| a.saturating_add(if let Layer::Paged(_) = l { paged_rows } else { ring_rows(l) }))
 }
 
-/// `kc[r] = f(k)` and `vc[r] = f(v)`, element by element.
-fn fill<T>(kc: &mut [T], vc: &mut [T], r: core::ops::Range<usize>, k: &[f32], v: &[f32], f: impl Fn(f32) -> T) {
-    for (d, &s) in kc[r.clone()].iter_mut().zip(k).chain(vc[r].iter_mut().zip(v)) {
+/// `kc[at..] = f(k)` and `vc[at..] = f(v)`, element by element.
+fn fill<T>(kc: &mut [T], vc: &mut [T], at: usize, k: &[f32], v: &[f32], f: impl Fn(f32) -> T) {
+    let n = k.len();
+    for (d, &s) in kc[at..at + n].iter_mut().zip(k).chain(vc[at..at + n].iter_mut().zip(v)) {
         *d = f(s);
     }
 }

@@ -293,6 +293,7 @@ impl Session {
     pub fn truncate(&mut self, n: usize) -> usize {
         let keep = self.kv.keepable(self.tokens.len(), n);
         self.tokens.truncate(keep);
+        self.kv.truncate(keep);
         keep
     }
     /// Take the first `n` positions of `from`'s cache (another session of

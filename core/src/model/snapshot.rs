@@ -87,6 +87,7 @@ impl Session {
             [a, b] => half::f16::from_le_bytes([*a, *b]).to_f32(),
             b => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
         });
+        self.kv.truncate(0);
         for l in 0..n_layer {
             let k: Vec<f32> = floats.by_ref().take(n * kvd).collect();
             let v: Vec<f32> = floats.by_ref().take(n * kvd).collect();

@@ -7,7 +7,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::backend::{scalar, Cached, KvRows, Queries, Score};
+use tern_core::backend::{scalar, Cached, KvRows, Queries, Runs, Score};
 
 use super::cpu::Avx2;
 use super::simd::{reduce16, transpose8};
@@ -80,23 +80,51 @@ pub(super) fn attention_head(
 
 #[target_feature(enable = "avx2,f16c")]
 fn head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-    let (k, v, kv_stride) = (kv.k, kv.v, kv.stride);
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
-    for (t, s) in scores.iter_mut().enumerate() {
-        *s = score.of(dot(q, k, t * kv_stride));
-        max = max.max(*s);
+    let st = kv.stride();
+    let mut runs = kv.runs(n_kv);
+    while let Some((t, len, k, _)) = runs.next() {
+        prefetch_next(runs, st, q.len(), false);
+        for (i, s) in scores[t..t + len].iter_mut().enumerate() {
+            *s = score.of(dot(q, k, i * st));
+            max = max.max(*s);
+        }
     }
     let inv = super::exp::softmax_exp(scores, max);
-    weighted_sum(scores, inv, v, kv_stride, out);
+    weighted_sum(scores, inv, kv, out);
+}
+
+/// Rows a run's first prefetch covers.
+const PREFETCH_ROWS: usize = 16;
+
+/// Ask for the first rows of the next run (the K rows, or V) before they
+/// are read: a run's rows are contiguous, but the next run's may be
+/// anywhere (another KV block), where the hardware's stream prefetcher
+/// must first miss to find them.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn prefetch_next(mut runs: Runs, st: usize, hd: usize, value: bool) {
+    let Some((_, len, k, v)) = runs.next() else { return };
+    let rows = if value { v } else { k };
+    for i in 0..len.min(PREFETCH_ROWS) {
+        let (p, bytes) = match rows {
+            KvRows::F32(x) => (x[i * st..].as_ptr() as *const i8, 4 * hd),
+            KvRows::F16(x) => (x[i * st..].as_ptr() as *const i8, 2 * hd),
+        };
+        for line in (0..bytes).step_by(64) {
+            // a hint: it reads nothing and never faults
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line));
+        }
+    }
 }
 
 /// `out = Σ_t (scores[t] · inv) · v_t` over positions in order, as the
 /// reference's `axpy` loop (out starts at zero).
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut [f32]) {
-    let hd = out.len();
+fn weighted_sum(scores: &[f32], inv: f32, kv: Cached, out: &mut [f32]) {
+    let (hd, st) = (out.len(), kv.stride());
     let n8 = hd / 8 * 8;
     let mut row = [0.0f32; 8];
     for i0 in (0..hd).step_by(64) {
@@ -105,10 +133,14 @@ fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut
         let w = (hd - i0).min(64);
         let mut acc = [_mm256_setzero_ps(); 8];
         let nv = w / 8;
-        for (t, &e) in scores.iter().enumerate() {
-            let p = _mm256_set1_ps(e * inv);
-            for (j, a) in acc[..nv].iter_mut().enumerate() {
-                *a = _mm256_add_ps(*a, _mm256_mul_ps(p, load8(v, t * kv_stride + i0 + 8 * j)));
+        let mut runs = kv.runs(scores.len());
+        while let Some((t, len, _, v)) = runs.next() {
+            prefetch_next(runs, st, hd, true);
+            for (i, &e) in scores[t..t + len].iter().enumerate() {
+                let p = _mm256_set1_ps(e * inv);
+                for (j, a) in acc[..nv].iter_mut().enumerate() {
+                    *a = _mm256_add_ps(*a, _mm256_mul_ps(p, load8(v, i * st + i0 + 8 * j)));
+                }
             }
         }
         for (j, a) in acc[..nv].iter().enumerate() {
@@ -119,11 +151,13 @@ fn weighted_sum(scores: &[f32], inv: f32, v: KvRows, kv_stride: usize, out: &mut
             // ragged head tail, scalar in the same order
             let tail = &mut out[n8..hd];
             tail.fill(0.0);
-            for (t, &e) in scores.iter().enumerate() {
-                let p = e * inv;
-                v.read(t * kv_stride + n8..t * kv_stride + hd, &mut row[..hd - n8]);
-                for (o, &vv) in tail.iter_mut().zip(&row) {
-                    *o += p * vv;
+            for (t, len, _, v) in kv.runs(scores.len()) {
+                for (i, &e) in scores[t..t + len].iter().enumerate() {
+                    let p = e * inv;
+                    v.read(i * st + n8..i * st + hd, &mut row[..hd - n8]);
+                    for (o, &vv) in tail.iter_mut().zip(&row) {
+                        *o += p * vv;
+                    }
                 }
             }
         }
@@ -167,7 +201,7 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
         }
         let s = &mut sc[..n];
         let inv = softmax(s, score);
-        weighted_sum(s, inv, KvRows::F32(&vf), hd, o);
+        weighted_sum(s, inv, Cached::dense(KvRows::F32(&vf), KvRows::F32(&vf), hd), o);
     }
 }
 
@@ -188,12 +222,15 @@ pub(super) fn softmax(s: &mut [f32], score: Score) -> f32 {
 /// to f32 rows of `hd`, for a run of queries to share.
 #[target_feature(enable = "avx2,f16c")]
 pub(super) fn keys_and_values(kv: Cached, n: usize, hd: usize) -> (Vec<f32>, Vec<f32>) {
-    let kt = transposed_keys(kv.k, kv.stride, n, hd);
+    let kt = transposed_keys(kv, n, hd);
     let mut vf = vec![0.0f32; n * hd];
-    for (t, row) in vf.chunks_exact_mut(hd).enumerate() {
-        for i in (0..hd).step_by(8) {
-            // SAFETY: `row` has hd ≥ i + 8 elements.
-            unsafe { _mm256_storeu_ps(row[i..].as_mut_ptr(), load8(kv.v, t * kv.stride + i)) };
+    let st = kv.stride();
+    for (t, len, _, v) in kv.runs(n) {
+        for (i, row) in vf[t * hd..(t + len) * hd].chunks_exact_mut(hd).enumerate() {
+            for d in (0..hd).step_by(8) {
+                // SAFETY: `row` has hd ≥ d + 8 elements.
+                unsafe { _mm256_storeu_ps(row[d..].as_mut_ptr(), load8(v, i * st + d)) };
+            }
         }
     }
     (kt, vf)
@@ -203,14 +240,15 @@ pub(super) fn keys_and_values(kv: Cached, n: usize, hd: usize) -> (Vec<f32>, Vec
 /// 8b + p at `(b · hd + d) · 8 + p` (positions past n are zero).
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn transposed_keys(k: KvRows, kv_stride: usize, n: usize, hd: usize) -> Vec<f32> {
+fn transposed_keys(kv: Cached, n: usize, hd: usize) -> Vec<f32> {
     let nb = n.div_ceil(8);
     let mut kt = vec![0.0f32; nb * 8 * hd];
     for b in 0..nb {
+        let keys: [KvRows; 8] = core::array::from_fn(|p| kv.key((8 * b + p).min(n - 1)));
         for d0 in (0..hd).step_by(8) {
             let mut rows = [_mm256_setzero_si256(); 8];
             for (p, r) in rows.iter_mut().enumerate().take(n - 8 * b) {
-                *r = _mm256_castps_si256(load8(k, (8 * b + p) * kv_stride + d0));
+                *r = _mm256_castps_si256(load8(keys[p], d0));
             }
             let cols = transpose8(&rows);
             for (i, c) in cols.iter().enumerate() {

@@ -29,36 +29,40 @@ pub fn handles(hd: usize) -> bool {
 }
 
 pub fn head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-    let (hd, kv_stride, k, v) = (q.len(), kv.stride, kv.k, kv.v);
+    let (hd, st) = (q.len(), kv.stride());
     let scores = &mut scores[..n_kv];
     let mut max = f32::NEG_INFINITY;
-    for (t, s) in scores.iter_mut().enumerate() {
-        let base = t * kv_stride;
-        let mut l = [f32x4_splat(0.0); 4];
-        for c in (0..hd).step_by(16) {
-            let (k0, k1) = load8(&k, base + c);
-            let (k2, k3) = load8(&k, base + c + 8);
-            for (j, kj) in [k0, k1, k2, k3].into_iter().enumerate() {
-                l[j] = f32x4_add(l[j], f32x4_mul(v::load(q, c + 4 * j), kj));
+    for (t, len, k, _) in kv.runs(n_kv) {
+        for (i, s) in scores[t..t + len].iter_mut().enumerate() {
+            let base = i * st;
+            let mut l = [f32x4_splat(0.0); 4];
+            for c in (0..hd).step_by(16) {
+                let (k0, k1) = load8(&k, base + c);
+                let (k2, k3) = load8(&k, base + c + 8);
+                for (j, kj) in [k0, k1, k2, k3].into_iter().enumerate() {
+                    l[j] = f32x4_add(l[j], f32x4_mul(v::load(q, c + 4 * j), kj));
+                }
             }
-        }
-        *s = score.of(v::reduce16(l));
-        // as `max.max(*s)` (NaNs skipped), without its libm call
-        if *s > max {
-            max = *s;
+            *s = score.of(v::reduce16(l));
+            // as `max.max(*s)` (NaNs skipped), without its libm call
+            if *s > max {
+                max = *s;
+            }
         }
     }
     let inv = super::exp::softmax_exp(scores, max);
     out.fill(0.0);
-    for (t, &e) in scores.iter().enumerate() {
-        let p = f32x4_splat(e * inv);
-        let base = t * kv_stride;
-        for c in (0..hd).step_by(8) {
-            let (v0, v1) = load8(&v, base + c);
-            let o0 = f32x4_add(v::load(out, c), f32x4_mul(p, v0));
-            let o1 = f32x4_add(v::load(out, c + 4), f32x4_mul(p, v1));
-            v::store(out, c, o0);
-            v::store(out, c + 4, o1);
+    for (t, len, _, vr) in kv.runs(n_kv) {
+        for (i, &e) in scores[t..t + len].iter().enumerate() {
+            let p = f32x4_splat(e * inv);
+            let base = i * st;
+            for c in (0..hd).step_by(8) {
+                let (v0, v1) = load8(&vr, base + c);
+                let o0 = f32x4_add(v::load(out, c), f32x4_mul(p, v0));
+                let o1 = f32x4_add(v::load(out, c + 4), f32x4_mul(p, v1));
+                v::store(out, c, o0);
+                v::store(out, c + 4, o1);
+            }
         }
     }
 }
@@ -70,8 +74,8 @@ std::thread_local! {
 
 /// Whether a run of queries is worth widening the rows once for: f16 rows
 /// of a head `head` takes, more than one query.
-pub fn widens(k: &KvRows, hd: usize, n_queries: usize) -> bool {
-    matches!(k, KvRows::F16(_)) && handles(hd) && n_queries > 1
+pub fn widens(kv: Cached, hd: usize, n_queries: usize) -> bool {
+    kv.is_f16() && handles(hd) && n_queries > 1
 }
 
 /// A run of queries over the same cached rows (`Kernels::attention_queries`,
@@ -80,20 +84,19 @@ pub fn widens(k: &KvRows, hd: usize, n_queries: usize) -> bool {
 pub fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
     let hd = out.len() / qs.n_kv.len().max(1);
     let n = qs.n_kv.iter().copied().max().unwrap_or(0);
-    let (k, v, kv_stride) = (kv.k, kv.v, kv.stride);
     KV.with_borrow_mut(|(kf, vf)| {
         kf.resize(n * hd, 0.0);
         vf.resize(n * hd, 0.0);
         for t in 0..n {
-            for (rows, buf) in [(&k, &mut *kf), (&v, &mut *vf)] {
+            for (rows, buf) in [(kv.key(t), &mut *kf), (kv.value(t), &mut *vf)] {
                 for c in (0..hd).step_by(8) {
-                    let (a, b) = load8(rows, t * kv_stride + c);
+                    let (a, b) = load8(&rows, c);
                     v::store(buf, t * hd + c, a);
                     v::store(buf, t * hd + c + 4, b);
                 }
             }
         }
-        let wide = Cached { k: KvRows::F32(kf), v: KvRows::F32(vf), stride: hd };
+        let wide = Cached::dense(KvRows::F32(kf), KvRows::F32(vf), hd);
         qs.each(out, |q, n, o| head(q, wide, n, qs.score, scores, o));
     })
 }

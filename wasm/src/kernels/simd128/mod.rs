@@ -176,7 +176,7 @@ impl Kernels for Simd128 {
 
     fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
         let hd = out.len() / qs.n_kv.len().max(1);
-        if attention::widens(&kv.k, hd, qs.n_kv.len()) {
+        if attention::widens(kv, hd, qs.n_kv.len()) {
             attention::queries(qs, kv, scores, out)
         } else {
             qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.score, scores, o))
