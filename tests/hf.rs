@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use tern::{LoadOptions, Loaded};
+use tern_core::backend::KV_BLOCK;
 use tern_core::quant::GgmlType;
 use tern_core::{Engine, Logits};
 use tern_tests::hfdir::{self, tiny};
@@ -364,11 +365,18 @@ fn sliding_window_ring_equals_a_dense_recompute() {
     let lm = load_path(&tiny("tiny-gemma3"));
     let e = engine(true);
     let small = lm.model.session_kv(256, 4, e.kv_type()).kv_bytes();
-    let large = lm.model.session_kv(4096, 4, e.kv_type()).kv_bytes();
+    let mut large = lm.model.session_kv(4096, 4, e.kv_type());
+    assert_eq!(large.kv_bytes(), small, "the rings grew with n_ctx");
     let c = &lm.model.config;
     let global = c.window.as_ref().unwrap().layers.iter().filter(|w| !**w).count();
-    // only the one global layer's rows grow with the context
-    assert_eq!(large - small, (4096 - 256) * global * 2 * c.kv_dim() * 4, "ring layers grew with n_ctx");
+    // held positions grow only the global layer's blocks, a block at a time
+    let held = KV_BLOCK + 4;
+    for p in (0..held).step_by(4) {
+        let toks: Vec<u32> = (p..p + 4).map(|i| (i % 97 + 1) as u32).collect();
+        large.forward(&lm.model, &e, &toks, Logits::None).unwrap();
+    }
+    let block = KV_BLOCK * global * 2 * c.kv_dim() * 4;
+    assert_eq!(large.kv_bytes() - small, 2 * block, "{held} positions: not two blocks of the global layer");
 
     let mut s = lm.model.session_kv(64, 4, e.kv_type());
     s.forward(&lm.model, &e, &seq[..40], Logits::None).unwrap();
