@@ -61,6 +61,36 @@ pub enum BlockRows {
 }
 
 impl BlockRows {
+    /// `n` zeros, f16 or f32.
+    pub fn zeros(n: usize, f16: bool) -> BlockRows {
+        if f16 {
+            BlockRows::F16(vec![f16::ZERO; n])
+        } else {
+            BlockRows::F32(vec![0.0; n])
+        }
+    }
+    /// Bytes of the elements.
+    pub fn bytes(&self) -> usize {
+        match self {
+            BlockRows::F16(x) => 2 * x.len(),
+            BlockRows::F32(x) => 4 * x.len(),
+        }
+    }
+    /// Elements `at..at + x.len()` set to `x`: rounded to nearest even
+    /// when f16, as `round` gives them when f32.
+    pub fn write(&mut self, at: usize, x: &[f32], round: fn(f32) -> f32) {
+        match self {
+            BlockRows::F16(d) => d[at..at + x.len()].iter_mut().zip(x).for_each(|(d, &s)| *d = f16::from_f32(s)),
+            BlockRows::F32(d) => d[at..at + x.len()].iter_mut().zip(x).for_each(|(d, &s)| *d = round(s)),
+        }
+    }
+    /// Elements `r` as cached rows.
+    pub fn slice(&self, r: Range<usize>) -> KvRows<'_> {
+        match self {
+            BlockRows::F16(x) => KvRows::F16(&x[r]),
+            BlockRows::F32(x) => KvRows::F32(&x[r]),
+        }
+    }
     /// The elements as cached rows.
     #[inline(always)]
     pub fn rows(&self) -> KvRows<'_> {
@@ -85,16 +115,11 @@ impl KvBlock {
     /// f16 or f32.
     pub fn new(n_layers: usize, row: usize, f16: bool) -> KvBlock {
         let n = n_layers * KV_BLOCK * row;
-        let zeros = || if f16 { BlockRows::F16(vec![f16::ZERO; n]) } else { BlockRows::F32(vec![0.0; n]) };
-        KvBlock { k: zeros(), v: zeros() }
+        KvBlock { k: BlockRows::zeros(n, f16), v: BlockRows::zeros(n, f16) }
     }
     /// Bytes of K and V.
     pub fn bytes(&self) -> usize {
-        let n = |r: &BlockRows| match r {
-            BlockRows::F16(x) => 2 * x.len(),
-            BlockRows::F32(x) => 4 * x.len(),
-        };
-        n(&self.k) + n(&self.v)
+        self.k.bytes() + self.v.bytes()
     }
 }
 
@@ -192,14 +217,11 @@ impl<'a> Cached<'a> {
     }
     #[inline]
     fn row(&self, t: usize, value: bool) -> KvRows<'a> {
-        match self.layout {
-            Layout::Dense { k, v } => (if value { v } else { k }).from(t * self.stride + self.at),
-            Layout::Paged { blocks, layer, t0 } => {
-                let p = t0 + t;
-                let b = &blocks[p >> SHIFT];
-                let rows = if value { b.v.rows() } else { b.k.rows() };
-                rows.from(layer + (p & (KV_BLOCK - 1)) * self.stride + self.at)
-            }
+        let (_, k, v) = self.run(t, 1);
+        if value {
+            v
+        } else {
+            k
         }
     }
 }

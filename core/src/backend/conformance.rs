@@ -5,12 +5,11 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
 use half::f16;
-
-use alloc::sync::Arc;
 
 use super::{scalar, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, QMatrix, Queries, Scalar, Score, KV_BLOCK};
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
@@ -254,7 +253,8 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             kc.iter().zip(&vc).map(|(&a, &b)| (f16::from_f32(a), f16::from_f32(b))).unzip();
         // plain scores, and softcapped ones (Gemma 2) at a cap they exceed
         let scores = [Score::scaled(0.125), Score { scale: 0.125, softcap: Some(0.5) }];
-        let (b32, b16) = (paged(&kc, &vc, off, stride, hd, n_kv), paged(&kh, &vh, off, stride, hd, n_kv));
+        let b32 = paged(&kc, &vc, (off, stride, hd, n_kv), f32::NAN, BlockRows::F32);
+        let b16 = paged(&kh, &vh, (off, stride, hd, n_kv), f16::NAN, BlockRows::F16);
         let rows = [
             ("f32", Cached::dense(KvRows::F32(&kc).from(off), KvRows::F32(&vc).from(off), stride)),
             ("f16", Cached::dense(KvRows::F16(&kh).from(off), KvRows::F16(&vh).from(off), stride)),
@@ -300,45 +300,26 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
 /// copied into KV blocks of two layers of rows of `hd + 2`: position t's
 /// head in layer 1 at element 1 of its row (the first layer and the rest
 /// of each row hold NaN, which a kernel reading outside the head shows).
-fn paged<T: Copy + Nan>(k: &[T], v: &[T], off: usize, stride: usize, hd: usize, n: usize) -> Vec<Arc<KvBlock>>
-where
-    Vec<T>: Into<BlockVec>,
-{
+fn paged<T: Copy>(
+    k: &[T],
+    v: &[T],
+    (off, stride, hd, n): (usize, usize, usize, usize),
+    nan: T,
+    rows: fn(Vec<T>) -> BlockRows,
+) -> Vec<Arc<KvBlock>> {
     let row = hd + 2;
     (0..n.div_ceil(KV_BLOCK))
         .map(|b| {
-            let mut kb = vec![T::NAN; 2 * KV_BLOCK * row];
+            let mut kb = vec![nan; 2 * KV_BLOCK * row];
             let mut vb = kb.clone();
             for p in 0..KV_BLOCK.min(n - b * KV_BLOCK) {
                 let (src, dst) = (off + (b * KV_BLOCK + p) * stride, (KV_BLOCK + p) * row + 1);
                 kb[dst..dst + hd].copy_from_slice(&k[src..src + hd]);
                 vb[dst..dst + hd].copy_from_slice(&v[src..src + hd]);
             }
-            Arc::new(KvBlock { k: kb.into().0, v: vb.into().0 })
+            Arc::new(KvBlock { k: rows(kb), v: rows(vb) })
         })
         .collect()
-}
-
-/// A block's elements of either type.
-struct BlockVec(BlockRows);
-impl From<Vec<f32>> for BlockVec {
-    fn from(x: Vec<f32>) -> BlockVec {
-        BlockVec(BlockRows::F32(x))
-    }
-}
-impl From<Vec<f16>> for BlockVec {
-    fn from(x: Vec<f16>) -> BlockVec {
-        BlockVec(BlockRows::F16(x))
-    }
-}
-trait Nan {
-    const NAN: Self;
-}
-impl Nan for f32 {
-    const NAN: f32 = f32::NAN;
-}
-impl Nan for f16 {
-    const NAN: f16 = f16::NAN;
 }
 
 /// The 8-bit quantizers on blocks the random ones never make: all zeros,

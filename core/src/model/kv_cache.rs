@@ -20,7 +20,6 @@
 //! of rows would give it: the same bits whatever the layout.
 
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 
 use half::f16;
@@ -70,12 +69,6 @@ impl KvType {
     }
 }
 
-/// Rows of sliding-window rings, all ring layers one after another.
-enum Ring {
-    F16 { k: Vec<f16>, v: Vec<f16> },
-    F32 { k: Vec<f32>, v: Vec<f32> },
-}
-
 /// Where a layer's rows are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layer {
@@ -99,7 +92,9 @@ pub struct KvCache {
     blocks: Vec<Arc<KvBlock>>,
     /// Layers in a block.
     n_paged: usize,
-    ring: Ring,
+    /// Sliding-window rings' K and V rows, ring layers one after another.
+    ring_k: BlockRows,
+    ring_v: BlockRows,
 }
 
 impl KvCache {
@@ -109,10 +104,6 @@ impl KvCache {
         let window = c.window.as_ref().map_or(0, |w| w.size);
         let layers = geometry(c, n_ctx, max_step);
         let n = layers.iter().map(|l| ring_rows(*l)).sum::<usize>() * c.kv_dim();
-        let ring = match ty {
-            KvType::F16 => Ring::F16 { k: vec![f16::ZERO; n], v: vec![f16::ZERO; n] },
-            KvType::F16Wide | KvType::F32 => Ring::F32 { k: vec![0.0; n], v: vec![0.0; n] },
-        };
         let n_paged = layers.iter().filter(|l| matches!(l, Layer::Paged(_))).count();
         KvCache {
             n_ctx,
@@ -123,7 +114,8 @@ impl KvCache {
             ty,
             blocks: Vec::new(),
             n_paged,
-            ring,
+            ring_k: BlockRows::zeros(n, ty == KvType::F16),
+            ring_v: BlockRows::zeros(n, ty == KvType::F16),
         }
     }
 
@@ -136,8 +128,7 @@ impl KvCache {
     /// session can keep and go on from: all `n`, unless a ring has since
     /// overwritten rows the window of position `n` needs — then none.
     pub fn keepable(&self, len: usize, n: usize) -> usize {
-        let ring = self.layers.iter().map(|l| if let Layer::Ring { ring, .. } = l { *ring } else { 0 }).max();
-        let ring = ring.unwrap_or(0);
+        let ring = self.layers.iter().map(|&l| ring_rows(l) / 2).max().unwrap_or(0);
         if ring == 0 || n >= len || n + ring + 1 >= len + self.window {
             n
         } else {
@@ -170,18 +161,13 @@ impl KvCache {
                     // a block other caches share is copied before it changes
                     let block = Arc::make_mut(&mut self.blocks[b]);
                     let at = (l * KV_BLOCK + p % KV_BLOCK) * d;
-                    match (&mut block.k, &mut block.v) {
-                        (BlockRows::F16(kc), BlockRows::F16(vc)) => fill(kc, vc, at, k, v, f16::from_f32),
-                        (BlockRows::F32(kc), BlockRows::F32(vc)) => fill(kc, vc, at, k, v, round),
-                        _ => unreachable!("a block's K and V have the cache's type"),
-                    }
+                    block.k.write(at, k, round);
+                    block.v.write(at, v, round);
                 }
                 Layer::Ring { start, ring } => {
                     for slot in [start + p % ring, start + p % ring + ring] {
-                        match &mut self.ring {
-                            Ring::F16 { k: kc, v: vc } => fill(kc, vc, slot * d, k, v, f16::from_f32),
-                            Ring::F32 { k: kc, v: vc } => fill(kc, vc, slot * d, k, v, round),
-                        }
+                        self.ring_k.write(slot * d, k, round);
+                        self.ring_v.write(slot * d, v, round);
                     }
                 }
             }
@@ -196,10 +182,7 @@ impl KvCache {
             Layer::Paged(l) => Cached::paged(&self.blocks, l, d).from(first),
             Layer::Ring { start, ring } => {
                 let r = (start + first % ring) * d..(start + 2 * ring) * d;
-                match &self.ring {
-                    Ring::F16 { k, v } => Cached::dense(KvRows::F16(&k[r.clone()]), KvRows::F16(&v[r]), d),
-                    Ring::F32 { k, v } => Cached::dense(KvRows::F32(&k[r.clone()]), KvRows::F32(&v[r]), d),
-                }
+                Cached::dense(self.ring_k.slice(r.clone()), self.ring_v.slice(r), d)
             }
         }
     }
@@ -237,11 +220,7 @@ impl KvCache {
     /// Bytes of the blocks this cache refers to (shared ones too) and of
     /// its rings.
     pub fn bytes(&self) -> usize {
-        let ring = match &self.ring {
-            Ring::F16 { k, .. } => 4 * k.len(),
-            Ring::F32 { k, .. } => 8 * k.len(),
-        };
-        self.blocks.iter().map(|b| b.bytes()).sum::<usize>() + ring
+        self.blocks.iter().map(|b| b.bytes()).sum::<usize>() + self.ring_k.bytes() + self.ring_v.bytes()
     }
 }
 
@@ -288,12 +267,4 @@ pub fn rows(c: &Config, n_ctx: usize, max_step: usize) -> usize {
     geometry(c, n_ctx, max_step)
         .iter()
         .fold(0usize, |a, &l| a.saturating_add(if let Layer::Paged(_) = l { paged_rows } else { ring_rows(l) }))
-}
-
-/// `kc[at..] = f(k)` and `vc[at..] = f(v)`, element by element.
-fn fill<T>(kc: &mut [T], vc: &mut [T], at: usize, k: &[f32], v: &[f32], f: impl Fn(f32) -> T) {
-    let n = k.len();
-    for (d, &s) in kc[at..at + n].iter_mut().zip(k).chain(vc[at..at + n].iter_mut().zip(v)) {
-        *d = f(s);
-    }
 }
