@@ -285,3 +285,68 @@ fn a_prefix_copied_from_another_session_equals_a_fresh_prefill() {
     let mut g2 = gemma.model.session(512, 16);
     assert_eq!(g2.copy_prefix(&g1, 4), 0);
 }
+
+/// The prefix cache keeps a finished sequence's blocks keyed by their
+/// tokens: a later session attaches the longest cached prefix of its
+/// prompt — through whole blocks, ending inside a block — and the logits
+/// that follow are the same bits as a fresh prefill. Blocks a session
+/// holds are never evicted; the rest go least recently used, a chain from
+/// its end. Sessions of another element type, or with window rings,
+/// neither add nor take.
+#[test]
+fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
+    use tern_core::backend::KV_BLOCK;
+    use tern_core::{BlockCounts, PrefixCache};
+    let lm = load(MODELS[1].1);
+    let e = tern::engine(threads(), false).unwrap();
+    let tok = lm.tokenizer().unwrap();
+    let text = "Maps, atlases and globes are sold here every day from nine to six, except on Sundays. ".repeat(40);
+    let long = tok.encode(&text, true).unwrap();
+    assert!(long.len() > 2 * KV_BLOCK + 100, "{}", long.len());
+    let ask = |n: usize, q: &str| [&long[..n], &tok.encode(q, false).unwrap()].concat();
+    let a = ask(2 * KV_BLOCK + 60, " What is sold here?");
+    let mut cache = PrefixCache::new();
+    let mut s1 = lm.model.session(1024, 64);
+    s1.forward(&lm.model, &e, &a, Logits::Last).unwrap();
+    cache.insert(&s1, s1.n_past());
+    assert_eq!(cache.blocks(), 3, "two full blocks and the one the prompt ends in");
+    drop(s1);
+    assert_eq!(cache.counts([]), BlockCounts { in_use: 0, shared: 0, cached: 3 });
+
+    let fresh = |p: &[u32]| lm.model.session(1024, 64).forward(&lm.model, &e, p, Logits::Last).unwrap().to_vec();
+    // through two whole blocks into the third; the first whole; inside the first
+    let mut held = Vec::new();
+    let (b, c, d) = (ask(2 * KV_BLOCK + 60, " When do you open?"), ask(KV_BLOCK, " Why?"), ask(100, " Hi?"));
+    for (p, want_n) in [(b, 2 * KV_BLOCK + 60), (c, KV_BLOCK), (d, 100)] {
+        assert_eq!(cache.longest(&p), want_n);
+        let mut s = lm.model.session(1024, 64);
+        assert_eq!(cache.attach(&mut s, &p, p.len() - 1), want_n);
+        assert_eq!((s.n_past(), s.tokens()), (want_n, &p[..want_n]));
+        assert_eq!(s.kv_blocks_to_write(p.len() - want_n), 1, "a new block, or a copy of the one it writes into");
+        let got = s.forward(&lm.model, &e, &p[want_n..], Logits::Last).unwrap().to_vec();
+        assert!(bits_equal(&got, &fresh(&p)), "logits after {want_n} cached positions differ from a fresh prefill");
+        held.push(s);
+    }
+    // the cache's blocks 0 and 1 are held, 0 by two sessions; the third
+    // session wrote into (its copy of) block 0, the first into block 2
+    assert_eq!(cache.counts(&held), BlockCounts { in_use: 5, shared: 1, cached: 1 });
+    assert!(cache.evict(), "the third block: no session holds it now");
+    assert!(!cache.evict(), "the rest are held");
+    assert_eq!(cache.longest(&a), 2 * KV_BLOCK);
+    held.clear();
+    assert!(cache.evict() && cache.evict() && !cache.evict());
+    assert_eq!((cache.blocks(), cache.evictions(), cache.longest(&a)), (0, 3, 0));
+
+    // another element type, and a model with window rings: nothing shared
+    let mut s = lm.model.session(1024, 64);
+    s.forward(&lm.model, &e, &a[..300], Logits::None).unwrap();
+    cache.insert(&s, 300);
+    let mut wide = lm.model.session_kv(1024, 64, tern_core::KvType::F32);
+    assert_eq!((cache.attach(&mut wide, &a, a.len()), wide.n_past()), (0, 0));
+    let gemma = tern::load(&tern_tests::hfdir::tiny("tiny-gemma2")).unwrap();
+    let mut g = gemma.model.session(512, 16);
+    g.forward(&gemma.model, &e, &[1, 2, 3, 4, 5, 6, 7, 8], Logits::None).unwrap();
+    let mut gemma_cache = PrefixCache::new();
+    gemma_cache.insert(&g, 8);
+    assert_eq!(gemma_cache.blocks(), 0);
+}

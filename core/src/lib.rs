@@ -49,7 +49,7 @@ pub mod tools;
 pub mod utf8;
 
 pub use error::{Error, Result};
-pub use model::{Engine, KvType, Logits, Model, Session};
+pub use model::{BlockCounts, Engine, KvType, Logits, Model, PrefixCache, Session};
 
 /// The README's examples, run as doc-tests.
 #[cfg(doctest)]

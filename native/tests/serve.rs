@@ -3,7 +3,9 @@
 //! not, against `tern run`; 32 concurrent streams against their
 //! single-request texts; bounded admission (429), body limit (413), field
 //! errors (400), the API key (401); a client that hangs up frees its KV
-//! cache (seen in /metrics); SIGTERM lets a running stream finish, exit 0.
+//! cache (seen in /metrics); prefixes shared from running slots and from
+//! the prefix cache, evicted within a --kv-memory budget; SIGTERM lets a
+//! running stream finish, exit 0.
 
 mod common;
 
@@ -517,6 +519,61 @@ fn a_burst_sharing_a_prefix_prefills_it_once() {
     let copied = srv.metric("tern_prompt_tokens_copied_total");
     println!("{copied} prompt tokens copied (the prefix: about {shared})");
     assert!(copied >= 3.0 * (shared as f64 - 128.0), "{copied} copied of 3 × ~{shared}");
+}
+
+/// The prefix cache, under a KV budget of 8 blocks: a finished request's
+/// blocks serve any later one sharing its prompt's start (every slot is
+/// empty when it comes); more distinct prompts than the budget holds evict
+/// the least recently used blocks, so an early prompt finds only its
+/// shared prefix again; every answer is `tern run`'s; and idle, no block
+/// is in use. A budget below one sequence is refused at startup, naming
+/// the figures.
+#[test]
+fn the_prefix_cache_serves_later_requests_and_evicts_within_its_budget() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["serve", "-m", &smollm2(), "--port", "0", "--ctx", "1024", "--kv-memory", "20MB"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("holds 3 KV blocks") && err.contains("needs 5"), "{err}");
+
+    // SmolLM2-135M: a block is 30 layers × 256 positions × 192 × 2 (K, V) × 2 bytes = 5.9 MB
+    let srv = Server::start(&["--parallel", "2", "--ctx", "1024", "--kv-memory", "48MB"]);
+    assert_eq!(srv.metric("tern_kv_blocks_total"), 8.0);
+    let shop = "Our shop opens at nine, closes at six, and sells old maps, atlases and globes. ".repeat(30);
+    let ask = |text: &str, q: &str| {
+        let prompt = format!("{text}Q: {q}\nA:");
+        let body = json!({ "prompt": prompt, "max_tokens": 4, "temperature": 0 });
+        let (status, got) = srv.call("POST", "/v1/completions", &[], &body.to_string());
+        assert_eq!(status, 200, "{got}");
+        let got: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(got["choices"][0]["text"], tern_run(&["-p", &prompt, "-n", "4"])["text"], "{q}");
+        let usage = &got["usage"];
+        (usage["prompt_tokens"].as_u64().unwrap(), usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap())
+    };
+    let (n, cached) = ask(&shop, "What do you sell?");
+    assert!((520..768).contains(&n) && cached == 0, "{n} prompt tokens, {cached} cached");
+    let (m, cached) = ask(&shop, "When do you open?");
+    println!("{m} prompt tokens, {cached} from the prefix cache");
+    assert!(cached + 12 >= m, "{cached} of {m}");
+    assert_eq!(srv.metric("tern_kv_blocks_in_use"), 0.0);
+    assert_eq!(srv.metric("tern_kv_blocks_cached"), 4.0, "two full blocks, and each prompt's last");
+    for text in [
+        "A river runs past the old mill, slow and brown in the summer heat. ",
+        "Seven ships left port at dawn, and five came back. ",
+    ] {
+        let (n, _) = ask(&text.repeat(45), "What happened?");
+        assert!(n > 512, "{n}");
+    }
+    let evicted = srv.metric("tern_kv_block_evictions_total");
+    let cached = srv.metric("tern_kv_blocks_cached");
+    println!("{evicted} blocks evicted, {cached} cached");
+    assert!(evicted >= 2.0 && cached <= 8.0, "{evicted} evicted, {cached} cached");
+    // the two shop prompts' last blocks went first, then their shared ones
+    let (_, again) = ask(&shop, "What do you sell?");
+    assert!(again < n - 12 && again % 256 == 0, "{again} of {n} cached");
+    assert_eq!(srv.metric("tern_kv_blocks_in_use"), 0.0);
+    assert!(srv.metric("tern_kv_blocks_cached") <= 8.0);
 }
 
 /// The status of a POST of `body` to /v1/completions; 0 if the server

@@ -3,11 +3,11 @@
 //! (the same numbers, for backends that widen f16 slowly), or f32 (the
 //! exact path).
 //!
-//! A layer's rows live in KV blocks (`backend::KvBlock`: 16 positions of
-//! every such layer), held in a table: block b holds positions 16b.. .
+//! A layer's rows live in KV blocks (`backend::KvBlock`: 256 positions of
+//! every such layer), held in a table: block b holds positions 256b.. .
 //! Blocks are allocated as the sequence grows and shared between caches
-//! (`copy_prefix` takes another cache's blocks by reference); a write to
-//! a shared block copies it first. So a session holds memory for what it
+//! (`copy_prefix` takes another cache's blocks by reference, `adopt` a
+//! prefix cache's); a write to a shared block copies it first. So a session holds memory for what it
 //! has cached, and sessions with a common prefix hold it once.
 //!
 //! A sliding-window layer of window W, in a session whose steps run up to
@@ -206,15 +206,47 @@ impl KvCache {
     /// element type, no window rings) by sharing its blocks; false,
     /// changing nothing, if it is not such a cache.
     pub fn copy_prefix(&mut self, from: &KvCache, n: usize) -> bool {
-        let same = self.layers == from.layers && self.kv_dim == from.kv_dim && self.ty == from.ty;
-        let ringed = self.layers.iter().any(|l| matches!(l, Layer::Ring { .. }));
         let nb = n.div_ceil(KV_BLOCK);
-        if !same || ringed || n > self.n_ctx || nb > from.blocks.len() {
+        if self.shape() != from.shape() || nb > from.blocks.len() {
+            return false;
+        }
+        self.adopt(&from.blocks[..nb], n)
+    }
+
+    /// What blocks a cache can share must agree on (layers in a block, row
+    /// length, element type); None for a cache with window rings, which
+    /// shares nothing (a ring's rows are not in its blocks).
+    pub fn shape(&self) -> Option<(usize, usize, KvType)> {
+        let ringed = self.layers.iter().any(|l| matches!(l, Layer::Ring { .. }));
+        (!ringed).then_some((self.n_paged, self.kv_dim, self.ty))
+    }
+
+    /// The table of blocks (block b: positions b·KV_BLOCK..).
+    pub fn blocks(&self) -> &[Arc<KvBlock>] {
+        &self.blocks
+    }
+
+    /// Hold `blocks` (of a cache of this `shape`) as the rows of positions
+    /// `0..n`; false, changing nothing, if they cannot be (a ringed cache,
+    /// `n` past the context or not within the blocks).
+    pub fn adopt(&mut self, blocks: &[Arc<KvBlock>], n: usize) -> bool {
+        if self.shape().is_none() || n > self.n_ctx || n.div_ceil(KV_BLOCK) != blocks.len() {
             return false;
         }
         self.blocks.clear();
-        self.blocks.extend_from_slice(&from.blocks[..nb]);
+        self.blocks.extend_from_slice(blocks);
         true
+    }
+
+    /// Blocks that writing positions `pos..pos + n` allocates: new ones,
+    /// and a copy of a shared one it writes into.
+    pub fn blocks_to_write(&self, pos: usize, n: usize) -> usize {
+        if n == 0 || self.n_paged == 0 {
+            return 0;
+        }
+        let first = pos / KV_BLOCK;
+        let shared = self.blocks.get(first).is_some_and(|b| Arc::strong_count(b) > 1);
+        (pos + n).div_ceil(KV_BLOCK).saturating_sub(self.blocks.len()) + usize::from(shared)
     }
 
     /// Bytes of the blocks this cache refers to (shared ones too) and of
@@ -267,4 +299,11 @@ pub fn rows(c: &Config, n_ctx: usize, max_step: usize) -> usize {
     geometry(c, n_ctx, max_step)
         .iter()
         .fold(0usize, |a, &l| a.saturating_add(if let Layer::Paged(_) = l { paged_rows } else { ring_rows(l) }))
+}
+
+/// Bytes of one KV block of a cache of `n_ctx` positions written
+/// `max_step` at a time (0 when every layer keeps a ring).
+pub fn block_bytes(c: &Config, n_ctx: usize, max_step: usize, ty: KvType) -> usize {
+    let paged = geometry(c, n_ctx, max_step).iter().filter(|l| matches!(l, Layer::Paged(_))).count();
+    2 * paged * KV_BLOCK * c.kv_dim() * ty.size()
 }

@@ -8,6 +8,7 @@ mod engine;
 mod forward;
 mod kv_cache;
 pub(crate) mod matmul;
+mod prefix_cache;
 pub(crate) mod requant;
 mod rope;
 mod scratch;
@@ -28,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::sampler::Rng;
 use kv_cache::KvCache;
 pub use kv_cache::KvType;
+pub use prefix_cache::{BlockCounts, PrefixCache};
 
 /// The longest context a session may have (16 M positions).
 pub const MAX_CTX: usize = 1 << 24;
@@ -112,6 +114,13 @@ impl<B: AsRef<[u8]>> Model<B> {
         let heads = u(4 * c.n_head).checked_mul(u(n_batch).checked_mul(u(c.head_dim))?.checked_add(u(n_ctx))?)?;
         let scratch = per_token.checked_mul(u(n_batch))?.checked_add(heads)?;
         kv_bytes.checked_add(scratch)?.checked_mul(u(n_seqs))
+    }
+
+    /// Bytes of one KV block (`KV_BLOCK` positions of every layer that
+    /// keeps no window ring, K and V) of sessions of `n_ctx` positions and
+    /// `n_batch`-token steps; 0 when every layer keeps a ring.
+    pub fn kv_block_bytes(&self, n_ctx: usize, n_batch: usize, kv: KvType) -> usize {
+        kv_cache::block_bytes(&self.config, n_ctx, n_batch.clamp(1, n_ctx.max(1)), kv)
     }
 
     /// Sessions of `n_ctx` positions, `n_seqs` of them, in `available`
@@ -314,6 +323,21 @@ impl Session {
     /// How many leading tokens of `tokens` the cache already holds.
     pub fn common_prefix(&self, tokens: &[u32]) -> usize {
         self.tokens.iter().zip(tokens).take_while(|(a, b)| a == b).count()
+    }
+    /// Whether the KV cache can share its blocks (with other sessions, a
+    /// [`PrefixCache`]): not when a layer keeps a window ring.
+    pub fn shares_blocks(&self) -> bool {
+        self.kv.shape().is_some()
+    }
+    /// KV blocks the cache holds, shared ones too (none for a model whose
+    /// layers all keep window rings).
+    pub fn kv_blocks(&self) -> usize {
+        self.kv.blocks().len()
+    }
+    /// KV blocks running the next `n` tokens allocates: new ones, and a
+    /// copy of a block it shares and writes into.
+    pub fn kv_blocks_to_write(&self, n: usize) -> usize {
+        self.kv.blocks_to_write(self.tokens.len(), n)
     }
     /// Bytes held by the KV cache.
     pub fn kv_bytes(&self) -> usize {

@@ -17,6 +17,12 @@ pub struct Args {
     /// Context positions per sequence
     #[arg(short, long, default_value_t = 4096)]
     ctx: usize,
+    /// Memory for the KV cache of all sequences and the prefix cache
+    /// together, in 256-position blocks shared between sequences (e.g.
+    /// 2GiB, 512MiB, 1e9) [default: what --parallel sequences of --ctx
+    /// positions need]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    kv_memory: Option<u64>,
     /// Requests that may wait for a free sequence; beyond: 429
     #[arg(long, default_value_t = 64)]
     queue: usize,
@@ -85,6 +91,7 @@ pub fn run(a: Args) -> Result<()> {
         port: a.port,
         parallel: a.parallel,
         ctx: a.ctx,
+        kv_memory: a.kv_memory,
         queue: a.queue,
         api_key: a.api_key,
         max_body: a.max_body,
@@ -107,4 +114,33 @@ pub fn run(_: Args) -> Result<()> {
     Err(tern::Error::Serve {
         detail: "this tern was built without the server: cargo build --release -p tern-llm --features serve".into(),
     })
+}
+
+/// Bytes from `2GiB`, `512MiB`, `64KiB`, `3GB`, `1e9` or `4096`.
+fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let units = [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
+    let units = units.into_iter().chain([("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000), ("B", 1)]);
+    let t = s.trim();
+    let (num, unit) = units.into_iter().find_map(|(u, m)| Some((t.strip_suffix(u)?, m))).unwrap_or((t, 1));
+    let x: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a size (e.g. 2GiB, 512MiB, 1e9)"))?;
+    let bytes = x * unit as f64;
+    if !(1.0..=1e18).contains(&bytes) {
+        return Err(format!("{s:?}: a size from 1 byte to 1 EB"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes() {
+        assert_eq!(super::parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(super::parse_size("512 MiB"), Ok(512 << 20));
+        assert_eq!(super::parse_size("1e9"), Ok(1_000_000_000));
+        assert_eq!(super::parse_size("3GB"), Ok(3_000_000_000));
+        assert_eq!(super::parse_size("4096"), Ok(4096));
+        for bad in ["", "x", "-1GiB", "0", "1e30", "NaN", "2 GiBs"] {
+            assert!(super::parse_size(bad).is_err(), "{bad}");
+        }
+    }
 }

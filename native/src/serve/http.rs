@@ -34,6 +34,7 @@ use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};
 use crate::Loaded;
+use tern_core::backend::KV_BLOCK;
 use tern_core::generate::{Constraint, GenerateConfig};
 use tern_core::grammar::Grammar;
 use tern_core::tools::{ToolChoice, ToolRequest};
@@ -528,11 +529,12 @@ pub async fn run(
         .map_err(|e| Error::Serve { detail: format!("binding {addr}: {e}") })?;
     let bound = listener.local_addr().map_err(|e| Error::Serve { detail: e.to_string() })?;
     eprintln!(
-        "tern serve: {} on http://{bound} ({} parallel, queue {}, ctx {})",
+        "tern serve: {} on http://{bound} ({} parallel, queue {}, ctx {}, KV {} blocks of {KV_BLOCK} positions)",
         app.model_id,
         app.parallel,
         app.capacity - app.parallel,
-        app.ctx
+        app.ctx,
+        app.metrics.kv_blocks.load(Relaxed)
     );
     {
         let app = app.clone();

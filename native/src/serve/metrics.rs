@@ -51,6 +51,11 @@ pub struct Metrics {
     pub active: AtomicU64,
     pub kv_used: AtomicU64,
     pub kv_capacity: AtomicU64,
+    pub kv_blocks: AtomicU64,
+    pub blocks_in_use: AtomicU64,
+    pub blocks_shared: AtomicU64,
+    pub blocks_cached: AtomicU64,
+    pub evictions: AtomicU64,
     pub batch_tokens: AtomicU64,
     pub steps: AtomicU64,
     pub encoder_batches: AtomicU64,
@@ -61,7 +66,8 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(kv_capacity: u64) -> Metrics {
+    /// Metrics of a server whose KV budget is `kv_blocks` blocks.
+    pub fn new(kv_blocks: u64) -> Metrics {
         Metrics {
             requests: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
@@ -74,7 +80,12 @@ impl Metrics {
             queue_depth: AtomicU64::new(0),
             active: AtomicU64::new(0),
             kv_used: AtomicU64::new(0),
-            kv_capacity: AtomicU64::new(kv_capacity),
+            kv_capacity: AtomicU64::new(kv_blocks.saturating_mul(tern_core::backend::KV_BLOCK as u64)),
+            kv_blocks: AtomicU64::new(kv_blocks),
+            blocks_in_use: AtomicU64::new(0),
+            blocks_shared: AtomicU64::new(0),
+            blocks_cached: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
             batch_tokens: AtomicU64::new(0),
             steps: AtomicU64::new(0),
             encoder_batches: AtomicU64::new(0),
@@ -95,7 +106,12 @@ impl Metrics {
         put("tern_requests_failed_total", "counter", "Admitted requests that ended in an error.", &self.errors);
         put("tern_requests_cancelled_total", "counter", "Requests whose client went away.", &self.cancelled);
         put("tern_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", &self.prompt_tokens);
-        put("tern_prompt_tokens_cached_total", "counter", "Of those, found in a slot's cache.", &self.cached_tokens);
+        put(
+            "tern_prompt_tokens_cached_total",
+            "counter",
+            "Of those, found cached (prefix hits: the prefix cache, a slot's own or a running slot's).",
+            &self.cached_tokens,
+        );
         put(
             "tern_prompt_tokens_copied_total",
             "counter",
@@ -106,7 +122,17 @@ impl Metrics {
         put("tern_queue_depth", "gauge", "Requests waiting for a slot.", &self.queue_depth);
         put("tern_active_sequences", "gauge", "Sequences being prefilled or decoded.", &self.active);
         put("tern_kv_cache_used_tokens", "gauge", "KV cache positions held by active sequences.", &self.kv_used);
-        put("tern_kv_cache_capacity_tokens", "gauge", "KV cache positions of all slots.", &self.kv_capacity);
+        put("tern_kv_cache_capacity_tokens", "gauge", "KV cache positions the budget holds.", &self.kv_capacity);
+        put("tern_kv_blocks_total", "gauge", "KV blocks the budget (--kv-memory) holds.", &self.kv_blocks);
+        put("tern_kv_blocks_in_use", "gauge", "KV blocks held by sequences.", &self.blocks_in_use);
+        put("tern_kv_blocks_shared", "gauge", "Of those, held by two sequences or more.", &self.blocks_shared);
+        put("tern_kv_blocks_cached", "gauge", "KV blocks only the prefix cache holds.", &self.blocks_cached);
+        let free = self
+            .kv_blocks
+            .load(Relaxed)
+            .saturating_sub(self.blocks_in_use.load(Relaxed) + self.blocks_cached.load(Relaxed));
+        put("tern_kv_blocks_free", "gauge", "KV blocks of the budget unallocated.", &AtomicU64::new(free));
+        put("tern_kv_block_evictions_total", "counter", "Prefix cache blocks evicted for room.", &self.evictions);
         put("tern_batch_tokens_total", "counter", "Tokens run through batched forward passes.", &self.batch_tokens);
         put("tern_forward_steps_total", "counter", "Batched forward passes.", &self.steps);
         put("tern_encoder_batches_total", "counter", "Embedding and rerank batches run.", &self.encoder_batches);

@@ -35,6 +35,9 @@ pub struct ServeOptions {
     pub parallel: usize,
     /// Context positions per slot.
     pub ctx: usize,
+    /// Bytes for the KV blocks of all slots and the prefix cache (None:
+    /// what `parallel` sequences of `ctx` positions need).
+    pub kv_memory: Option<u64>,
     /// Requests that may wait for a slot; past parallel + queue: 429.
     pub queue: usize,
     /// A bearer key every request must carry, if set.
@@ -70,6 +73,38 @@ pub struct ServeOptions {
 const MAX_PARALLEL: usize = 4096;
 const MAX_BATCH: usize = 1 << 16;
 const MAX_QUEUE: usize = 1 << 16;
+
+/// KV blocks the server may hold: `--kv-memory` of them (at least one
+/// sequence of `--ctx` positions must fit, and the memory must be there),
+/// or what every slot filled to `--ctx` holds (and a block to copy).
+fn kv_budget(lm: &Loaded, o: &ServeOptions) -> Result<usize> {
+    let block = lm.model.kv_block_bytes(o.ctx, o.n_batch, tern_core::KvType::F16) as u64;
+    let per_seq = o.ctx.div_ceil(tern_core::backend::KV_BLOCK) + 1;
+    let (Some(bytes), true) = (o.kv_memory, block > 0) else {
+        return Ok(if block == 0 { usize::MAX } else { o.parallel * per_seq });
+    };
+    let blocks = usize::try_from(bytes / block).unwrap_or(usize::MAX);
+    let mb = |n: u64| n as f64 / 1e6;
+    if blocks < per_seq {
+        return Err(Error::Serve {
+            detail: format!(
+                "--kv-memory {:.1} MB holds {blocks} KV blocks of {:.2} MB; one sequence of --ctx {} needs {per_seq} \
+                 ({:.1} MB)",
+                mb(bytes),
+                mb(block),
+                o.ctx,
+                mb(per_seq as u64 * block)
+            ),
+        });
+    }
+    let available = crate::limits::available_memory();
+    if bytes > available {
+        return Err(Error::Serve {
+            detail: format!("--kv-memory {:.1} MB: only {:.1} MB of memory is available", mb(bytes), mb(available)),
+        });
+    }
+    Ok(blocks)
+}
 
 /// Serve `lm` (and `embedder`'s `/v1/embeddings`, `reranker`'s `/v1/rerank`, if given) until SIGINT or SIGTERM; then stop admitting, let running
 /// streams finish (cancelling them after `drain`), and return.
@@ -108,9 +143,13 @@ pub fn serve(
     let kernels = crate::kernels::select()?;
     // the slots' sessions as the scheduler makes them (a cache of --ctx
     // and scratch for --batch each), before "listening"
-    crate::limits::check_sessions(&lm, o.parallel, o.ctx, o.n_batch, tern_core::KvType::F16)?;
+    // (with --kv-memory, the budget is checked instead of every slot's
+    // full context: one sequence of --ctx must fit)
+    let seqs = if o.kv_memory.is_some() { 1 } else { o.parallel };
+    crate::limits::check_sessions(&lm, seqs, o.ctx, o.n_batch, tern_core::KvType::F16)?;
+    let kv_blocks = kv_budget(&lm, &o)?;
     let lm = Arc::new(lm);
-    let metrics = Arc::new(metrics::Metrics::new((o.parallel * o.ctx) as u64));
+    let metrics = Arc::new(metrics::Metrics::new(kv_blocks as u64));
     let (tx, rx) = std::sync::mpsc::channel();
     let limits = scheduler::Limits {
         slots: o.parallel,
@@ -118,6 +157,7 @@ pub fn serve(
         n_batch: o.n_batch,
         chunk: o.n_batch.min(256),
         prefix_cache: o.prefix_cache,
+        kv_blocks,
     };
     let engine = {
         let (lm, metrics, threads) = (lm.clone(), metrics.clone(), Threads::new(o.threads));

@@ -1,6 +1,11 @@
 //! Continuous batching on one engine thread. Requests wait in a FIFO queue
-//! and are admitted into free slots (a session each, the one whose cache
-//! holds the longest prefix of the prompt) between forward passes. Every
+//! and are admitted into free slots (a session each) between forward
+//! passes, taking the longest cached prefix of their prompt: from the
+//! prefix cache (blocks of earlier requests, keyed by their tokens), from
+//! a running slot, or a slot's own. A request is admitted only when the KV
+//! blocks it may still allocate, with those every running sequence may,
+//! fit the budget (`--kv-memory`); blocks only the prefix cache holds are
+//! evicted, least recently used, to make room. Every
 //! pass decodes one token for each running sequence and fills the rest of
 //! its token budget with prefill chunks, oldest first, so a long prompt
 //! never stalls the streams already running. Each sequence's logits are
@@ -14,9 +19,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tern_core::backend::KV_BLOCK;
 use tern_core::generate::{prefill_start, reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab};
 use tern_core::generate::{Constraint, Sampled, Sequence, TokenLogprob};
-use tern_core::{Engine, Session};
+use tern_core::{Engine, PrefixCache, Session};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::encode::{EncodeJob, Queue};
@@ -59,8 +65,11 @@ pub struct Limits {
     pub n_batch: usize,
     /// Prefill tokens one sequence may take in one pass.
     pub chunk: usize,
-    /// Reuse cached prompt prefixes (a slot's own, or copied from another).
+    /// Reuse cached prompt prefixes (the prefix cache's, a slot's own, or
+    /// copied from another).
     pub prefix_cache: bool,
+    /// KV blocks all sequences and the prefix cache may hold together.
+    pub kv_blocks: usize,
 }
 
 struct Active {
@@ -72,6 +81,10 @@ struct Active {
     pending: [u32; 1],
     prefilled: bool,
     last_token: Instant,
+    /// Positions it may come to hold: prompt and completion, within the context.
+    cap: usize,
+    /// Its full blocks already in the prefix cache.
+    indexed: usize,
 }
 
 struct Slot {
@@ -92,6 +105,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         .map(|_| Slot { session: model.session(limits.n_ctx, limits.n_batch), active: None })
         .collect();
     let mut scratch = model.batch_scratch(limits.n_batch, limits.n_ctx);
+    let mut cache = PrefixCache::new();
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut encodes = Queue::default();
     let mut logits = Vec::new();
@@ -166,27 +180,37 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             let prompt = &waiting[k].prompt;
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
             let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(prompt)) else { break };
-            if limits.prefix_cache && coming_prefix(&slots, prompt) > cached_prefix(&slots, prompt) + limits.chunk {
+            if limits.prefix_cache
+                && coming_prefix(&slots, prompt) > cached_prefix(&slots, &cache, prompt) + limits.chunk
+            {
                 k += 1;
                 continue;
             }
-            let mut job = waiting.remove(k).expect("k is in the queue");
             if limits.prefix_cache {
-                let copied = take_longest_prefix(&mut slots, i, &job.prompt);
+                let copied = take_longest_prefix(&mut slots, &mut cache, i, prompt);
                 metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
             } else {
                 slots[i].session.truncate(0);
             }
+            let keep = prefill_start(&mut slots[i].session, prompt);
+            let cap = (prompt.len() + waiting[k].cfg.max_tokens).min(limits.n_ctx);
+            if !fits(&mut slots, i, cap, limits.kv_blocks, &cache) {
+                // (the oldest request waits for blocks: none overtakes it)
+                slots[i].session.truncate(0);
+                break;
+            }
+            let mut job = waiting.remove(k).expect("k is in the queue");
             let s = &mut slots[i];
-            let keep = prefill_start(&mut s.session, &job.prompt);
             let mut seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
             if let Some(c) = job.constraint.take() {
                 seq.constrain(c);
             }
             let now = Instant::now();
-            s.active = Some(Active { job, seq, next: keep, pending: [0], prefilled: false, last_token: now });
+            let indexed = keep / KV_BLOCK;
+            s.active =
+                Some(Active { job, seq, next: keep, pending: [0], prefilled: false, last_token: now, cap, indexed });
         }
-        publish(&slots, waiting.len(), &metrics);
+        publish(&slots, &cache, waiting.len(), &metrics);
 
         // the batch: every decode, then prefill chunks in admission order
         let mut budget = limits.n_batch;
@@ -208,6 +232,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             continue;
         }
         work.sort_by_key(|w| w.0); // the order items (and logits rows) take
+        make_room(&slots, &work, &mut cache, limits.kv_blocks, &metrics);
         let result = {
             let mut items: Vec<(&mut Session, &[u32])> = Vec::with_capacity(work.len());
             let mut want = work.iter().peekable();
@@ -231,8 +256,19 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             }
             continue;
         }
-        // (the cache now holds the step's tokens: say so before any client hears of them)
-        publish(&slots, waiting.len(), &metrics);
+        // (the cache now holds the step's tokens: say so before any client
+        // hears of them; full blocks go to the prefix cache as they fill)
+        if limits.prefix_cache {
+            for &(i, _) in &work {
+                let s = &mut slots[i];
+                let a = s.active.as_mut().expect("active");
+                if s.session.n_past() / KV_BLOCK > a.indexed {
+                    a.indexed = s.session.n_past() / KV_BLOCK;
+                    cache.insert(&s.session, a.indexed * KV_BLOCK);
+                }
+            }
+        }
+        publish(&slots, &cache, waiting.len(), &metrics);
 
         for (row, &(i, n)) in work.iter().enumerate() {
             let s = &mut slots[i];
@@ -248,6 +284,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
                     let r = a.seq.finish(FinishReason::Length);
                     let a = s.active.take().expect("active");
                     finish(a.job, Some(r), &metrics);
+                    retire(s, &mut cache, limits.prefix_cache);
                     continue;
                 }
             }
@@ -276,15 +313,18 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
             if let Some(r) = end {
                 let a = s.active.take().expect("active");
                 finish(a.job, Some(r), &metrics);
+                retire(s, &mut cache, limits.prefix_cache);
             }
         }
-        publish(&slots, waiting.len(), &metrics);
+        publish(&slots, &cache, waiting.len(), &metrics);
     }
 }
 
-/// The longest prefix of `prompt` a prefill could skip with any slot's cache.
-fn cached_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
-    slots.iter().map(|s| reusable_prefix(s.session.tokens(), prompt)).max().unwrap_or(0)
+/// The longest prefix of `prompt` a prefill could skip with the prefix
+/// cache or any slot's cache.
+fn cached_prefix(slots: &[Slot], cache: &PrefixCache, prompt: &[u32]) -> usize {
+    let from_cache = cache.longest(&prompt[..prompt.len().saturating_sub(1)]);
+    slots.iter().map(|s| reusable_prefix(s.session.tokens(), prompt)).max().unwrap_or(0).max(from_cache)
 }
 
 /// The longest prefix of `prompt` a slot still prefilling will hold once
@@ -294,16 +334,21 @@ fn coming_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
     prefilling.map(|a| reusable_prefix(&a.job.prompt, prompt)).max().unwrap_or(0)
 }
 
-/// If another slot's cache holds a longer prefix of `prompt` than slot
-/// `i`'s, copy it into slot `i` (the K/V a prefill of it would write, the
-/// same bits); the positions copied. The prompt's last token is always
-/// run again, for its logits.
-fn take_longest_prefix(slots: &mut [Slot], i: usize, prompt: &[u32]) -> usize {
+/// If the prefix cache or another slot's cache holds a longer prefix of
+/// `prompt` than slot `i`'s, make slot `i` hold it (the K/V a prefill of it
+/// would write, the same bits); the positions copied from another slot.
+/// The prompt's last token is always run again, for its logits.
+fn take_longest_prefix(slots: &mut [Slot], cache: &mut PrefixCache, i: usize, prompt: &[u32]) -> usize {
     let want = |s: &Slot| reusable_prefix(s.session.tokens(), prompt);
     let own = want(&slots[i]);
+    let from_cache = cache.longest(&prompt[..prompt.len() - 1]);
     let Some((j, n)) = (0..slots.len()).filter(|&j| j != i).map(|j| (j, want(&slots[j]))).max_by_key(|x| x.1) else {
         return 0;
     };
+    if from_cache > own.max(n) {
+        cache.attach(&mut slots[i].session, prompt, prompt.len() - 1);
+        return 0;
+    }
     if n <= own {
         return 0;
     }
@@ -320,12 +365,66 @@ fn take_longest_prefix(slots: &mut [Slot], i: usize, prompt: &[u32]) -> usize {
     to.session.copy_prefix(&from.session, n)
 }
 
-/// Queue depth, running sequences and the cache positions they hold.
-fn publish(slots: &[Slot], waiting: usize, metrics: &Metrics) {
+/// Whether slot `i`'s new sequence, which may come to hold `cap`
+/// positions, fits the budget of `kv_blocks` beside the running ones:
+/// the blocks sequences hold, and those each may still allocate. (Blocks
+/// only the prefix cache holds do not count: they can be evicted.) If not,
+/// idle slots' caches are dropped and it is asked again.
+fn fits(slots: &mut [Slot], i: usize, cap: usize, kv_blocks: usize, cache: &PrefixCache) -> bool {
+    let need = |slots: &[Slot]| {
+        let held = cache.counts(slots.iter().map(|s| &s.session)).in_use;
+        let to_come = |j: usize, s: &Slot| {
+            let cap = if j == i { cap } else { s.active.as_ref().map_or(0, |a| a.cap) };
+            s.session.kv_blocks_to_write(cap.saturating_sub(s.session.n_past()))
+        };
+        held + slots.iter().enumerate().map(|(j, s)| to_come(j, s)).sum::<usize>()
+    };
+    if need(slots) <= kv_blocks {
+        return true;
+    }
+    for (j, s) in slots.iter_mut().enumerate() {
+        if j != i && s.active.is_none() {
+            s.session.truncate(0);
+        }
+    }
+    need(slots) <= kv_blocks
+}
+
+/// Before a step: evict what only the prefix cache holds until the blocks
+/// held and those the step allocates fit the budget.
+fn make_room(slots: &[Slot], work: &[(usize, usize)], cache: &mut PrefixCache, kv_blocks: usize, metrics: &Metrics) {
+    let c = cache.counts(slots.iter().map(|s| &s.session));
+    let step: usize = work.iter().map(|&(i, n)| slots[i].session.kv_blocks_to_write(n)).sum();
+    let mut over = (c.in_use + c.cached + step).saturating_sub(kv_blocks);
+    while over > 0 && cache.evict() {
+        metrics.evictions.fetch_add(1, Relaxed);
+        over -= 1;
+    }
+}
+
+/// A sequence has ended: its blocks go to the prefix cache and the slot
+/// drops them (a slot with window rings, which cannot share them, keeps
+/// its cache for a next prompt that starts the same).
+fn retire(s: &mut Slot, cache: &mut PrefixCache, prefix_cache: bool) {
+    if prefix_cache {
+        cache.insert(&s.session, s.session.n_past());
+    }
+    if s.session.shares_blocks() || !prefix_cache {
+        s.session.truncate(0);
+    }
+}
+
+/// Queue depth, running sequences, the cache positions they hold, and
+/// where the KV blocks are.
+fn publish(slots: &[Slot], cache: &PrefixCache, waiting: usize, metrics: &Metrics) {
     let running = slots.iter().filter(|s| s.active.is_some());
     metrics.queue_depth.store(waiting as u64, Relaxed);
     metrics.active.store(running.clone().count() as u64, Relaxed);
     metrics.kv_used.store(running.map(|s| s.session.n_past() as u64).sum(), Relaxed);
+    let c = cache.counts(slots.iter().map(|s| &s.session));
+    metrics.blocks_in_use.store(c.in_use as u64, Relaxed);
+    metrics.blocks_shared.store(c.shared as u64, Relaxed);
+    metrics.blocks_cached.store(c.cached as u64, Relaxed);
 }
 
 fn arrival(s: &Slot) -> Instant {
