@@ -576,6 +576,59 @@ fn the_prefix_cache_serves_later_requests_and_evicts_within_its_budget() {
     assert!(srv.metric("tern_kv_blocks_cached") <= 8.0);
 }
 
+/// Pressure on every side at once: 16 clients over 4 slots and a queue of
+/// 8 (some are turned away: 429), a KV budget that runs two of their
+/// prompts at a time (the rest wait for blocks; finished ones' blocks are
+/// evicted for room), four clients that hang up mid-prefill or in the
+/// queue. Every client hears an answer, the answers are `tern run`'s, and
+/// once idle no block is in use.
+#[test]
+fn overload_hangups_and_eviction_lose_no_request_and_leak_no_block() {
+    let srv = Server::start(&["--parallel", "4", "--ctx", "1024", "--kv-memory", "48MB", "--queue", "8"]);
+    let port = srv.port;
+    // ~540 tokens each: 3 blocks, two fit in 8
+    let prompt = |i: usize| format!("Client {i} asks about item {i}. ").repeat(60);
+    let clients: Vec<_> = (0..16)
+        .map(|i| {
+            let hang_up = i % 4 == 3;
+            let body = json!({ "prompt": prompt(i), "max_tokens": 6, "temperature": 0, "stream": hang_up });
+            std::thread::spawn(move || {
+                if hang_up {
+                    let s = send(port, "POST", "/v1/completions", &[], &body.to_string());
+                    std::thread::sleep(Duration::from_millis(30 * i as u64));
+                    drop(s);
+                    return (0, String::new());
+                }
+                call(port, "POST", "/v1/completions", &[], &body.to_string())
+            })
+        })
+        .collect();
+    let mut served = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        let (status, body) = c.join().unwrap();
+        match status {
+            0 => {}
+            200 => served.push((i, serde_json::from_str::<Value>(&body).unwrap()["choices"][0]["text"].clone())),
+            429 => {}
+            _ => panic!("client {i}: {status} {body}"),
+        }
+    }
+    println!("{} of 12 served", served.len());
+    assert!(served.len() >= 4, "{served:?}");
+    for (i, text) in served.iter().take(3) {
+        assert_eq!(*text, tern_run(&["-p", &prompt(*i), "-n", "6"])["text"], "client {i}");
+    }
+    let t0 = Instant::now();
+    while srv.metric("tern_active_sequences") > 0.0 || srv.metric("tern_queue_depth") > 0.0 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "requests still run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (evicted, cached) = (srv.metric("tern_kv_block_evictions_total"), srv.metric("tern_kv_blocks_cached"));
+    println!("{evicted} blocks evicted, {cached} cached");
+    assert_eq!(srv.metric("tern_kv_blocks_in_use"), 0.0);
+    assert!(evicted > 0.0 && cached <= 8.0, "{evicted} evicted, {cached} cached");
+}
+
 /// The status of a POST of `body` to /v1/completions; 0 if the server
 /// closed the connection before answering (writing or reading failed).
 fn status_or_reset(port: u16, body: &str) -> u16 {
