@@ -5,15 +5,18 @@
 # With -s, N chat streams at once under that JSON Schema (response_format
 # json_schema), then the same N free, each server in turn. With -w, every
 # prompt starts with the same system text of about that many words (1050:
-# ~1500 tokens), and tern runs a third time with --no-prefix-cache.
-#   bench/serve-compare.sh [-m MODEL] [-n 32] [-k 16] [-p 8] [-r 3] [-c CTX] [-s SCHEMA.json | -w WORDS]
+# ~1500 tokens), and tern runs a third time with --no-prefix-cache. With
+# -M BYTES, tern also runs with a slot for each of the N streams and its KV
+# blocks bounded to BYTES (--kv-memory; the blocks of -p slots of -c
+# positions: the memory llama-server's slots take).
+#   bench/serve-compare.sh [-m MODEL] [-n 32] [-k 16] [-p 8] [-r 3] [-c CTX] [-s SCHEMA.json | -w WORDS] [-M BYTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model="${TERN_MODELS:-$HOME/.cache/tern/models}/smollm2-135m-instruct-q4_1.gguf"
-n=32 k=16 par=8 reps=3 ctx=1024 threads=2 schema= words=0
-while getopts "m:n:k:p:r:s:w:c:" o; do
+n=32 k=16 par=8 reps=3 ctx=1024 threads=2 schema= words=0 kvmem=
+while getopts "m:n:k:p:r:s:w:c:M:" o; do
   case $o in m) model=$OPTARG ;; n) n=$OPTARG ;; k) k=$OPTARG ;; p) par=$OPTARG ;; r) reps=$OPTARG ;; s) schema=$OPTARG ;;
-    w) words=$OPTARG ;; c) ctx=$OPTARG ;; *) exit 2 ;; esac
+    w) words=$OPTARG ;; c) ctx=$OPTARG ;; M) kvmem=$OPTARG ;; *) exit 2 ;; esac
 done
 peer="$(bench/peer.sh)/llama-server"
 py=target/pyenv/bin/python
@@ -42,6 +45,10 @@ if [ -n "$schema" ]; then echo "server mode tokens tok/s ttft_p50 whole_json at_
 else echo "server tok/s ttft_p50 ttft_p99 same_as_alone"; fi
 for _ in $(seq "$reps"); do
   run tern 18181 target/release/tern serve -m "$model" --port 18181 --parallel "$par" --ctx "$ctx" --queue "$n" -t "$threads"
+  if [ -n "$kvmem" ]; then
+    run "tern-$n-slots-$kvmem-bytes" 18184 target/release/tern serve -m "$model" --port 18184 --parallel "$n" \
+      --ctx "$ctx" --queue "$n" -t "$threads" --kv-memory "$kvmem"
+  fi
   if [ "$words" -gt 0 ]; then
     run tern-no-prefix-cache 18183 target/release/tern serve -m "$model" --port 18183 --parallel "$par" --ctx "$ctx" \
       --queue "$n" -t "$threads" --no-prefix-cache

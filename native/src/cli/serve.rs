@@ -20,7 +20,7 @@ pub struct Args {
     /// Memory for the KV cache of all sequences and the prefix cache
     /// together, in 256-position blocks shared between sequences (e.g.
     /// 2GiB, 512MiB, 1e9) [default: what --parallel sequences of --ctx
-    /// positions need]
+    /// positions need or, if more, half the free memory up to 8 GiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     kv_memory: Option<u64>,
     /// Requests that may wait for a free sequence; beyond: 429
@@ -116,10 +116,10 @@ pub fn run(_: Args) -> Result<()> {
     })
 }
 
-/// Bytes from `2GiB`, `512MiB`, `64KiB`, `3GB`, `1e9` or `4096`.
+/// Bytes from `2GiB`, `512MiB`, `64KiB`, `3GB`, `1TB`, `1e9` or `4096`.
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let units = [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
-    let units = units.into_iter().chain([("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000), ("B", 1)]);
+    let units = units.into_iter().chain([("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000), ("TB", 1_000_000_000_000), ("B", 1)]);
     let t = s.trim();
     let (num, unit) = units.into_iter().find_map(|(u, m)| Some((t.strip_suffix(u)?, m))).unwrap_or((t, 1));
     let x: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a size (e.g. 2GiB, 512MiB, 1e9)"))?;

@@ -74,36 +74,47 @@ const MAX_PARALLEL: usize = 4096;
 const MAX_BATCH: usize = 1 << 16;
 const MAX_QUEUE: usize = 1 << 16;
 
+/// Most of the memory the default KV budget takes beyond what the slots
+/// need: room for the prefix cache (llama-server's `--cache-ram` default).
+const DEFAULT_CACHE_BYTES: u64 = 8 << 30;
+
 /// KV blocks the server may hold: `--kv-memory` of them (at least one
-/// sequence of `--ctx` positions must fit, and the memory must be there),
-/// or what every slot filled to `--ctx` holds (and a block to copy).
+/// sequence of `--ctx` positions must fit, and the memory must be there);
+/// by default what every slot filled to `--ctx` holds (and a block to
+/// copy), or, if more, half the memory the weights leave free, at most
+/// `DEFAULT_CACHE_BYTES`. Blocks are allocated as they are used.
 fn kv_budget(lm: &Loaded, o: &ServeOptions) -> Result<usize> {
     let block = lm.model.kv_block_bytes(o.ctx, o.n_batch, tern_core::KvType::F16) as u64;
+    if block == 0 {
+        return Ok(usize::MAX); // every layer keeps a ring
+    }
+    let blocks = |bytes: u64| usize::try_from(bytes / block).unwrap_or(usize::MAX);
     let per_seq = o.ctx.div_ceil(tern_core::backend::KV_BLOCK) + 1;
-    let (Some(bytes), true) = (o.kv_memory, block > 0) else {
-        return Ok(if block == 0 { usize::MAX } else { o.parallel * per_seq });
+    let available = crate::limits::available_memory();
+    let Some(bytes) = o.kv_memory else {
+        let free = available.saturating_sub(crate::limits::mapped_bytes(lm));
+        return Ok(o.parallel.saturating_mul(per_seq).max(blocks((free / 2).min(DEFAULT_CACHE_BYTES))));
     };
-    let blocks = usize::try_from(bytes / block).unwrap_or(usize::MAX);
     let mb = |n: u64| n as f64 / 1e6;
-    if blocks < per_seq {
+    if blocks(bytes) < per_seq {
         return Err(Error::Serve {
             detail: format!(
-                "--kv-memory {:.1} MB holds {blocks} KV blocks of {:.2} MB; one sequence of --ctx {} needs {per_seq} \
+                "--kv-memory {:.1} MB holds {} KV blocks of {:.2} MB; one sequence of --ctx {} needs {per_seq} \
                  ({:.1} MB)",
                 mb(bytes),
+                blocks(bytes),
                 mb(block),
                 o.ctx,
                 mb(per_seq as u64 * block)
             ),
         });
     }
-    let available = crate::limits::available_memory();
     if bytes > available {
         return Err(Error::Serve {
             detail: format!("--kv-memory {:.1} MB: only {:.1} MB of memory is available", mb(bytes), mb(available)),
         });
     }
-    Ok(blocks)
+    Ok(blocks(bytes))
 }
 
 /// Serve `lm` (and `embedder`'s `/v1/embeddings`, `reranker`'s `/v1/rerank`, if given) until SIGINT or SIGTERM; then stop admitting, let running
