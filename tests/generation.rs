@@ -337,6 +337,20 @@ fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
     assert!(cache.evict() && cache.evict() && !cache.evict());
     assert_eq!((cache.blocks(), cache.evictions(), cache.longest(&a)), (0, 3, 0));
 
+    // least recently used first: an older prompt's last block, then its
+    // first, before a newer prompt's
+    let c = ask(100, " Hi?")[40..].to_vec();
+    for p in [&a[..300], &c[..]] {
+        let mut s = lm.model.session(1024, 64);
+        s.forward(&lm.model, &e, p, Logits::None).unwrap();
+        cache.insert(&s, p.len());
+    }
+    assert!(cache.evict());
+    assert_eq!((cache.longest(&a), cache.longest(&c)), (KV_BLOCK, c.len()));
+    assert!(cache.evict());
+    assert_eq!((cache.longest(&a), cache.longest(&c)), (0, c.len()));
+    assert!(cache.evict() && !cache.evict());
+
     // another element type, and a model with window rings: nothing shared
     let mut s = lm.model.session(1024, 64);
     s.forward(&lm.model, &e, &a[..300], Logits::None).unwrap();

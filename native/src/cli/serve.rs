@@ -118,10 +118,19 @@ pub fn run(_: Args) -> Result<()> {
 
 /// Bytes from `2GiB`, `512MiB`, `64KiB`, `3GB`, `1TB`, `1e9` or `4096`.
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let units = [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
-    let units = units.into_iter().chain([("KB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000), ("TB", 1_000_000_000_000), ("B", 1)]);
+    const UNITS: [(&str, u64); 9] = [
+        ("KiB", 1 << 10),
+        ("MiB", 1 << 20),
+        ("GiB", 1 << 30),
+        ("TiB", 1 << 40),
+        ("KB", 1_000),
+        ("MB", 1_000_000),
+        ("GB", 1_000_000_000),
+        ("TB", 1_000_000_000_000),
+        ("B", 1),
+    ];
     let t = s.trim();
-    let (num, unit) = units.into_iter().find_map(|(u, m)| Some((t.strip_suffix(u)?, m))).unwrap_or((t, 1));
+    let (num, unit) = UNITS.into_iter().find_map(|(u, m)| Some((t.strip_suffix(u)?, m))).unwrap_or((t, 1));
     let x: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a size (e.g. 2GiB, 512MiB, 1e9)"))?;
     let bytes = x * unit as f64;
     if !(1.0..=1e18).contains(&bytes) {
