@@ -6,9 +6,9 @@
 //! A layer's rows live in KV blocks (`backend::KvBlock`: 256 positions of
 //! every such layer), held in a table: block b holds positions 256b.. .
 //! Blocks are allocated as the sequence grows and shared between caches
-//! (`copy_prefix` takes another cache's blocks by reference, `adopt` a
-//! prefix cache's); a write to a shared block copies it first. So a session holds memory for what it
-//! has cached, and sessions with a common prefix hold it once.
+//! (`adopt` takes another cache's, or a prefix cache's, by reference); a
+//! write to a shared block copies it first. So a session holds memory for
+//! what it has cached, and sessions with a common prefix hold it once.
 //!
 //! A sliding-window layer of window W, in a session whose steps run up to
 //! B tokens, needs only the last R = W + B − 1 positions: it keeps them in
@@ -200,17 +200,6 @@ impl KvCache {
             KvRows::F16(x) => KvRows::F16(&x[..self.kv_dim]),
             KvRows::F32(x) => KvRows::F32(&x[..self.kv_dim]),
         })
-    }
-
-    /// Take `from`'s rows of positions `0..n` (a cache of the same shape and
-    /// element type, no window rings) by sharing its blocks; false,
-    /// changing nothing, if it is not such a cache.
-    pub fn copy_prefix(&mut self, from: &KvCache, n: usize) -> bool {
-        let nb = n.div_ceil(KV_BLOCK);
-        if self.shape() != from.shape() || nb > from.blocks.len() {
-            return false;
-        }
-        self.adopt(&from.blocks[..nb], n)
     }
 
     /// What blocks a cache can share must agree on (layers in a block, row

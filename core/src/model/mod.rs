@@ -313,12 +313,26 @@ impl Session {
     /// sliding-window rings (nothing changes then).
     pub fn copy_prefix(&mut self, from: &Session, n: usize) -> usize {
         let n = n.min(from.tokens.len());
-        if !self.kv.copy_prefix(&from.kv, n) {
+        if self.kv.shape().is_none() || self.kv.shape() != from.kv.shape() {
             return 0;
         }
+        let blocks = &from.kv.blocks()[..n.div_ceil(crate::backend::KV_BLOCK)];
+        if self.hold(blocks, &from.tokens[..n]) {
+            n
+        } else {
+            0
+        }
+    }
+    /// Hold `blocks` (of a cache of this one's shape) as the K/V rows of
+    /// `tokens` at positions 0.. instead of computing them; false, nothing
+    /// changed, if the cache cannot (window rings, past its context).
+    fn hold(&mut self, blocks: &[alloc::sync::Arc<crate::backend::KvBlock>], tokens: &[u32]) -> bool {
+        if !self.kv.adopt(blocks, tokens.len()) {
+            return false;
+        }
         self.tokens.clear();
-        self.tokens.extend_from_slice(&from.tokens[..n]);
-        n
+        self.tokens.extend_from_slice(tokens);
+        true
     }
     /// How many leading tokens of `tokens` the cache already holds.
     pub fn common_prefix(&self, tokens: &[u32]) -> usize {
@@ -328,11 +342,6 @@ impl Session {
     /// [`PrefixCache`]): not when a layer keeps a window ring.
     pub fn shares_blocks(&self) -> bool {
         self.kv.shape().is_some()
-    }
-    /// KV blocks the cache holds, shared ones too (none for a model whose
-    /// layers all keep window rings).
-    pub fn kv_blocks(&self) -> usize {
-        self.kv.blocks().len()
     }
     /// KV blocks running the next `n` tokens allocates: new ones, and a
     /// copy of a block it shares and writes into.

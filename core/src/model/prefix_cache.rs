@@ -142,8 +142,7 @@ impl PrefixCache {
         if s.kv.shape().is_none() || s.kv.shape() != self.shape {
             return 0;
         }
-        let (n, mut path) = self.find(&tokens[..max.min(tokens.len())]);
-        path.truncate(n.div_ceil(KV_BLOCK));
+        let (n, path) = self.find(&tokens[..max.min(tokens.len())]);
         self.clock += 1;
         let mut blocks = Vec::with_capacity(path.len());
         for key in &path {
@@ -151,11 +150,9 @@ impl PrefixCache {
             node.used = self.clock;
             blocks.push(node.block.clone());
         }
-        if n == 0 || !s.kv.adopt(&blocks, n) {
+        if n == 0 || !s.hold(&blocks, &tokens[..n]) {
             return 0;
         }
-        s.tokens.clear();
-        s.tokens.extend_from_slice(&tokens[..n]);
         n
     }
 
@@ -186,23 +183,19 @@ impl PrefixCache {
 
     /// How the blocks of `sessions` and of this cache are held.
     pub fn counts<'a>(&self, sessions: impl IntoIterator<Item = &'a Session>) -> BlockCounts {
-        // a block's holders: sessions, and whether the cache is one
-        let mut holders: BTreeMap<*const KvBlock, (usize, bool)> = BTreeMap::new();
+        // each block's sessions
+        let mut holders: BTreeMap<*const KvBlock, usize> = BTreeMap::new();
         for s in sessions {
             for b in s.kv.blocks() {
-                holders.entry(Arc::as_ptr(b)).or_default().0 += 1;
+                *holders.entry(Arc::as_ptr(b)).or_default() += 1;
             }
         }
-        for n in self.nodes.values() {
-            holders.entry(Arc::as_ptr(&n.block)).or_default().1 = true;
+        BlockCounts {
+            in_use: holders.len(),
+            shared: holders.values().filter(|&&n| n > 1).count(),
+            // (a block is in one node at most: the cache's one reference)
+            cached: self.nodes.values().filter(|n| Arc::strong_count(&n.block) == 1).count(),
         }
-        let mut c = BlockCounts::default();
-        for &(seqs, _) in holders.values() {
-            c.in_use += usize::from(seqs > 0);
-            c.shared += usize::from(seqs > 1);
-            c.cached += usize::from(seqs == 0);
-        }
-        c
     }
 
     /// A child of `parent` whose tokens begin with `tokens`.

@@ -36,7 +36,8 @@ pub struct ServeOptions {
     /// Context positions per slot.
     pub ctx: usize,
     /// Bytes for the KV blocks of all slots and the prefix cache (None:
-    /// what `parallel` sequences of `ctx` positions need).
+    /// what `parallel` sequences of `ctx` positions need or, if more, half
+    /// the memory the weights leave free, at most 8 GiB).
     pub kv_memory: Option<u64>,
     /// Requests that may wait for a slot; past parallel + queue: 429.
     pub queue: usize,
