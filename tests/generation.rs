@@ -364,3 +364,70 @@ fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
     gemma_cache.insert(&g, 8);
     assert_eq!(gemma_cache.blocks(), 0);
 }
+
+#[test]
+fn a_q8_0_cache_takes_half_the_memory_shares_and_saves_exactly() {
+    use tern_core::{KvType, PrefixCache};
+    let lm = load(MODELS[1].1);
+    let (m, e) = (&lm.model, tern::engine(threads(), false).unwrap());
+    let p = lm.tokenizer().unwrap().encode(&"The keeper counted the ships that passed the light. ".repeat(30), true);
+    let p = p.unwrap();
+    // 34 bytes per 32 elements, f16's 64
+    let (q8, f16) = (m.kv_block_bytes(1024, 64, KvType::Q8_0), m.kv_block_bytes(1024, 64, KvType::F16));
+    assert_eq!(q8 * 64, f16 * 34);
+    let run = |kv, p: &[u32]| {
+        let mut s = m.session_kv(1024, 64, kv);
+        let l = s.forward(m, &e, p, Logits::Last).unwrap().to_vec();
+        (s, l)
+    };
+    // quantized once, when written: not f16's logits, but near them
+    let ((mut s8, l8), (_, l16)) = (run(KvType::Q8_0, &p), run(KvType::F16, &p));
+    assert_eq!(s8.kv_type(), KvType::Q8_0);
+    assert!(!bits_equal(&l8, &l16), "the Q8_0 cache stores what f16 does");
+    let argmax = |l: &[f32]| (0..l.len()).max_by(|&a, &b| l[a].total_cmp(&l[b])).unwrap();
+    assert_eq!(argmax(&l8), argmax(&l16));
+    let spread =
+        l16.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) - l16.iter().fold(f32::INFINITY, |a, &b| a.min(b));
+    let off = l8.iter().zip(&l16).fold(0.0f32, |a, (x, y)| a.max((x - y).abs()));
+    assert!(off < 0.05 * spread, "Q8_0 logits {off} from f16's (spread {spread})");
+
+    // saved and restored into another Q8_0 session: the same blocks, so
+    // the same logits after; an f16 session refuses the rotated rows, and
+    // a Q8_0 one an f16 state
+    let saved = s8.save(&m.config);
+    let mut r = m.session_kv(1024, 64, KvType::Q8_0);
+    r.restore(&m.config, &saved).unwrap();
+    let err = m.session(1024, 64).restore(&m.config, &saved).unwrap_err().to_string();
+    assert!(err.contains("q8_0") && err.contains("rotated"), "{err}");
+    let f16_state = run(KvType::F16, &p[..10]).0.save(&m.config);
+    assert!(m.session_kv(1024, 64, KvType::Q8_0).restore(&m.config, &f16_state).is_err());
+    let a = s8.forward(m, &e, &[42, 7], Logits::Last).unwrap().to_vec();
+    assert!(bits_equal(&a, r.forward(m, &e, &[42, 7], Logits::Last).unwrap()), "restored Q8_0 rows differ");
+
+    // Q8_0 blocks are shared through the prefix cache like f16 ones, with
+    // the same bits as a fresh prefill; an f16 session takes none of them
+    let mut cache = PrefixCache::new();
+    cache.insert(&s8, p.len());
+    let q = [&p[..], &[11, 12, 13]].concat();
+    let mut s = m.session_kv(1024, 64, KvType::Q8_0);
+    assert_eq!(cache.attach(&mut s, &q, q.len() - 1), p.len());
+    let got = s.forward(m, &e, &q[p.len()..], Logits::Last).unwrap().to_vec();
+    assert!(bits_equal(&got, &run(KvType::Q8_0, &q).1), "a cached Q8_0 prefix differs from a fresh prefill");
+    assert_eq!(cache.attach(&mut m.session(1024, 64), &q, q.len()), 0);
+
+    // sliding-window rings of Q8_0 rows read as blocks of them do (Gemma 3:
+    // window 5, so a ring of 20 positions for 16-token steps, kept when
+    // its two copies are smaller than the context)
+    let gemma = tern::load(&tern_tests::hfdir::tiny("tiny-gemma3")).unwrap();
+    let toks: Vec<u32> = (0..38).map(|i| 3 + i * 7 % 200).collect();
+    let logits = |n_ctx| {
+        let mut s = gemma.model.session_kv(n_ctx, 16, KvType::Q8_0);
+        s.forward(&gemma.model, &e, &toks, Logits::All).unwrap().to_vec()
+    };
+    assert!(bits_equal(&logits(512), &logits(40)), "Q8_0 rings differ from Q8_0 blocks");
+    // heads that are not whole Q8_0 blocks (16) are refused, naming them
+    let g2 = tern::load(&tern_tests::hfdir::tiny("tiny-gemma2")).unwrap();
+    let err = g2.model.check_sessions(1, 64, 16, KvType::Q8_0, u64::MAX).unwrap_err().to_string();
+    assert!(err.contains("q8_0") && err.contains("head dimension is 16"), "{err}");
+    assert_eq!(g2.model.session_kv(64, 16, KvType::Q8_0).kv_type(), KvType::F16);
+}

@@ -13,7 +13,7 @@ fn check(record: &str, file: &str, tolerance: f64) {
     let tokens = lm.tokenizer().unwrap().encode(&text, false).unwrap();
     let bos = lm.tokenizer().unwrap().add_bos.then_some(lm.tokenizer().unwrap().bos).flatten();
     let e = tern::engine(threads(), false).unwrap();
-    let r = perplexity(&lm.model, &e, &tokens, ctx, bos, None, |_, _| {}).unwrap();
+    let r = perplexity(&lm.model, &e, e.kv_type(), &tokens, ctx, bos, None, |_, _| {}).unwrap();
     let rel = (r.ppl - want_ppl).abs() / want_ppl;
     println!(
         "{file}: tern PPL {:.4} ± {:.4} vs llama.cpp {want_ppl} ({} chunks of {ctx}): {:.2}% apart",

@@ -3,7 +3,7 @@
 //! cache, the second half of each window scored.
 
 use crate::error::{Error, Result};
-use crate::model::{Engine, Logits, Model};
+use crate::model::{Engine, KvType, Logits, Model};
 
 /// A perplexity measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,11 +25,14 @@ pub fn nll(logits: &[f32], target: u32) -> f64 {
     (libm::log(sum) + max) - logits[target as usize] as f64
 }
 
+/// `kv`: the cache's element type (`e.kv_type()` by default).
 /// `bos`: replaces each window's first token when the model adds BOS.
 /// `max_chunks`: evaluate only the first windows (None = all).
+#[allow(clippy::too_many_arguments)]
 pub fn perplexity<B: AsRef<[u8]>>(
     model: &Model<B>,
     e: &Engine,
+    kv: KvType,
     tokens: &[u32],
     n_ctx: usize,
     bos: Option<u32>,
@@ -46,7 +49,7 @@ pub fn perplexity<B: AsRef<[u8]>>(
         n_chunks = n_chunks.min(m);
     }
     let first = n_ctx / 2;
-    let mut session = model.session_kv(n_ctx, n_ctx, e.kv_type());
+    let mut session = model.session_kv(n_ctx, n_ctx, kv);
     let (mut sum, mut sum2, mut count) = (0.0f64, 0.0f64, 0usize);
     let mut window = alloc::vec![0u32; n_ctx];
     for c in 0..n_chunks {

@@ -52,15 +52,16 @@ fn tern_kernels_selects_or_fails() {
 /// two threads (prefill of a prompt, then cached decode steps).
 #[test]
 fn model_logits_identical_across_backends_and_threads() {
-    use tern_core::{Engine, Logits};
+    use tern_core::{Engine, KvType, Logits};
     let path = common::smollm2();
     assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
     let prompt = lm.tokenizer().unwrap().encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
-    let run = |name: &str, threads: usize, exact: bool| {
+    let run = |name: &str, threads: usize, (exact, kv): (bool, KvType)| {
         let par = tern::Threads::new(threads);
         let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };
-        let mut s = lm.model.session_kv(64, 512, e.kv_type());
+        let mut s = lm.model.session_kv(64, 512, kv);
+        assert_eq!(s.kv_type(), kv);
         let mut out = s.forward(&lm.model, &e, &prompt, Logits::All).unwrap().to_vec();
         for t in [42u32, 7, 1000] {
             out.extend_from_slice(s.forward(&lm.model, &e, &[t], Logits::Last).unwrap());
@@ -73,12 +74,13 @@ fn model_logits_identical_across_backends_and_threads() {
     let names = tern::kernels::available();
     let runs: Vec<(&str, usize)> =
         names.iter().filter(|&&n| n != "scalar").map(|&n| (n, 1)).chain([(names[0], 2)]).collect();
-    for exact in [false, true] {
-        let reference = run("scalar", 1, exact);
+    // the default path, with its f16 cache and with Q8_0's; the exact one
+    for path in [(false, KvType::F16), (false, KvType::Q8_0), (true, KvType::F32)] {
+        let reference = run("scalar", 1, path);
         for &(name, threads) in &runs {
             assert!(
-                run(name, threads, exact) == reference,
-                "{name} with {threads} threads (exact {exact}) differs from scalar"
+                run(name, threads, path) == reference,
+                "{name} with {threads} threads ({path:?}) differs from scalar"
             );
         }
     }
@@ -90,16 +92,18 @@ fn model_logits_identical_across_backends_and_threads() {
 /// change to the numerics must update it deliberately.
 #[test]
 fn logits_bits_match_the_recorded_hash() {
-    use tern_core::{Engine, Logits};
-    const RECORDED: [u64; 2] = [0x24b7790e8b2a9beb, 0x4f694e12c29a4e3e]; // [quantized, exact]
+    use tern_core::{Engine, KvType, Logits};
+    // [quantized, exact, quantized with a Q8_0 cache]
+    const RECORDED: [u64; 3] = [0x24b7790e8b2a9beb, 0x4f694e12c29a4e3e, 0x13768b9ceb9cdfb0];
     let path = common::smollm2();
     assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
     let lm = tern::load(&path).unwrap();
     let prompt = [504u32, 3575, 282, 4649, 314]; // "The capital of France is"
-    for (exact, want) in [false, true].into_iter().zip(RECORDED) {
+    let paths = [(false, KvType::F16), (true, KvType::F32), (false, KvType::Q8_0)];
+    for ((exact, kv), want) in paths.into_iter().zip(RECORDED) {
         let par = tern::Threads::new(1);
         let e = Engine { kernels: tern::kernels::select().unwrap(), par: &par, exact };
-        let mut s = lm.model.session_kv(16, 512, e.kv_type());
+        let mut s = lm.model.session_kv(16, 512, kv);
         let mut bits: Vec<u32> =
             s.forward(&lm.model, &e, &prompt, Logits::Last).unwrap().iter().map(|v| v.to_bits()).collect();
         for t in [7042u32, 30] {
@@ -111,7 +115,7 @@ fn logits_bits_match_the_recorded_hash() {
                 h = (h ^ byte as u64).wrapping_mul(0x100000001b3);
             }
         }
-        println!("exact={exact}: logits hash {h:#018x}");
-        assert_eq!(h, want, "exact={exact}: logits differ from the recorded x86-64 bits");
+        println!("exact={exact} {kv:?}: logits hash {h:#018x}");
+        assert_eq!(h, want, "exact={exact} {kv:?}: logits differ from the recorded x86-64 bits");
     }
 }

@@ -576,6 +576,27 @@ fn the_prefix_cache_serves_later_requests_and_evicts_within_its_budget() {
     assert!(srv.metric("tern_kv_blocks_cached") <= 8.0);
 }
 
+#[test]
+fn a_q8_0_cache_holds_more_blocks_and_answers_as_tern_run() {
+    // a Q8_0 block: 30 layers × 2 × (256 × 192 / 32) × 34 bytes = 3.1 MB, so
+    // 15 in the 48 MB that hold 8 f16 blocks
+    let srv = Server::start(&["--parallel", "2", "--ctx", "1024", "--kv-memory", "48MB", "--kv-type", "q8_0"]);
+    assert_eq!(srv.metric("tern_kv_blocks_total"), 15.0);
+    let text = "Our shop opens at nine, closes at six, and sells old maps, atlases and globes. ".repeat(30);
+    for (i, q) in ["What do you sell?", "When do you open?"].into_iter().enumerate() {
+        let prompt = format!("{text}Q: {q}\nA:");
+        let body = json!({ "prompt": prompt, "max_tokens": 6, "temperature": 0 });
+        let (status, got) = srv.call("POST", "/v1/completions", &[], &body.to_string());
+        assert_eq!(status, 200, "{got}");
+        let got: Value = serde_json::from_str(&got).unwrap();
+        let alone = tern_run(&["-p", &prompt, "-n", "6", "--kv-type", "q8_0"]);
+        assert_eq!(got["choices"][0]["text"], alone["text"], "{q}");
+        let cached = got["usage"]["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap();
+        assert_eq!(cached > 500, i == 1, "{cached} cached tokens");
+    }
+    assert_eq!(srv.metric("tern_kv_blocks_in_use"), 0.0);
+}
+
 /// Pressure on every side at once: 16 clients over 4 slots and a queue of
 /// 8 (some are turned away: 429), a KV budget that runs two of their
 /// prompts at a time (the rest wait for blocks; finished ones' blocks are

@@ -136,7 +136,7 @@ impl TernModel {
         // widening every cached row at every step cost more than half of
         // attention (bench/NOTES.md, W24); the same logits as f16
         let kv = if exact { KvType::F32 } else { KvType::F16Wide };
-        let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * (c.kv_dim() as u64) * kv.size() as u64;
+        let kv_bytes = (n_ctx as u64) * (c.n_layer as u64) * 2 * kv.bytes(c.kv_dim()) as u64;
         let have = self.b.model.n_bytes() as u64;
         if have + kv_bytes > WASM32_MEMORY_LIMIT {
             return Err(js_error(

@@ -8,6 +8,12 @@
 //! share a prefix's blocks and a cache grows a block at a time. Whatever
 //! the layout, a kernel visits positions in order and reads the same
 //! numbers: the layout never changes a bit.
+//!
+//! Rows are f32, f16 or Q8_0 blocks (`quant::q8_0`'s layout: 32 elements
+//! to a block, `x = d · q`). Both narrow types widen to f32 exactly (an
+//! f16 is an f32; `q · d` of an i8 and an f16 needs at most 18 bits), so a
+//! kernel that widens a row, however it does, then does the f32
+//! arithmetic gets the same bits as the reference.
 
 use alloc::sync::Arc;
 use alloc::vec;
@@ -15,6 +21,59 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use half::f16;
+
+use crate::quant::{q8_0, quantize_q8_0, BlockQ8_0, QK8};
+
+/// Element type of the cached K and V rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvType {
+    /// Half the memory and bandwidth; rows rounded to nearest even once,
+    /// when written.
+    #[default]
+    F16,
+    /// The same f16-rounded values, kept widened to f32: attention reads
+    /// them without widening at every step (wasm: no f16 conversion
+    /// instruction), for twice F16's memory. Identical logits to F16.
+    F16Wide,
+    /// Keeps K/V exactly as computed (the oracle-parity path).
+    F32,
+    /// Q8_0 blocks, as llama.cpp's `--cache-type-k/v q8_0`: 34 bytes per
+    /// 32 elements, 53% of F16's memory. Each 32 elements of a row (a head
+    /// holds whole blocks: its dimension is a multiple of 32) are quantized
+    /// once, when written, as Q8_0 weights are; attention widens them to
+    /// f32 exactly.
+    Q8_0,
+}
+
+impl KvType {
+    /// The type's name (`f32`, `f16`, `q8_0`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KvType::F16 => "f16",
+            KvType::F16Wide => "f16-wide",
+            KvType::F32 => "f32",
+            KvType::Q8_0 => "q8_0",
+        }
+    }
+    /// The type named `s`.
+    pub fn parse(s: &str) -> Option<KvType> {
+        [KvType::F16, KvType::F16Wide, KvType::F32, KvType::Q8_0].into_iter().find(|t| t.name() == s)
+    }
+    /// Bytes of `n` elements (for Q8_0, of the `n / 32` blocks they fill).
+    pub fn bytes(self, n: usize) -> usize {
+        match self {
+            KvType::F16 => 2 * n,
+            KvType::F16Wide | KvType::F32 => 4 * n,
+            KvType::Q8_0 => n / QK8 * q8_0::BLOCK_BYTES,
+        }
+    }
+    /// Whether rows whose heads are `head_dim` long, in rows of `row`
+    /// elements, can be stored as this type (Q8_0: a head must hold whole
+    /// blocks).
+    pub fn fits(self, head_dim: usize, row: usize) -> bool {
+        self != KvType::Q8_0 || (head_dim.is_multiple_of(QK8) && row.is_multiple_of(QK8))
+    }
+}
 
 /// Positions per KV block.
 pub const KV_BLOCK: usize = 256;
@@ -27,18 +86,33 @@ pub enum KvRows<'a> {
     F32(&'a [f32]),
     /// An f16 cache.
     F16(&'a [f16]),
+    /// A Q8_0 cache: blocks of 32 elements, element 0 the first block's
+    /// first.
+    Q8_0(&'a [u8]),
 }
 
 impl<'a> KvRows<'a> {
-    /// The rows from element `off` on.
+    /// The rows from element `off` on (for Q8_0, a block's first).
     #[inline]
     pub fn from(self, off: usize) -> KvRows<'a> {
         match self {
             KvRows::F32(x) => KvRows::F32(&x[off..]),
             KvRows::F16(x) => KvRows::F16(&x[off..]),
+            KvRows::Q8_0(x) => {
+                debug_assert!(off.is_multiple_of(QK8), "a Q8_0 row starts at a block");
+                KvRows::Q8_0(&x[off / QK8 * q8_0::BLOCK_BYTES..])
+            }
         }
     }
-    /// Elements `r` as f32 (f16 widens exactly).
+    /// The first `n` elements (for Q8_0, whole blocks).
+    pub fn first(self, n: usize) -> KvRows<'a> {
+        match self {
+            KvRows::F32(x) => KvRows::F32(&x[..n]),
+            KvRows::F16(x) => KvRows::F16(&x[..n]),
+            KvRows::Q8_0(x) => KvRows::Q8_0(&x[..KvType::Q8_0.bytes(n)]),
+        }
+    }
+    /// Elements `r` as f32 (f16 and Q8_0 widen exactly).
     pub fn read(&self, r: Range<usize>, out: &mut [f32]) {
         match self {
             KvRows::F32(x) => out.copy_from_slice(&x[r]),
@@ -47,8 +121,21 @@ impl<'a> KvRows<'a> {
                     *o = h.to_f32();
                 }
             }
+            KvRows::Q8_0(x) => {
+                for (o, e) in out.iter_mut().zip(r) {
+                    let (d, q) = q8_0_at(x, e);
+                    *o = q as f32 * d;
+                }
+            }
         }
     }
+}
+
+/// The scale and quant of element `e` of Q8_0 rows.
+#[inline(always)]
+pub fn q8_0_at(x: &[u8], e: usize) -> (f32, i8) {
+    let b = &x[e / QK8 * q8_0::BLOCK_BYTES..];
+    (f16::from_le_bytes([b[q8_0::D], b[q8_0::D + 1]]).to_f32(), b[q8_0::QS + e % QK8] as i8)
 }
 
 /// The elements of a block's K or V rows.
@@ -58,15 +145,17 @@ pub enum BlockRows {
     F16(Vec<f16>),
     /// f32 elements.
     F32(Vec<f32>),
+    /// Q8_0 blocks' bytes.
+    Q8_0(Vec<u8>),
 }
 
 impl BlockRows {
-    /// `n` zeros, f16 or f32.
-    pub fn zeros(n: usize, f16: bool) -> BlockRows {
-        if f16 {
-            BlockRows::F16(vec![f16::ZERO; n])
-        } else {
-            BlockRows::F32(vec![0.0; n])
+    /// `n` zeros of type `ty` (a multiple of 32 for Q8_0).
+    pub fn zeros(n: usize, ty: KvType) -> BlockRows {
+        match ty {
+            KvType::F16 => BlockRows::F16(vec![f16::ZERO; n]),
+            KvType::F16Wide | KvType::F32 => BlockRows::F32(vec![0.0; n]),
+            KvType::Q8_0 => BlockRows::Q8_0(vec![0; ty.bytes(n)]),
         }
     }
     /// Bytes of the elements.
@@ -74,14 +163,24 @@ impl BlockRows {
         match self {
             BlockRows::F16(x) => 2 * x.len(),
             BlockRows::F32(x) => 4 * x.len(),
+            BlockRows::Q8_0(x) => x.len(),
         }
     }
     /// Elements `at..at + x.len()` set to `x`: rounded to nearest even
-    /// when f16, as `round` gives them when f32.
+    /// when f16, as `round` gives them when f32, quantized each 32 when
+    /// Q8_0 (`at` and `x.len()` multiples of 32).
     pub fn write(&mut self, at: usize, x: &[f32], round: fn(f32) -> f32) {
         match self {
             BlockRows::F16(d) => d[at..at + x.len()].iter_mut().zip(x).for_each(|(d, &s)| *d = f16::from_f32(s)),
             BlockRows::F32(d) => d[at..at + x.len()].iter_mut().zip(x).for_each(|(d, &s)| *d = round(s)),
+            BlockRows::Q8_0(d) => {
+                let mut b = BlockQ8_0::ZERO;
+                let out = d[KvType::Q8_0.bytes(at)..].chunks_exact_mut(q8_0::BLOCK_BYTES);
+                for (c, out) in x.chunks_exact(QK8).zip(out) {
+                    quantize_q8_0(c, &mut b);
+                    q8_0::store(&b, out);
+                }
+            }
         }
     }
     /// Elements `r` as cached rows.
@@ -89,6 +188,7 @@ impl BlockRows {
         match self {
             BlockRows::F16(x) => KvRows::F16(&x[r]),
             BlockRows::F32(x) => KvRows::F32(&x[r]),
+            BlockRows::Q8_0(x) => KvRows::Q8_0(&x[KvType::Q8_0.bytes(r.start)..KvType::Q8_0.bytes(r.end)]),
         }
     }
     /// The elements as cached rows.
@@ -97,6 +197,7 @@ impl BlockRows {
         match self {
             BlockRows::F16(x) => KvRows::F16(x),
             BlockRows::F32(x) => KvRows::F32(x),
+            BlockRows::Q8_0(x) => KvRows::Q8_0(x),
         }
     }
 }
@@ -111,11 +212,11 @@ pub struct KvBlock {
 }
 
 impl KvBlock {
-    /// A zeroed block of `n_layers` layers of rows of `row` elements, in
-    /// f16 or f32.
-    pub fn new(n_layers: usize, row: usize, f16: bool) -> KvBlock {
+    /// A zeroed block of `n_layers` layers of rows of `row` elements of
+    /// type `ty`.
+    pub fn new(n_layers: usize, row: usize, ty: KvType) -> KvBlock {
         let n = n_layers * KV_BLOCK * row;
-        KvBlock { k: BlockRows::zeros(n, f16), v: BlockRows::zeros(n, f16) }
+        KvBlock { k: BlockRows::zeros(n, ty), v: BlockRows::zeros(n, ty) }
     }
     /// Bytes of K and V.
     pub fn bytes(&self) -> usize {
@@ -181,11 +282,11 @@ impl<'a> Cached<'a> {
     pub fn runs(&self, n: usize) -> Runs<'a> {
         Runs { kv: *self, t: 0, n }
     }
-    /// Whether the rows are f16.
-    pub fn is_f16(&self) -> bool {
+    /// Whether the rows are f32 (not f16 or Q8_0, which widen).
+    pub fn is_f32(&self) -> bool {
         match self.layout {
-            Layout::Dense { k, .. } => matches!(k, KvRows::F16(_)),
-            Layout::Paged { blocks, .. } => blocks.first().is_some_and(|b| matches!(b.k, BlockRows::F16(_))),
+            Layout::Dense { k, .. } => matches!(k, KvRows::F32(_)),
+            Layout::Paged { blocks, .. } => blocks.first().is_none_or(|b| matches!(b.k, BlockRows::F32(_))),
         }
     }
     /// Position t's key: its head's elements from index 0.

@@ -11,7 +11,9 @@ use alloc::vec::Vec;
 
 use half::f16;
 
-use super::{scalar, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, QMatrix, Queries, Scalar, Score, KV_BLOCK};
+use super::{
+    scalar, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, KvType, QMatrix, Queries, Scalar, Score, KV_BLOCK,
+};
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
@@ -242,7 +244,9 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     }
     // attention over f32 and f16 caches, dense and in blocks (the rows in a
     // block's second layer); rows start at an odd offset, as a KV head past
-    // the first does
+    // the first does. Q8_0 caches (heads of whole blocks: the offset is
+    // the row's last head's) against the reference over their rows widened
+    // to f32, which must give the same bits.
     for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160), (18, 9, 36)]
     {
         let off = stride - hd + 1;
@@ -259,11 +263,22 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             ("f32", Cached::dense(KvRows::F32(&kc).from(off), KvRows::F32(&vc).from(off), stride)),
             ("f16", Cached::dense(KvRows::F16(&kh).from(off), KvRows::F16(&vh).from(off), stride)),
         ];
-        let layouts = rows.into_iter().flat_map(|(kind, dense)| {
-            let blocks = if kind == "f32" { &b32 } else { &b16 };
-            [(kind, "dense", dense, dense), (kind, "paged", Cached::paged(blocks, 1, hd + 2).head(1), dense)]
-        });
-        for ((kind, layout, kv, dense), score) in layouts.flat_map(|r| scores.map(|s| (r, s))) {
+        let mut layouts: Vec<_> = rows
+            .into_iter()
+            .flat_map(|(kind, dense)| {
+                let blocks = if kind == "f32" { &b32 } else { &b16 };
+                [(kind, "dense", dense, dense), (kind, "paged", Cached::paged(blocks, 1, hd + 2).head(1), dense)]
+            })
+            .collect();
+        let q8 = q8_rows(&kc, &vc, (stride - hd, stride, hd, n_kv));
+        if let Some((qk, qv, wk, wv, blocks)) = &q8 {
+            let (o8, row) = (stride - hd, hd + QK8);
+            let wide = Cached::dense(KvRows::F32(wk).from(o8), KvRows::F32(wv).from(o8), stride);
+            let dense = Cached::dense(qk.rows().from(o8), qv.rows().from(o8), stride);
+            layouts.push(("q8_0", "dense", dense, wide));
+            layouts.push(("q8_0", "paged", Cached::paged(blocks, 1, row).head(QK8), wide));
+        }
+        for ((kind, layout, kv, dense), score) in layouts.into_iter().flat_map(|r| scores.map(|s| (r, s))) {
             let kind = format!("{layout} {kind}");
             let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
             let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
@@ -320,6 +335,43 @@ fn paged<T: Copy>(
             Arc::new(KvBlock { k: rows(kb), v: rows(vb) })
         })
         .collect()
+}
+
+/// Rows as Q8_0 (when heads hold whole blocks): K and V dense (position
+/// t's head at `off + t · stride`), the same widened to f32, and in KV
+/// blocks of two layers of rows of `hd + 32` (position t's head in layer 1
+/// from element 32 of its row).
+#[allow(clippy::type_complexity)]
+fn q8_rows(
+    k: &[f32],
+    v: &[f32],
+    (off, stride, hd, n): (usize, usize, usize, usize),
+) -> Option<(BlockRows, BlockRows, Vec<f32>, Vec<f32>, Vec<Arc<KvBlock>>)> {
+    if !KvType::Q8_0.fits(hd, stride) || !off.is_multiple_of(QK8) {
+        return None;
+    }
+    let len = off + n * stride;
+    let q8 = |x: &[f32]| {
+        let mut r = BlockRows::zeros(len, KvType::Q8_0);
+        r.write(0, &x[..len], |s| s);
+        let mut wide = vec![0.0; len];
+        r.rows().read(0..len, &mut wide);
+        (r, wide)
+    };
+    let ((qk, wk), (qv, wv)) = (q8(k), q8(v));
+    let row = hd + QK8;
+    let blocks = (0..n.div_ceil(KV_BLOCK))
+        .map(|b| {
+            let mut block = KvBlock::new(2, row, KvType::Q8_0);
+            for p in 0..KV_BLOCK.min(n - b * KV_BLOCK) {
+                let (src, dst) = (off + (b * KV_BLOCK + p) * stride, (KV_BLOCK + p) * row + QK8);
+                block.k.write(dst, &k[src..src + hd], |s| s);
+                block.v.write(dst, &v[src..src + hd], |s| s);
+            }
+            Arc::new(block)
+        })
+        .collect();
+    Some((qk, qv, wk, wv, blocks))
 }
 
 /// The 8-bit quantizers on blocks the random ones never make: all zeros,

@@ -17,7 +17,7 @@ pub mod speed;
 
 use core::ops::Range;
 
-pub use cached::{BlockRows, Cached, KvBlock, KvRows, Runs, KV_BLOCK};
+pub use cached::{q8_0_at, BlockRows, Cached, KvBlock, KvRows, KvType, Runs, KV_BLOCK};
 
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 

@@ -11,7 +11,7 @@ use super::kv_cache::KvCache;
 use super::matmul::matmul;
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
-use super::{rope, View};
+use super::{hadamard, rope, View};
 use crate::backend::scalar::{self, MAX_HEAD_DIM};
 use crate::error::Result;
 use crate::quant;
@@ -172,6 +172,20 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
         });
     }
 
+    // a cache storing its rows rotated (Q8_0): its tokens' queries, keys
+    // and values turn into that basis, and their attention output back
+    let rotation = |t: usize| seqs[s.tok_seq[t]].kv.rotation();
+    let rotated = (0..n).any(|t| rotation(t).is_some());
+    if rotated {
+        for t in 0..n {
+            if let Some(r) = rotation(t) {
+                hadamard::rotate(&mut s.q[t * qd..(t + 1) * qd], r.k);
+                hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
+                hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
+            }
+        }
+    }
+
     // the new K/V go to the caches; attention reads them back from there
     let mut t = 0;
     for q in seqs.iter_mut() {
@@ -180,6 +194,13 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
         t += q.tokens.len();
     }
     attention(c, e, s, n, &|i, first| seqs[i].kv.rows(l, first));
+    if rotated {
+        for t in 0..n {
+            if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
+                hadamard::rotate(&mut s.att[t * qd..(t + 1) * qd], r.v);
+            }
+        }
+    }
 
     // output projection (gemma: normed) and residual
     matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);

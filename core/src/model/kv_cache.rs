@@ -1,7 +1,7 @@
 //! The KV cache of one sequence: capacity fixed at creation, rows stored
 //! as f16 (the default, as llama.cpp), as f16 values kept widened to f32
-//! (the same numbers, for backends that widen f16 slowly), or f32 (the
-//! exact path).
+//! (the same numbers, for backends that widen f16 slowly), as Q8_0 blocks
+//! (half of f16's memory), or f32 (the exact path).
 //!
 //! A layer's rows live in KV blocks (`backend::KvBlock`: 256 positions of
 //! every such layer), held in a table: block b holds positions 256b.. .
@@ -25,49 +25,9 @@ use alloc::vec::Vec;
 use half::f16;
 
 use super::config::Config;
+use super::hadamard::Rotation;
+pub use crate::backend::KvType;
 use crate::backend::{BlockRows, Cached, KvBlock, KvRows, KV_BLOCK};
-
-/// Element type of the cached K and V rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KvType {
-    /// Half the memory and bandwidth; rows rounded to nearest even once,
-    /// when written.
-    #[default]
-    F16,
-    /// The same f16-rounded values, kept widened to f32: attention reads
-    /// them without widening at every step (wasm: no f16 conversion
-    /// instruction), for twice F16's memory. Identical logits to F16.
-    F16Wide,
-    /// Keeps K/V exactly as computed (the oracle-parity path).
-    F32,
-}
-
-impl KvType {
-    /// The type's name (`f32`, `f16`).
-    pub fn name(self) -> &'static str {
-        match self {
-            KvType::F16 => "f16",
-            KvType::F16Wide => "f16-wide",
-            KvType::F32 => "f32",
-        }
-    }
-    /// The type named `s`.
-    pub fn parse(s: &str) -> Option<KvType> {
-        match s {
-            "f16" => Some(KvType::F16),
-            "f16-wide" => Some(KvType::F16Wide),
-            "f32" => Some(KvType::F32),
-            _ => None,
-        }
-    }
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            KvType::F16 => 2,
-            KvType::F16Wide | KvType::F32 => 4,
-        }
-    }
-}
 
 /// Where a layer's rows are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +48,8 @@ pub struct KvCache {
     /// Windowed layers' window (0: none).
     window: usize,
     ty: KvType,
+    /// The rotation rows are stored in (Q8_0's), if any.
+    rotation: Option<Rotation>,
     /// Paged layers' rows: block b holds positions b·KV_BLOCK.. .
     blocks: Vec<Arc<KvBlock>>,
     /// Layers in a block.
@@ -100,7 +62,10 @@ pub struct KvCache {
 impl KvCache {
     /// A cache for `n_ctx` positions, written `max_step` tokens at a time
     /// at most.
+    /// Q8_0 needs heads of whole blocks (`KvType::fits`); a model whose
+    /// heads are not gets f16 (`Model::check_sessions` refuses it first).
     pub fn new(c: &Config, n_ctx: usize, max_step: usize, ty: KvType) -> KvCache {
+        let ty = if ty.fits(c.head_dim, c.kv_dim()) { ty } else { KvType::F16 };
         let window = c.window.as_ref().map_or(0, |w| w.size);
         let layers = geometry(c, n_ctx, max_step);
         let n = layers.iter().map(|l| ring_rows(*l)).sum::<usize>() * c.kv_dim();
@@ -112,10 +77,11 @@ impl KvCache {
             max_step: max_step.max(1),
             window,
             ty,
+            rotation: Rotation::of(c, ty),
             blocks: Vec::new(),
             n_paged,
-            ring_k: BlockRows::zeros(n, ty == KvType::F16),
-            ring_v: BlockRows::zeros(n, ty == KvType::F16),
+            ring_k: BlockRows::zeros(n, ty),
+            ring_v: BlockRows::zeros(n, ty),
         }
     }
 
@@ -146,6 +112,12 @@ impl KvCache {
         self.ty
     }
 
+    /// The rotation its rows are stored in: what writes them and the
+    /// queries that read them must apply (`hadamard`).
+    pub fn rotation(&self) -> Option<Rotation> {
+        self.rotation
+    }
+
     /// Write rows for positions `pos..pos + n` of one layer.
     pub fn write(&mut self, layer: usize, pos: usize, k: &[f32], v: &[f32]) {
         let d = self.kv_dim;
@@ -156,7 +128,7 @@ impl KvCache {
                 Layer::Paged(l) => {
                     let b = p / KV_BLOCK;
                     while self.blocks.len() <= b {
-                        self.blocks.push(Arc::new(KvBlock::new(self.n_paged, d, self.ty == KvType::F16)));
+                        self.blocks.push(Arc::new(KvBlock::new(self.n_paged, d, self.ty)));
                     }
                     // a block other caches share is copied before it changes
                     let block = Arc::make_mut(&mut self.blocks[b]);
@@ -196,10 +168,7 @@ impl KvCache {
             }
         }
         let rows = self.rows(layer, pos);
-        Some(match if v { rows.value(0) } else { rows.key(0) } {
-            KvRows::F16(x) => KvRows::F16(&x[..self.kv_dim]),
-            KvRows::F32(x) => KvRows::F32(&x[..self.kv_dim]),
-        })
+        Some(if v { rows.value(0) } else { rows.key(0) }.first(self.kv_dim))
     }
 
     /// What blocks a cache can share must agree on (layers in a block, row
@@ -294,5 +263,5 @@ pub fn rows(c: &Config, n_ctx: usize, max_step: usize) -> usize {
 /// `max_step` at a time (0 when every layer keeps a ring).
 pub fn block_bytes(c: &Config, n_ctx: usize, max_step: usize, ty: KvType) -> usize {
     let paged = geometry(c, n_ctx, max_step).iter().filter(|l| matches!(l, Layer::Paged(_))).count();
-    2 * paged * KV_BLOCK * c.kv_dim() * ty.size()
+    2 * paged * ty.bytes(KV_BLOCK * c.kv_dim())
 }

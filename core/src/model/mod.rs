@@ -6,6 +6,7 @@ pub(crate) mod binder;
 pub(crate) mod config;
 mod engine;
 mod forward;
+mod hadamard;
 mod kv_cache;
 pub(crate) mod matmul;
 mod prefix_cache;
@@ -107,9 +108,8 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// u64. The scratch part is an estimate, from below.
     pub fn sessions_bytes(&self, n_seqs: usize, n_ctx: usize, n_batch: usize, kv: KvType) -> Option<u64> {
         let c = &self.config;
-        let elem = if kv == KvType::F16 { 2 } else { 4 };
         let u = |x: usize| x as u64;
-        let kv_bytes = u(2 * elem * c.kv_dim()).checked_mul(u(kv_cache::rows(c, n_ctx, n_batch)))?;
+        let kv_bytes = u(2 * kv.bytes(c.kv_dim())).checked_mul(u(kv_cache::rows(c, n_ctx, n_batch)))?;
         let per_token = u(4 * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.n_ff));
         let heads = u(4 * c.n_head).checked_mul(u(n_batch).checked_mul(u(c.head_dim))?.checked_add(u(n_ctx))?)?;
         let scratch = per_token.checked_mul(u(n_batch))?.checked_add(heads)?;
@@ -141,6 +141,16 @@ impl<B: AsRef<[u8]>> Model<B> {
         if n_seqs == 0 || n_batch == 0 {
             return Err(Error::InvalidArgument { what: "zero sequences or a batch of zero tokens".into() });
         }
+        let c = &self.config;
+        if !kv.fits(c.head_dim, c.kv_dim()) {
+            return Err(Error::InvalidArgument {
+                what: alloc::format!(
+                    "KV type {} needs heads of whole 32-element blocks; this model's head dimension is {}",
+                    kv.name(),
+                    c.head_dim
+                ),
+            });
+        }
         let need = self.sessions_bytes(n_seqs, n_ctx, n_batch, kv);
         if need.is_none_or(|n| n > available) {
             let need = need.map_or("more than 2^64 bytes".into(), |n| alloc::format!("{:.2} GB", n as f64 / 1e9));
@@ -162,7 +172,9 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     /// A new session whose KV cache holds `kv` elements (f32 for the exact,
-    /// oracle-parity path).
+    /// oracle-parity path; q8_0 for half of f16's memory, on a model whose
+    /// heads hold whole Q8_0 blocks — else f16, which `Session::kv_type`
+    /// reports and `check_sessions` refuses beforehand).
     pub fn session_kv(&self, n_ctx: usize, n_batch: usize, kv: KvType) -> Session {
         let n_batch = n_batch.clamp(1, n_ctx.max(1));
         Session {

@@ -2,13 +2,19 @@
 //! RNG, so a conversation can be saved and continued identically.
 //!
 //! Layout (little-endian): "TERNSES2" | n_layer u32 | kv_dim u32 |
-//! n_tokens u32 | kv element bytes u32 (2: f16, 4: f32) | rng 4×u64 |
-//! tokens n×u32 | for each layer: K rows, then V rows, n×kv_dim elements
-//! each. A state restores into a session of either KV type (converted).
+//! n_tokens u32 | kv element bytes u32 (2: f16, 4: f32; 1: Q8_0 blocks,
+//! 34 bytes per 32 elements) | rng 4×u64 | tokens n×u32 | for each layer:
+//! K rows, then V rows, n×kv_dim elements each.
+//!
+//! An f16 or f32 state restores into an f16 or f32 session (converted). A
+//! Q8_0 state only into a Q8_0 session, and a Q8_0 session takes only
+//! one: its rows are rotated (`hadamard`). Restored, its rows widen to
+//! f32 exactly and quantize back to the same blocks (each block's largest
+//! |q| is 127, so its scale comes back exactly, and so each q).
 
 use alloc::vec::Vec;
 
-use super::{Config, Session};
+use super::{Config, KvType, Session};
 use crate::backend::KvRows;
 use crate::error::{Error, Result};
 use crate::sampler::Rng;
@@ -22,8 +28,9 @@ impl Session {
     pub fn save(&self, c: &Config) -> Vec<u8> {
         let n = self.tokens.len();
         let kvd = self.kv.kv_dim;
-        let es = self.kv.ty().size();
-        let mut out = Vec::with_capacity(HEADER + 4 * n + 2 * es * c.n_layer * n * kvd);
+        let es = es_of(self.kv.ty());
+        let row_bytes = es_bytes(es, kvd);
+        let mut out = Vec::with_capacity(HEADER + 4 * n + 2 * c.n_layer * n * row_bytes);
         out.extend_from_slice(MAGIC);
         for v in [c.n_layer, kvd, n, es] {
             out.extend_from_slice(&(v as u32).to_le_bytes());
@@ -41,7 +48,8 @@ impl Session {
                     match self.kv.row(l, v, p, n) {
                         Some(KvRows::F16(x)) => x.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
                         Some(KvRows::F32(x)) => x.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-                        None => out.resize(out.len() + kvd * es, 0),
+                        Some(KvRows::Q8_0(x)) => out.extend_from_slice(x),
+                        None => out.resize(out.len() + row_bytes, 0),
                     }
                 }
             }
@@ -57,8 +65,17 @@ impl Session {
         }
         let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]) as usize;
         let (n_layer, kvd, n, es) = (u32_at(8), u32_at(12), u32_at(16), u32_at(20));
-        if es != 2 && es != 4 {
-            return Err(bad(alloc::format!("KV element size {es} (2 or 4)")));
+        if ![1, 2, 4].contains(&es) {
+            return Err(bad(alloc::format!("KV element size {es} (1, 2 or 4)")));
+        }
+        let (q8, here) = (es == 1, self.kv.ty() == KvType::Q8_0);
+        if q8 != here {
+            return Err(bad(alloc::format!(
+                "saved with {} a q8_0 KV cache, this session has {}: a q8_0 cache's rows are rotated, \
+                 so it restores only into a session of the same type",
+                if q8 { "" } else { "no" },
+                self.kv.ty().name()
+            )));
         }
         if n_layer != c.n_layer || kvd != self.kv.kv_dim {
             return Err(bad(alloc::format!(
@@ -70,7 +87,10 @@ impl Session {
         if n > self.kv.n_ctx {
             return Err(Error::ContextFull { n_ctx: self.kv.n_ctx, needed: n });
         }
-        let want = HEADER + 4 * n + 2 * es * n_layer * n * kvd;
+        if q8 && !KvType::Q8_0.fits(c.head_dim, kvd) {
+            return Err(bad("q8_0 rows of heads that are not whole blocks".into()));
+        }
+        let want = HEADER + 4 * n + 2 * n_layer * n * es_bytes(es, kvd);
         if bytes.len() != want {
             return Err(bad(alloc::format!("{} bytes, expected {want}", bytes.len())));
         }
@@ -83,18 +103,41 @@ impl Session {
         if let Some(&id) = tokens.iter().find(|&&t| t as usize >= c.n_vocab) {
             return Err(Error::TokenOutOfRange { id, n_vocab: c.n_vocab });
         }
-        let mut floats = bytes[HEADER + 4 * n..].chunks_exact(es).map(|b| match b {
-            [a, b] => half::f16::from_le_bytes([*a, *b]).to_f32(),
-            b => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
-        });
+        let rows = &bytes[HEADER + 4 * n..];
+        let floats: Vec<f32> = match es {
+            1 => {
+                let mut f = alloc::vec![0.0; 2 * n_layer * n * kvd];
+                KvRows::Q8_0(rows).read(0..f.len(), &mut f);
+                f
+            }
+            2 => rows.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            _ => rows.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        };
         self.kv.truncate(0);
-        for l in 0..n_layer {
-            let k: Vec<f32> = floats.by_ref().take(n * kvd).collect();
-            let v: Vec<f32> = floats.by_ref().take(n * kvd).collect();
-            self.kv.write(l, 0, &k, &v);
+        for (l, kv) in floats.chunks_exact(2 * n * kvd).enumerate() {
+            let (k, v) = kv.split_at(n * kvd);
+            self.kv.write(l, 0, k, v);
         }
         self.tokens = tokens;
         self.rng = Rng::from_state(rng);
         Ok(())
+    }
+}
+
+/// The header's element code of a cache type.
+fn es_of(ty: KvType) -> usize {
+    match ty {
+        KvType::F16 => 2,
+        KvType::F16Wide | KvType::F32 => 4,
+        KvType::Q8_0 => 1,
+    }
+}
+
+/// Bytes of a row of `kvd` elements of element code `es`.
+fn es_bytes(es: usize, kvd: usize) -> usize {
+    if es == 1 {
+        KvType::Q8_0.bytes(kvd)
+    } else {
+        es * kvd
     }
 }

@@ -27,7 +27,18 @@ pub fn quantize_row(x: &[f32], out: &mut alloc::vec::Vec<u8>) {
     let mut b = super::BlockQ8_0::ZERO;
     for chunk in x.chunks_exact(32) {
         super::quantize_q8_0(chunk, &mut b);
-        out.extend_from_slice(&half::f16::from_f32(b.d).to_le_bytes());
-        out.extend(b.qs.iter().map(|&q| q as u8));
+        let at = out.len();
+        out.resize(at + BLOCK_BYTES, 0);
+        store(&b, &mut out[at..]);
+    }
+}
+
+/// A quantized block (its scale already f16-rounded) in this layout, into
+/// `out[..BLOCK_BYTES]`.
+#[inline]
+pub fn store(b: &super::BlockQ8_0, out: &mut [u8]) {
+    out[D..D + 2].copy_from_slice(&half::f16::from_f32(b.d).to_le_bytes());
+    for (o, &q) in out[QS..BLOCK_BYTES].iter_mut().zip(&b.qs) {
+        *o = q as u8;
     }
 }

@@ -63,7 +63,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
 
 /// `--kv-type` values.
 fn parse_kv_type(s: &str) -> std::result::Result<tern_core::KvType, String> {
-    tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16, f16-wide or f32)"))
+    tern_core::KvType::parse(s).ok_or_else(|| format!("unknown KV cache type {s:?} (f16, f16-wide, f32 or q8_0)"))
 }
 
 /// Which model and how to load it (shared by every subcommand).

@@ -21,6 +21,9 @@ pub struct Args {
     chunks: Option<usize>,
     #[arg(long)]
     exact: bool,
+    /// KV cache element type: f16, f16-wide, f32 or q8_0 [default: f16, f32 with --exact]
+    #[arg(long, value_parser = super::parse_kv_type)]
+    kv_type: Option<tern_core::KvType>,
     #[arg(short, long, default_value_t = 0)]
     threads: usize,
     #[arg(long)]
@@ -34,11 +37,12 @@ pub fn run(a: Args) -> Result<()> {
     let tok = lm.tokenizer()?;
     let tokens = tok.encode(&text, false)?;
     let bos = tok.add_bos.then_some(tok.bos).flatten();
-    tern::limits::check_sessions(&lm, 1, a.ctx, a.ctx, tern_core::KvType::F16)?;
     let threads = Threads::new(tern::limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact)?;
+    let kv = a.kv_type.unwrap_or(engine.kv_type());
+    tern::limits::check_sessions(&lm, 1, a.ctx, a.ctx, kv)?;
     let t0 = Instant::now();
-    let r = perplexity(&lm.model, &engine, &tokens, a.ctx, bos, a.chunks, |c, p| {
+    let r = perplexity(&lm.model, &engine, kv, &tokens, a.ctx, bos, a.chunks, |c, p| {
         if !a.json {
             eprint!("[{}]{p:.4} ", c + 1);
         }
@@ -46,7 +50,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.json {
         println!(
             "{}",
-            serde_json::json!({"ppl": r.ppl, "stderr": r.stderr, "ctx": a.ctx, "n_chunks": r.n_chunks,
+            serde_json::json!({"ppl": r.ppl, "stderr": r.stderr, "ctx": a.ctx, "kv_type": kv.name(), "n_chunks": r.n_chunks,
                 "n_tokens": tokens.len(), "n_scored": r.n_scored, "seconds": t0.elapsed().as_secs_f64()})
         );
     } else {

@@ -39,7 +39,7 @@ pub struct Args {
     /// f32 activations, weights dequantized on the fly (the oracle path)
     #[arg(long)]
     exact: bool,
-    /// KV cache element type: f16, f16-wide (f16 values stored as f32) or f32 [default: f16, f32 with --exact]
+    /// KV cache element type: f16, f16-wide (f16 values stored as f32), f32 or q8_0 (Q8_0 blocks, half of f16's memory) [default: f16, f32 with --exact]
     #[arg(long, value_parser = super::parse_kv_type)]
     kv_type: Option<tern_core::KvType>,
     /// Print one JSON object instead of streaming text

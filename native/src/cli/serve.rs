@@ -23,6 +23,10 @@ pub struct Args {
     /// positions need or, if more, half the free memory up to 8 GiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     kv_memory: Option<u64>,
+    /// KV cache element type: f16, or q8_0 (Q8_0 blocks: 53% of f16's
+    /// memory, so about twice the cached tokens in a --kv-memory)
+    #[arg(long, value_parser = super::parse_kv_type, default_value = "f16")]
+    kv_type: tern_core::KvType,
     /// Requests that may wait for a free sequence; beyond: 429
     #[arg(long, default_value_t = 64)]
     queue: usize,
@@ -92,6 +96,7 @@ pub fn run(a: Args) -> Result<()> {
         parallel: a.parallel,
         ctx: a.ctx,
         kv_memory: a.kv_memory,
+        kv_type: a.kv_type,
         queue: a.queue,
         api_key: a.api_key,
         max_body: a.max_body,

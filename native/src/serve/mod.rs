@@ -39,6 +39,9 @@ pub struct ServeOptions {
     /// what `parallel` sequences of `ctx` positions need or, if more, half
     /// the memory the weights leave free, at most 8 GiB).
     pub kv_memory: Option<u64>,
+    /// Element type of the cached K and V rows (f16 as llama-server;
+    /// q8_0 for about half of its memory).
+    pub kv_type: tern_core::KvType,
     /// Requests that may wait for a slot; past parallel + queue: 429.
     pub queue: usize,
     /// A bearer key every request must carry, if set.
@@ -85,7 +88,7 @@ const DEFAULT_CACHE_BYTES: u64 = 8 << 30;
 /// copy), or, if more, half the memory the weights leave free, at most
 /// `DEFAULT_CACHE_BYTES`. Blocks are allocated as they are used.
 fn kv_budget(lm: &Loaded, o: &ServeOptions) -> Result<usize> {
-    let block = lm.model.kv_block_bytes(o.ctx, o.n_batch, tern_core::KvType::F16) as u64;
+    let block = lm.model.kv_block_bytes(o.ctx, o.n_batch, o.kv_type) as u64;
     if block == 0 {
         return Ok(usize::MAX); // every layer keeps a ring
     }
@@ -158,7 +161,7 @@ pub fn serve(
     // (with --kv-memory, the budget is checked instead of every slot's
     // full context: one sequence of --ctx must fit)
     let seqs = if o.kv_memory.is_some() { 1 } else { o.parallel };
-    crate::limits::check_sessions(&lm, seqs, o.ctx, o.n_batch, tern_core::KvType::F16)?;
+    crate::limits::check_sessions(&lm, seqs, o.ctx, o.n_batch, o.kv_type)?;
     let kv_blocks = kv_budget(&lm, &o)?;
     let lm = Arc::new(lm);
     let metrics = Arc::new(metrics::Metrics::new(kv_blocks as u64));
@@ -170,6 +173,7 @@ pub fn serve(
         chunk: o.n_batch.min(256),
         prefix_cache: o.prefix_cache,
         kv_blocks,
+        kv_type: o.kv_type,
     };
     let engine = {
         let (lm, metrics, threads) = (lm.clone(), metrics.clone(), Threads::new(o.threads));

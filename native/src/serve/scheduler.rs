@@ -70,6 +70,8 @@ pub struct Limits {
     pub prefix_cache: bool,
     /// KV blocks all sequences and the prefix cache may hold together.
     pub kv_blocks: usize,
+    /// Element type of the cached rows.
+    pub kv_type: tern_core::KvType,
 }
 
 struct Active {
@@ -102,7 +104,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         None => &ids_only,
     };
     let mut slots: Vec<Slot> = (0..limits.slots)
-        .map(|_| Slot { session: model.session(limits.n_ctx, limits.n_batch), active: None })
+        .map(|_| Slot { session: model.session_kv(limits.n_ctx, limits.n_batch, limits.kv_type), active: None })
         .collect();
     let mut scratch = model.batch_scratch(limits.n_batch, limits.n_ctx);
     let mut cache = PrefixCache::new();

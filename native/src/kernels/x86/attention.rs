@@ -3,11 +3,12 @@
 //! accumulators, multiply then add) reduced by its fixed tree; the softmax
 //! is the reference's own code; each output element accumulates p·v over
 //! positions 0, 1, 2, ... — eight elements per instruction. f16 rows widen
-//! with F16C, which is exact.
+//! with F16C, Q8_0 rows as `q · d` in f32: both exact.
 
 use core::arch::x86_64::*;
 
-use tern_core::backend::{scalar, Cached, KvRows, Queries, Runs, Score};
+use tern_core::backend::{q8_0_at, scalar, Cached, KvRows, KvType, Queries, Runs, Score};
+use tern_core::quant::{q8_0, QK8};
 
 use super::cpu::Avx2;
 use super::simd::{reduce16, transpose8};
@@ -27,7 +28,27 @@ pub(super) fn load8(x: KvRows, i: usize) -> __m256 {
             // SAFETY: `x` has 8 f16 = 16 bytes.
             unsafe { _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr() as *const __m128i)) }
         }
+        KvRows::Q8_0(x) => load8_q8(x, i),
     }
+}
+
+/// `load8` of Q8_0 rows (apart, so the f32 and f16 cases stay small
+/// enough to inline into every loop).
+#[inline(never)]
+#[target_feature(enable = "avx2")]
+fn load8_q8(x: &[u8], i: usize) -> __m256 {
+    if i % QK8 > QK8 - 8 {
+        let mut row = [0.0f32; 8];
+        KvRows::Q8_0(x).read(i..i + 8, &mut row);
+        return loadf(&row, 0);
+    }
+    // the 8 quants lie in one block: widened, times its scale
+    let (d, _) = q8_0_at(x, i);
+    let at = i / QK8 * q8_0::BLOCK_BYTES + q8_0::QS + i % QK8;
+    let q = &x[at..at + 8];
+    // SAFETY: `q` has 8 bytes.
+    let q = unsafe { _mm_loadl_epi64(q.as_ptr() as *const __m128i) };
+    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(d))
 }
 
 #[inline]
@@ -111,6 +132,7 @@ fn prefetch_next(mut runs: Runs, st: usize, hd: usize, value: bool) {
         let (p, bytes) = match rows {
             KvRows::F32(x) => (x[i * st..].as_ptr() as *const i8, 4 * hd),
             KvRows::F16(x) => (x[i * st..].as_ptr() as *const i8, 2 * hd),
+            KvRows::Q8_0(x) => (x[KvType::Q8_0.bytes(i * st)..].as_ptr() as *const i8, KvType::Q8_0.bytes(hd)),
         };
         for line in (0..bytes).step_by(64) {
             // SAFETY: a prefetch is a hint: it reads nothing and never
@@ -190,6 +212,9 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
     // over the few heads of a decode step that share a KV head (F16C widens
     // a row in one instruction anyway)
     if n_kv.len() < TRANSPOSE_MIN || !hd.is_multiple_of(16) {
+        if !kv.is_f32() && hd.is_multiple_of(16) && n_kv.len() > 1 {
+            return grouped(qs, kv, hd, out);
+        }
         qs.each(out, |q, n, o| head(q, kv, n, score, scores, o));
         return;
     }
@@ -207,6 +232,119 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
         let s = &mut sc[..n];
         let inv = softmax(s, score);
         weighted_sum(s, inv, Cached::dense(KvRows::F32(&vf), KvRows::F32(&vf), hd), o);
+    }
+}
+
+std::thread_local! {
+    /// `grouped`'s scores (a row per query) and a run's rows widened.
+    static GROUP: core::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { core::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// A few queries over the same narrow (f16, Q8_0) rows — a decode step's
+/// query heads of one KV head: each run of rows is widened to f32 once
+/// for all of them, keys then values, so the cache is read once per step
+/// and KV head rather than once per query head. Each query's numbers are
+/// `head`'s: its scores in position order, the reference's softmax, and
+/// each output element summed over positions in order (the partial sums
+/// stay in `out` from one run to the next).
+#[target_feature(enable = "avx2,f16c")]
+fn grouped(qs: Queries, kv: Cached, hd: usize, out: &mut [f32]) {
+    let (n_kv, score) = (qs.n_kv, qs.score);
+    let max_kv = n_kv.iter().copied().max().unwrap_or(0);
+    let st = kv.stride();
+    GROUP.with_borrow_mut(|(sc, rows)| {
+        sc.resize(n_kv.len() * max_kv, 0.0);
+        let mut max = vec![f32::NEG_INFINITY; n_kv.len()];
+        let mut runs = kv.runs(max_kv);
+        while let Some((t, len, k, _)) = runs.next() {
+            prefetch_next(runs, st, hd, false);
+            widen(k, st, len, hd, rows);
+            for (j, &n) in n_kv.iter().enumerate() {
+                let q = &qs.q[j * qs.stride..j * qs.stride + hd];
+                for i in 0..len.min(n.saturating_sub(t)) {
+                    let s = score.of(dot(q, KvRows::F32(rows), i * hd));
+                    sc[j * max_kv + t + i] = s;
+                    max[j] = max[j].max(s);
+                }
+            }
+        }
+        let inv: Vec<f32> = n_kv
+            .iter()
+            .enumerate()
+            .map(|(j, &n)| super::exp::softmax_exp(&mut sc[j * max_kv..][..n], max[j]))
+            .collect();
+        out.fill(0.0);
+        let mut runs = kv.runs(max_kv);
+        while let Some((t, len, _, v)) = runs.next() {
+            prefetch_next(runs, st, hd, true);
+            widen(v, st, len, hd, rows);
+            for (j, (&n, o)) in n_kv.iter().zip(out.chunks_exact_mut(hd)).enumerate() {
+                let m = len.min(n.saturating_sub(t));
+                accumulate(&sc[j * max_kv + t..][..m], inv[j], rows, o);
+            }
+        }
+    })
+}
+
+/// `len` rows of `hd` elements, `st` apart in `x`, widened into `out`.
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn widen(x: KvRows, st: usize, len: usize, hd: usize, out: &mut Vec<f32>) {
+    out.resize(len * hd, 0.0);
+    match x {
+        KvRows::Q8_0(q) => {
+            for (i, row) in out.chunks_exact_mut(hd).enumerate() {
+                for (b, o) in row.chunks_exact_mut(QK8).enumerate() {
+                    let e = i * st + b * QK8;
+                    let (d, _) = q8_0_at(q, e);
+                    let at = e / QK8 * q8_0::BLOCK_BYTES + q8_0::QS;
+                    let d = _mm256_set1_ps(d);
+                    for c in 0..QK8 / 8 {
+                        let qs = &q[at + 8 * c..at + 8 * c + 8];
+                        // SAFETY: `qs` has 8 bytes, `o` 32 floats.
+                        unsafe {
+                            let w = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                qs.as_ptr() as *const __m128i
+                            )));
+                            _mm256_storeu_ps(o[8 * c..].as_mut_ptr(), _mm256_mul_ps(w, d));
+                        }
+                    }
+                }
+            }
+        }
+        _ => {
+            for (i, row) in out.chunks_exact_mut(hd).enumerate() {
+                for c in (0..hd).step_by(8) {
+                    // SAFETY: `row` has hd ≥ c + 8 elements.
+                    unsafe { _mm256_storeu_ps(row[c..].as_mut_ptr(), load8(x, i * st + c)) };
+                }
+            }
+        }
+    }
+}
+
+/// `out += Σ_i (p[i] · inv) · rows[i]` over the rows in order, each
+/// element's sum as `weighted_sum`'s (a multiply, then an add).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn accumulate(p: &[f32], inv: f32, rows: &[f32], out: &mut [f32]) {
+    let hd = out.len();
+    for i0 in (0..hd).step_by(64) {
+        let nv = (hd - i0).min(64) / 8;
+        let mut acc = [_mm256_setzero_ps(); 8];
+        for (j, a) in acc[..nv].iter_mut().enumerate() {
+            *a = loadf(out, i0 + 8 * j);
+        }
+        for (i, &e) in p.iter().enumerate() {
+            let w = _mm256_set1_ps(e * inv);
+            for (j, a) in acc[..nv].iter_mut().enumerate() {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(w, loadf(rows, i * hd + i0 + 8 * j)));
+            }
+        }
+        for (j, a) in acc[..nv].iter().enumerate() {
+            // SAFETY: `out` has hd ≥ i0 + 8(j + 1) elements.
+            unsafe { _mm256_storeu_ps(out[i0 + 8 * j..].as_mut_ptr(), *a) };
+        }
     }
 }
 

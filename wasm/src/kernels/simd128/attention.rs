@@ -20,6 +20,11 @@ fn load8(rows: &KvRows, at: usize) -> (v128, v128) {
             let h = v::load(bits, at);
             (v::f16_to_f32(u32x4_extend_low_u16x8(h)), v::f16_to_f32(u32x4_extend_high_u16x8(h)))
         }
+        KvRows::Q8_0(_) => {
+            let mut row = [0.0f32; 8];
+            super::float::read(rows, at..at + 8, &mut row);
+            (v::load(&row, 0), v::load(&row, 4))
+        }
     }
 }
 
@@ -75,7 +80,7 @@ std::thread_local! {
 /// Whether a run of queries is worth widening the rows once for: f16 rows
 /// of a head `head` takes, more than one query.
 pub fn widens(kv: Cached, hd: usize, n_queries: usize) -> bool {
-    kv.is_f16() && handles(hd) && n_queries > 1
+    !kv.is_f32() && handles(hd) && n_queries > 1
 }
 
 /// A run of queries over the same cached rows (`Kernels::attention_queries`,

@@ -6,7 +6,8 @@ use core::arch::wasm32::*;
 
 use core::ops::Range;
 
-use tern_core::backend::{scalar, KvRows};
+use tern_core::backend::{q8_0_at, scalar, KvRows};
+use tern_core::quant::{q8_0, QK8};
 
 use super::v;
 
@@ -68,11 +69,28 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
 }
 
 /// Cached rows `r` widened to f32, as `KvRows::read` (f16 by the exact
-/// SIMD widening, eight at a time).
+/// SIMD widening, eight at a time; Q8_0 as `q · d`, exact too).
 #[inline]
 pub fn read(rows: &KvRows, r: Range<usize>, out: &mut [f32]) {
     match rows {
         KvRows::F32(_) => rows.read(r, out),
+        KvRows::Q8_0(x) => {
+            // whole 8s inside a block: widened i8 → i32 → f32, times the scale
+            let mut e = r.start;
+            for o in out[..r.len()].chunks_mut(8) {
+                if o.len() == 8 && e % QK8 <= QK8 - 8 {
+                    let (d, _) = q8_0_at(x, e);
+                    let at = e / QK8 * q8_0::BLOCK_BYTES + q8_0::QS + e % QK8;
+                    let q = i16x8_extend_low_i8x16(v::load64(x, at));
+                    let dv = f32x4_splat(d);
+                    v::store(o, 0, f32x4_mul(f32x4_convert_i32x4(i32x4_extend_low_i16x8(q)), dv));
+                    v::store(o, 4, f32x4_mul(f32x4_convert_i32x4(i32x4_extend_high_i16x8(q)), dv));
+                } else {
+                    rows.read(e..e + o.len(), o);
+                }
+                e += o.len();
+            }
+        }
         KvRows::F16(x) => {
             let x = &x[r];
             let n8 = x.len() / 8 * 8;

@@ -12,6 +12,14 @@ pub fn load<T: Copy>(s: &[T], at: usize) -> v128 {
     unsafe { v128_load(s.as_ptr().add(at) as *const v128) }
 }
 
+/// The 8 bytes of `s[at..at + 8]` in the low half, zeros above.
+#[inline(always)]
+pub fn load64(s: &[u8], at: usize) -> v128 {
+    let s = &s[at..at + 8];
+    // SAFETY: `s` has 8 bytes; v128_load64_zero has no alignment requirement.
+    unsafe { v128_load64_zero(s.as_ptr() as *const u64) }
+}
+
 /// Store 16 bytes at `s[at..]`.
 #[inline(always)]
 pub fn store<T: Copy>(s: &mut [T], at: usize, v: v128) {
