@@ -174,15 +174,11 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
 
     // a cache storing its rows rotated (Q8_0): its tokens' queries, keys
     // and values turn into that basis, and their attention output back
-    let rotation = |t: usize| seqs[s.tok_seq[t]].kv.rotation();
-    let rotated = (0..n).any(|t| rotation(t).is_some());
-    if rotated {
-        for t in 0..n {
-            if let Some(r) = rotation(t) {
-                hadamard::rotate(&mut s.q[t * qd..(t + 1) * qd], r.k);
-                hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
-                hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
-            }
+    for t in 0..n {
+        if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
+            hadamard::rotate(&mut s.q[t * qd..(t + 1) * qd], r.k);
+            hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
+            hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
         }
     }
 
@@ -194,11 +190,9 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
         t += q.tokens.len();
     }
     attention(c, e, s, n, &|i, first| seqs[i].kv.rows(l, first));
-    if rotated {
-        for t in 0..n {
-            if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
-                hadamard::rotate(&mut s.att[t * qd..(t + 1) * qd], r.v);
-            }
+    for t in 0..n {
+        if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
+            hadamard::rotate(&mut s.att[t * qd..(t + 1) * qd], r.v);
         }
     }
 

@@ -44,11 +44,17 @@ fn load8_q8(x: &[u8], i: usize) -> __m256 {
     }
     // the 8 quants lie in one block: widened, times its scale
     let (d, _) = q8_0_at(x, i);
-    let at = i / QK8 * q8_0::BLOCK_BYTES + q8_0::QS + i % QK8;
+    q8x8(x, i / QK8 * q8_0::BLOCK_BYTES + q8_0::QS + i % QK8, _mm256_set1_ps(d))
+}
+
+/// The 8 quants at byte `at` of Q8_0 rows, times the scale `d`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn q8x8(x: &[u8], at: usize, d: __m256) -> __m256 {
     let q = &x[at..at + 8];
     // SAFETY: `q` has 8 bytes.
     let q = unsafe { _mm_loadl_epi64(q.as_ptr() as *const __m128i) };
-    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(d))
+    _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d)
 }
 
 #[inline]
@@ -212,7 +218,7 @@ fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
     // over the few heads of a decode step that share a KV head (F16C widens
     // a row in one instruction anyway)
     if n_kv.len() < TRANSPOSE_MIN || !hd.is_multiple_of(16) {
-        if !kv.is_f32() && hd.is_multiple_of(16) && n_kv.len() > 1 {
+        if !kv.is_f32() && hd.is_multiple_of(16) && (2..=GROUP_MAX).contains(&n_kv.len()) {
             return grouped(qs, kv, hd, out);
         }
         qs.each(out, |q, n, o| head(q, kv, n, score, scores, o));
@@ -240,6 +246,9 @@ std::thread_local! {
     static GROUP: core::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { core::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Most queries `grouped` takes (fewer than `TRANSPOSE_MIN`).
+const GROUP_MAX: usize = TRANSPOSE_MIN - 1;
+
 /// A few queries over the same narrow (f16, Q8_0) rows — a decode step's
 /// query heads of one KV head: each run of rows is widened to f32 once
 /// for all of them, keys then values, so the cache is read once per step
@@ -254,7 +263,7 @@ fn grouped(qs: Queries, kv: Cached, hd: usize, out: &mut [f32]) {
     let st = kv.stride();
     GROUP.with_borrow_mut(|(sc, rows)| {
         sc.resize(n_kv.len() * max_kv, 0.0);
-        let mut max = vec![f32::NEG_INFINITY; n_kv.len()];
+        let mut max = [f32::NEG_INFINITY; GROUP_MAX];
         let mut runs = kv.runs(max_kv);
         while let Some((t, len, k, _)) = runs.next() {
             prefetch_next(runs, st, hd, false);
@@ -268,11 +277,10 @@ fn grouped(qs: Queries, kv: Cached, hd: usize, out: &mut [f32]) {
                 }
             }
         }
-        let inv: Vec<f32> = n_kv
-            .iter()
-            .enumerate()
-            .map(|(j, &n)| super::exp::softmax_exp(&mut sc[j * max_kv..][..n], max[j]))
-            .collect();
+        let mut inv = [0.0f32; GROUP_MAX];
+        for (j, &n) in n_kv.iter().enumerate() {
+            inv[j] = super::exp::softmax_exp(&mut sc[j * max_kv..][..n], max[j]);
+        }
         out.fill(0.0);
         let mut runs = kv.runs(max_kv);
         while let Some((t, len, _, v)) = runs.next() {
@@ -300,14 +308,8 @@ fn widen(x: KvRows, st: usize, len: usize, hd: usize, out: &mut Vec<f32>) {
                     let at = e / QK8 * q8_0::BLOCK_BYTES + q8_0::QS;
                     let d = _mm256_set1_ps(d);
                     for c in 0..QK8 / 8 {
-                        let qs = &q[at + 8 * c..at + 8 * c + 8];
-                        // SAFETY: `qs` has 8 bytes, `o` 32 floats.
-                        unsafe {
-                            let w = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
-                                qs.as_ptr() as *const __m128i
-                            )));
-                            _mm256_storeu_ps(o[8 * c..].as_mut_ptr(), _mm256_mul_ps(w, d));
-                        }
+                        // SAFETY: `o` has 32 floats.
+                        unsafe { _mm256_storeu_ps(o[8 * c..].as_mut_ptr(), q8x8(q, at + 8 * c, d)) };
                     }
                 }
             }
