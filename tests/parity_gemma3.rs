@@ -122,8 +122,10 @@ fn builtin_chat_template_gives_the_oracle_ids() {
 /// does). A divergence passes only at a near-tie: tern's token is
 /// llama.cpp's second choice and llama.cpp's top-2 probabilities are within
 /// 0.02; or, on the oracle's own prefix, the fp32 oracle's margin there is
-/// under 0.5 and it picks tern's token, or its top-2 are exactly tern's and
-/// llama.cpp's (the rules parity_quant uses).
+/// under 0.5 and it picks tern's token (then tern's token need not be among
+/// llama.cpp's top-2: at p5's step 9 llama.cpp's top-3 lie within 0.003 of
+/// each other and the oracle's top-2 within 0.02), or its top-2 are
+/// exactly tern's and llama.cpp's (the rules parity_quant uses).
 #[test]
 fn quantized_greedy_matches_llamacpp_gemma3() {
     use tern_core::generate::{GenerateConfig, Generator};
@@ -161,7 +163,7 @@ fn quantized_greedy_matches_llamacpp_gemma3() {
             "gemma3 {p}: first divergence at {i}: tern {} vs llama.cpp {}; its top-2 p {p1:.4} / {p2:.4}",
             got[i], want[i]
         );
-        assert_eq!(top2[1][1].as_u64(), Some(got[i] as u64), "{p}: tern's token is not llama.cpp's second choice");
+        let second = top2[1][1].as_u64() == Some(got[i] as u64);
         let case = &man["prompts"][p.as_str()];
         let oracle = ids(&case["generated_ids"]);
         let small_oracle_margin = i < oracle.len()
@@ -184,7 +186,7 @@ fn quantized_greedy_matches_llamacpp_gemma3() {
             pair.sort();
             t == pair
         });
-        let why = if p1 - p2 <= 0.02 {
+        let why = if second && p1 - p2 <= 0.02 {
             "llama.cpp near-tie"
         } else if oracle_agrees {
             "the oracle picks tern's token at a small margin"

@@ -7,10 +7,7 @@
 //!   or a small-margin step of the fp32 oracle itself (margin under 0.5, where
 //!   8-bit activations legitimately flip the choice — the oracle README's
 //!   rule): tern picks the oracle's own greedy token there, or the oracle's
-//!   top-2 are exactly tern's and llama.cpp's tokens; or, past the point
-//!   where llama.cpp has left the oracle's path, llama.cpp's top-2 gap (in
-//!   nats) is within the largest gap at which llama.cpp's own builds flip
-//!   (`llamacpp_greedy_builds.json`);
+//!   top-2 are exactly tern's and llama.cpp's tokens;
 //! - cached decode bit-identical to a full-prefix recompute.
 
 use tern_core::generate::{GenerateConfig, Generator};
@@ -31,42 +28,23 @@ enum Why {
     /// margin (checked on the oracle's full logits of that step; past the
     /// recorded steps, on the exact path's — see `oracle_step`).
     OracleTop2,
-    /// llama.cpp's top-2 log-probability gap is no larger than the largest
-    /// gap at which llama.cpp's own builds choose differently.
-    LlamaCppBuildsFlip,
-}
-
-/// The largest top-2 log-probability gap (nats, primary build) at which a
-/// variant build of llama.cpp first chose another token.
-fn largest_build_flip() -> f64 {
-    let b = read_json("llamacpp_greedy_builds.json");
-    let mut worst = 0.0f64;
-    for (model, m) in b.as_object().unwrap().iter().filter(|(k, _)| *k != "_meta") {
-        for (p, rec) in m["prompts"].as_object().unwrap() {
-            for v in rec["variants"].as_object().unwrap().values() {
-                if let Some(i) = v["first_divergence"].as_u64() {
-                    let t = &rec["top2_logprobs"][i as usize];
-                    let gap = t[0][1].as_f64().unwrap() - t[1][1].as_f64().unwrap();
-                    assert!(gap >= 0.0, "{model} {p}: top-2 out of order");
-                    worst = worst.max(gap);
-                }
-            }
-        }
-    }
-    worst
 }
 
 /// (model, prompt, index of the first token that differs from llama.cpp, why).
 const ACCEPTED_DIVERGENCES: &[(&str, &str, usize, Why)] = &[
     // llama.cpp top-2 p 0.1691 / 0.1657
     ("qwen2.5-coder-0.5b", "p3", 6, Why::LlamaCppNearTie),
+    // llama.cpp top-2 p 0.0399 / 0.0236; the fp32 oracle picks tern's 2988
+    // (margin 0.220) — since attention's online softmax (tiles of 32)
+    ("smollm2-135m", "p1", 5, Why::OracleAgrees),
     // llama.cpp top-2 p 0.3327 / 0.3098; the fp32 oracle picks tern's 304
     // (margin 0.139)
     ("smollm2-135m", "p2", 13, Why::OracleAgrees),
-    // with the f16 KV cache tern follows llama.cpp past the oracle's path
-    // (tokens 4-9); then llama.cpp top-2 p 0.2172 / 0.1908 (0.130 nats;
-    // its own builds flip at gaps up to 0.148 nats)
-    ("smollm2-135m", "p3", 10, Why::LlamaCppBuildsFlip),
+    // llama.cpp top-2 p 0.3042 / 0.2739; the fp32 oracle's top-2 are
+    // llama.cpp's 3426 and tern's 5065, margin 0.135 — since attention's
+    // online softmax (before it, tern followed llama.cpp to token 10, a
+    // gap of 0.130 nats where llama.cpp's own builds flip)
+    ("smollm2-135m", "p3", 4, Why::OracleTop2),
     // llama.cpp top-2 p 0.2792 / 0.2359; the oracle's top-2 are 28 / 1270,
     // margin 0.154 (with an f32 cache tern agreed here)
     ("smollm2-135m", "p4", 8, Why::OracleTop2),
@@ -176,10 +154,6 @@ fn check_llamacpp(model: &str, lm: &tern::Loaded) {
                         assert_eq!(case.input_ids, prompt, "{model} {p}: oracle prompt differs");
                         assert_eq!(got[..=i], case.generated[..=i], "{model} {p}: tern differs from the fp32 oracle");
                         assert!(case.margins[i] < MARGIN, "{model} {p}: oracle margin {} at {i}", case.margins[i]);
-                    }
-                    Why::LlamaCppBuildsFlip => {
-                        let (gap, flip) = ((p1 / p2).ln(), largest_build_flip());
-                        assert!(gap <= flip, "{model} {p}: gap {gap:.3} nats at {i} > builds' {flip:.3}");
                     }
                     Why::OracleTop2 => {
                         let case = prompt_case(model, p);

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use half::f16;
 
 use super::{
-    scalar, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, KvType, QMatrix, Queries, Scalar, Score, KV_BLOCK,
+    scalar, tiles, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, KvType, QMatrix, Queries, Scalar, Score, KV_BLOCK,
 };
 use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
@@ -280,17 +280,27 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         }
         for ((kind, layout, kv, dense), score) in layouts.into_iter().flat_map(|r| scores.map(|s| (r, s))) {
             let kind = format!("{layout} {kind}");
-            let (mut s1, mut s2) = (vec![0.0; n_kv], vec![0.0; n_kv]);
+            let (mut s1, mut s2) = (vec![0.0; tiles::work_len(hd, 41)], vec![0.0; tiles::work_len(hd, 41)]);
             let (mut o1, mut o2) = (vec![0.0; hd], vec![0.0; hd]);
             k.attention_head(&q, kv, n_kv, score, &mut s1, &mut o1);
             s.attention_head(&q, dense, n_kv, score, &mut s2, &mut o2);
             if !same(&o1, &o2) {
                 return Err(format!("{}: attention head_dim {hd} over {n_kv} {kind} rows, {score:?}", k.name()));
             }
+            // the rows from position 5 on (a sliding window's view): its
+            // tiles straddle KV blocks
+            if n_kv > 40 {
+                k.attention_head(&q, kv.from(5), n_kv - 5, score, &mut s1, &mut o1);
+                s.attention_head(&q, dense.from(5), n_kv - 5, score, &mut s2, &mut o2);
+                if !same(&o1, &o2) {
+                    return Err(format!("{}: attention head_dim {hd} over {kind} rows 5..{n_kv}, {score:?}", k.name()));
+                }
+            }
             // a run of queries over the same rows, each seeing a prefix (as a
             // prefill's causal mask gives), against the reference per query
-            // (9: enough queries for a backend's transposed-keys path; 41:
-            // more than one tile of queries sharing key and value blocks)
+            // (3: a decode step's group of query heads; 9 and 41: a
+            // prompt's, the tiles' rows shared by queries that see
+            // different numbers of them)
             for n_q in [3, 9, 41] {
                 let qs: Vec<f32> = (0..n_q * (hd + 3)).map(|_| r.f32(1.0)).collect();
                 let seen: Vec<usize> = (0..n_q).map(|j| (n_kv - j.min(n_kv - 1) * n_kv / n_q).max(1)).collect();

@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod scalar;
 #[cfg(feature = "testing")]
 pub mod speed;
+pub mod tiles;
 
 use core::ops::Range;
 
@@ -171,19 +172,20 @@ pub trait Kernels: Sync {
         scalar::gelu(x)
     }
 
-    /// Causal attention of one query head over the first `n_kv` cached
-    /// positions: `out = softmax(score(q·K^T)) V`; `scores` is scratch of
-    /// `n_kv`.
-    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-        scalar::attention_head(q, kv, n_kv, score, scores, out)
+    /// Attention of one query head over the first `n_kv` cached
+    /// positions: `out = softmax(score(q·K^T)) V` in `tiles::attention`'s
+    /// order; `work` holds `tiles::work_len(q.len(), 1)`.
+    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, work: &mut [f32], out: &mut [f32]) {
+        self.attention_queries(Queries { q, stride: q.len(), n_kv: &[n_kv], score }, kv, work, out)
     }
 
-    /// Attention of one head for a run of queries over the same cached
-    /// rows, query j writing `out[j * hd..][..hd]`: the numbers of
-    /// `attention_head` per query; a backend may share work across the run
-    /// (the keys' layout). `scores`: scratch of max `n_kv`.
-    fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-        qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.score, scores, o));
+    /// Attention of a run of queries over the same cached rows, query j
+    /// writing `out[j * hd..][..hd]`: for each query the numbers of
+    /// `attention_head`; the rows are read once for the run, a tile at a
+    /// time (`tiles::attention`). `work` holds `tiles::work_len(hd, n)`
+    /// for n queries.
+    fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
+        tiles::attention(&tiles::Plain, qs, kv, work, out)
     }
 
     /// `g[i] = silu(g[i]) * u[i]`.

@@ -8,7 +8,7 @@
 
 use core::ops::Range;
 
-use super::{Acts, Cached, KvRows, QMatrix, Score};
+use super::{Acts, QMatrix};
 
 /// The largest head the attention kernels take (checked at load).
 pub const MAX_HEAD_DIM: usize = 512;
@@ -215,83 +215,12 @@ pub fn gelu(x: &mut [f32]) {
     }
 }
 
-/// The reference attention of one query head over the first `n_kv` cached positions.
-#[inline]
-pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-    attention_head_with(
-        q,
-        kv,
-        n_kv,
-        score,
-        scores,
-        out,
-        RowOps { dot: dot_f32, axpy, read: |k: &KvRows, r, o: &mut [f32]| k.read(r, o) },
-    )
-}
-
 /// `o[i] += p · x[i]`, element by element (multiply, then add).
 #[inline]
 pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
     for (o, &x) in o.iter_mut().zip(x) {
         *o += p * x;
     }
-}
-
-/// The inner loops of the attention reference: `dot` must be the
-/// contract's 16-lane dot, `axpy` the elementwise update above and `read`
-/// widen cached rows exactly as `KvRows::read` (a backend passes its SIMD
-/// versions of the same arithmetic).
-pub struct RowOps<D, A, R> {
-    /// The 16-lane dot.
-    pub dot: D,
-    /// `o += p · x`.
-    pub axpy: A,
-    /// Cached rows widened to f32.
-    pub read: R,
-}
-
-/// The attention reference with its inner loops supplied.
-#[inline(always)]
-pub fn attention_head_with<D, A, R>(
-    q: &[f32],
-    kv: Cached,
-    n_kv: usize,
-    score: Score,
-    scores: &mut [f32],
-    out: &mut [f32],
-    ops: RowOps<D, A, R>,
-) where
-    D: Fn(&[f32], &[f32]) -> f32,
-    A: Fn(&mut [f32], f32, &[f32]),
-    R: Fn(&KvRows, Range<usize>, &mut [f32]),
-{
-    let (hd, st) = (q.len(), kv.stride());
-    let mut row = [0.0f32; MAX_HEAD_DIM];
-    let row = &mut row[..hd];
-    let scores = &mut scores[..n_kv];
-    let mut max = f32::NEG_INFINITY;
-    for (t, len, k, _) in kv.runs(n_kv) {
-        for (i, s) in scores[t..t + len].iter_mut().enumerate() {
-            (ops.read)(&k, i * st..i * st + hd, row);
-            *s = score.of((ops.dot)(q, row));
-            max = max.max(*s);
-        }
-    }
-    let inv = softmax_exp(scores, max);
-    out.fill(0.0);
-    for (t, len, _, v) in kv.runs(n_kv) {
-        for (i, &e) in scores[t..t + len].iter().enumerate() {
-            (ops.read)(&v, i * st..i * st + hd, row);
-            (ops.axpy)(out, e * inv, row);
-        }
-    }
-}
-
-/// `s = exp(s - max)` in place; returns 1 / Σ s (the softmax's scale).
-#[inline]
-pub fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
-    exp_shifted(scores, max);
-    1.0 / sum_f32(scores)
 }
 
 /// `s = exp(s - max)` in place.

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use super::weights::{EncoderLayer, Linear, Norm};
 use super::EncoderView;
-use crate::backend::{Cached, KvRows, QMatrix, Score};
+use crate::backend::{tiles, Cached, KvRows, QMatrix, Score};
 use crate::error::Result;
 use crate::model::matmul::{matmul, ActBufs};
 use crate::model::Engine;
@@ -94,16 +94,15 @@ fn layer(m: &EncoderView, e: &Engine, b: &mut Buffers, l: &EncoderLayer, span: &
     // every query sees every token of its input, head by head
     let score = Score { scale: 1.0 / libm::sqrtf(hd as f32), softcap: None };
     let (q, k, v) = (&b.q, &b.k, &b.v);
-    let longest = span.iter().map(|s| s.1).max().unwrap_or(0);
     e.par.for_each_run(&mut b.y[..n * ne], ne, &|t0, run| {
-        let mut scores = vec![0.0f32; longest];
+        let mut work = vec![0.0f32; tiles::work_len(hd, 1)];
         for (i, out) in run.chunks_exact_mut(ne).enumerate() {
             let (first, len) = span[t0 + i];
             for h in 0..c.n_head {
                 let at = first * ne + h * hd;
                 let kv = Cached::dense(KvRows::F32(&k[at..]), KvRows::F32(&v[at..]), ne);
                 let qh = &q[(t0 + i) * ne + h * hd..][..hd];
-                e.kernels.attention_head(qh, kv, len, score, &mut scores[..len], &mut out[h * hd..(h + 1) * hd]);
+                e.kernels.attention_head(qh, kv, len, score, &mut work, &mut out[h * hd..(h + 1) * hd]);
             }
         }
     });

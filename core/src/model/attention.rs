@@ -30,14 +30,14 @@ pub(super) fn attention<'c>(
     // the cached rows token t reads for KV head g
     let cached = |t: usize, g: usize| layer_kv(tok_seq[t], first[t]).head(g * hd);
     // a task: one query head — its outputs [token][hd], then room for the
-    // outputs of a KV head's queries and for the scores (a run of tasks
+    // outputs of a KV head's queries and for the kernels' work (a run of tasks
     // works in its last task's room)
-    let per_task = n * hd + per_head_room(c, s.n_ctx);
+    let per_task = n * hd + per_head_room(c, s.n_batch);
     let k = e.kernels;
     e.par.for_each_run(&mut s.heads[..c.n_head * per_task], per_task, &|h_first, run| {
         let m = run.len() / per_task;
         let (outs, work) = run.split_at_mut((m - 1) * per_task + n * hd);
-        let (tmp, scores) = work.split_at_mut(MAX_GROUP.min(group) * hd);
+        let (tmp, work) = work.split_at_mut(MAX_GROUP.min(group) * hd);
         let out = |j: usize, t: usize| j * per_task + t * hd;
         if lone {
             // the run's query heads of one KV head together, one query
@@ -49,7 +49,7 @@ pub(super) fn attention<'c>(
                 for t in 0..n {
                     let lens = [len[t]; MAX_GROUP];
                     let qs = Queries { q: &q[t * qd + h0 * hd..], stride: hd, n_kv: &lens[..h1 - h0], score };
-                    k.attention_queries(qs, cached(t, h0 / group), scores, o);
+                    k.attention_queries(qs, cached(t, h0 / group), work, o);
                     for (j, oj) in o.chunks_exact(hd).enumerate() {
                         outs[out(h0 - h_first + j, t)..][..hd].copy_from_slice(oj);
                     }
@@ -68,7 +68,7 @@ pub(super) fn attention<'c>(
                     t1 += 1;
                 }
                 let qs = Queries { q: &q[t * qd + h * hd..], stride: qd, n_kv: &len[t..t1], score };
-                k.attention_queries(qs, cached(t, h / group), scores, &mut outs[out(j, t)..out(j, t1)]);
+                k.attention_queries(qs, cached(t, h / group), work, &mut outs[out(j, t)..out(j, t1)]);
                 t = t1;
             }
         }

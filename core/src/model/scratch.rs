@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::config::Config;
 use super::matmul::ActBufs;
+use crate::backend::tiles;
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 /// Output rows computed per chunk of the output head (bounds `mm`).
@@ -16,9 +17,11 @@ pub const HEAD_TOKENS: usize = 16;
 pub(super) const MAX_GROUP: usize = 16;
 
 /// Scratch a head's attention task holds beyond its outputs: the outputs
-/// of a KV head's queries and the scores of `n_ctx` positions.
-pub(super) fn per_head_room(c: &Config, n_ctx: usize) -> usize {
-    MAX_GROUP.min(c.n_head / c.n_head_kv) * c.head_dim + n_ctx
+/// of a KV head's queries and the kernels' work for a run of up to
+/// `n_batch` queries (or a KV head's).
+pub(super) fn per_head_room(c: &Config, n_batch: usize) -> usize {
+    let group = MAX_GROUP.min(c.n_head / c.n_head_kv);
+    group * c.head_dim + tiles::work_len(c.head_dim, n_batch.max(group))
 }
 
 /// A forward pass's working buffers, sized for a maximum batch and
@@ -47,7 +50,7 @@ pub struct Scratch {
     pub(crate) v: Vec<f32>,
     /// (n_batch, q_dim) attention output
     pub(crate) att: Vec<f32>,
-    /// (n_head, n_batch * head_dim + n_ctx): per head, outputs then scores
+    /// (n_head, n_batch * head_dim + per_head_room): per head, outputs then work
     pub(crate) heads: Vec<f32>,
     /// (n_batch, n_ff)
     pub(crate) gate: Vec<f32>,
@@ -83,7 +86,7 @@ impl Scratch {
             k: vec![0.0; b * c.kv_dim()],
             v: vec![0.0; b * c.kv_dim()],
             att: vec![0.0; b * c.q_dim()],
-            heads: vec![0.0; c.n_head * (b * c.head_dim + per_head_room(c, n_ctx))],
+            heads: vec![0.0; c.n_head * (b * c.head_dim + per_head_room(c, b))],
             gate: vec![0.0; b * c.n_ff],
             up: vec![0.0; b * c.n_ff],
             y: vec![0.0; b * c.n_embd],

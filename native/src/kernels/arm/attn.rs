@@ -1,12 +1,12 @@
-//! NEON attention of one head: the reference's loop with NEON inner loops —
-//! scores are the contract's 16-lane dots (four 4-lane accumulators,
-//! multiply then add) reduced by its fixed tree; each output element
-//! accumulates p·v over positions in order, four at a time.
+//! NEON inner loops of tiled attention (`tiles::attention`): scores are
+//! the contract's 16-lane dots (four 4-lane accumulators, multiply then
+//! add) reduced by its fixed tree; each output element accumulates p·v
+//! over a tile's positions in order, four at a time.
 
 use core::arch::aarch64::*;
 
 use tern_core::backend::scalar;
-use tern_core::backend::{Cached, KvRows, Score};
+use tern_core::backend::tiles::TileOps;
 
 #[inline(always)]
 fn ld(x: &[f32], i: usize) -> float32x4_t {
@@ -49,8 +49,20 @@ fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
     scalar::axpy(&mut o[n4..], p, &x[n4..]);
 }
 
-#[inline(always)]
-pub fn attention_head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-    let read = |k: &KvRows, r, o: &mut [f32]| k.read(r, o);
-    scalar::attention_head_with(q, kv, n_kv, score, scores, out, scalar::RowOps { dot, axpy, read })
+/// The NEON baseline's tile loops.
+pub struct Neon;
+
+impl TileOps for Neon {
+    #[inline]
+    fn dots(&self, q: &[f32], rows: &[f32], st: usize, s: &mut [f32]) {
+        for (i, s) in s.iter_mut().enumerate() {
+            *s = dot(q, &rows[i * st..i * st + q.len()]);
+        }
+    }
+    #[inline]
+    fn accumulate(&self, o: &mut [f32], p: &[f32], rows: &[f32], st: usize) {
+        for (i, &p) in p.iter().enumerate() {
+            axpy(o, p, &rows[i * st..i * st + o.len()]);
+        }
+    }
 }

@@ -13,7 +13,7 @@ mod unpack;
 
 use core::ops::Range;
 
-use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Score};
+use tern_core::backend::{tiles, Acts, Cached, Kernels, QMatrix, Queries};
 
 macro_rules! backend {
     ($name:ident, $label:literal, $features:literal, $matmul:path, [$($detect:tt),*]) => {
@@ -38,8 +38,8 @@ macro_rules! backend {
                 // SAFETY: the token exists only if the CPU has these features.
                 unsafe { imp(w, x, n_tok, rows, out) }
             }
-            fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-                attn::attention_head(q, kv, n_kv, score, scores, out)
+            fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
+                tiles::attention(&attn::Neon, qs, kv, work, out)
             }
         }
     };

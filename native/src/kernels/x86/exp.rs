@@ -87,16 +87,20 @@ fn store(o: &mut [f32], v: __m256) {
     unsafe { _mm256_storeu_ps(o.as_mut_ptr(), v) }
 }
 
-/// As `scalar::softmax_exp`.
+/// As `scalar::exp_shifted`: `s = exp(s − m)`.
+pub(super) fn exp_shifted(_: Avx2, s: &mut [f32], m: f32) {
+    // SAFETY: the token proves AVX2.
+    unsafe { exp_shifted_imp(s, m) }
+}
+
 #[target_feature(enable = "avx2")]
-pub(super) fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
-    let n8 = scores.len() / 8 * 8;
-    let m = _mm256_set1_ps(max);
-    for c in scores[..n8].chunks_exact_mut(8) {
-        store(c, expf8(_mm256_sub_ps(load(c), m)));
+fn exp_shifted_imp(s: &mut [f32], m: f32) {
+    let n8 = s.len() / 8 * 8;
+    let mv = _mm256_set1_ps(m);
+    for c in s[..n8].chunks_exact_mut(8) {
+        store(c, expf8(_mm256_sub_ps(load(c), mv)));
     }
-    scalar::exp_shifted(&mut scores[n8..], max);
-    1.0 / scalar::sum_f32(scores)
+    scalar::exp_shifted(&mut s[n8..], m);
 }
 
 /// As `scalar::swiglu`: `g = g / (1 + exp(−g)) · u`.

@@ -18,7 +18,6 @@
 //! suite checks each backend).
 
 mod attention;
-mod attention512;
 mod cpu;
 mod exact;
 mod exact512;
@@ -33,7 +32,7 @@ mod simd;
 
 use core::ops::Range;
 
-use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries, Score};
+use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 pub use cpu::{Avx2, Avx512};
@@ -139,11 +138,8 @@ impl Kernels for Avx2 {
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
         reference::rms_norm(*self, x, w, eps, o)
     }
-    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-        attention::attention_head(*self, q, kv, n_kv, score, scores, out)
-    }
-    fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-        attention::attention_queries(*self, qs, kv, scores, out)
+    fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
+        attention::attention_queries(*self, qs, kv, work, out)
     }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(*self, g, u)
@@ -172,11 +168,8 @@ impl Kernels for Avx512 {
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
         reference::rms_norm(self.avx2(), x, w, eps, o)
     }
-    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-        attention::attention_head(self.avx2(), q, kv, n_kv, score, scores, out)
-    }
-    fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-        attention512::attention_queries(*self, qs, kv, scores, out)
+    fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
+        attention::attention_queries(self.avx2(), qs, kv, work, out)
     }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(self.avx2(), g, u)

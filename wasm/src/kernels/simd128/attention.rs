@@ -1,107 +1,75 @@
-//! Attention of one head in SIMD128, cached rows widened as they are used
-//! (no row buffer): scores by the contract's 16-lane dot and tree, the
-//! reference's softmax (libm's exp, four lanes at a time: `exp.rs`), then
-//! the weighted sum element by element — bit for bit
-//! `scalar::attention_head`.
+//! SIMD128 inner loops of tiled attention (`tiles::attention`, whose order
+//! they keep): scores by the contract's 16-lane dot and tree, libm's exp
+//! four lanes at a time (`exp.rs`), and each output element accumulating
+//! p·v over a tile's positions in order, 32 elements in registers across
+//! the tile.
 
 use core::arch::wasm32::*;
 
-use tern_core::backend::{scalar, Cached, KvRows, Queries, Score};
+use tern_core::backend::tiles::{self, TileOps};
+use tern_core::backend::KvRows;
 
 use super::v;
 
-/// Elements `at..at + 8` of cached rows as two f32 vectors.
-#[inline(always)]
-fn load8(rows: &KvRows, at: usize) -> (v128, v128) {
-    match rows {
-        KvRows::F32(x) => (v::load(x, at), v::load(x, at + 4)),
-        KvRows::F16(x) => {
-            let bits: &[u16] = half::slice::HalfFloatSliceExt::reinterpret_cast(*x);
-            let h = v::load(bits, at);
-            (v::f16_to_f32(u32x4_extend_low_u16x8(h)), v::f16_to_f32(u32x4_extend_high_u16x8(h)))
-        }
-        KvRows::Q8_0(_) => {
-            let mut row = [0.0f32; 8];
-            super::float::read(rows, at..at + 8, &mut row);
-            (v::load(&row, 0), v::load(&row, 4))
-        }
-    }
-}
+/// The tile loops in SIMD128.
+pub struct Simd128;
 
-/// Whether this path takes a head of `hd` (whole 16-lane chunks).
-pub fn handles(hd: usize) -> bool {
-    hd % 16 == 0 && hd <= scalar::MAX_HEAD_DIM
-}
-
-pub fn head(q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-    let (hd, st) = (q.len(), kv.stride());
-    let scores = &mut scores[..n_kv];
-    let mut max = f32::NEG_INFINITY;
-    for (t, len, k, _) in kv.runs(n_kv) {
-        for (i, s) in scores[t..t + len].iter_mut().enumerate() {
-            let base = i * st;
+impl TileOps for Simd128 {
+    #[inline]
+    fn dots(&self, q: &[f32], rows: &[f32], st: usize, s: &mut [f32]) {
+        let hd = q.len();
+        if hd % 16 != 0 {
+            return tiles::Plain.dots(q, rows, st, s);
+        }
+        for (i, s) in s.iter_mut().enumerate() {
+            let k = &rows[i * st..i * st + hd];
             let mut l = [f32x4_splat(0.0); 4];
             for c in (0..hd).step_by(16) {
-                let (k0, k1) = load8(&k, base + c);
-                let (k2, k3) = load8(&k, base + c + 8);
-                for (j, kj) in [k0, k1, k2, k3].into_iter().enumerate() {
-                    l[j] = f32x4_add(l[j], f32x4_mul(v::load(q, c + 4 * j), kj));
+                for (j, lj) in l.iter_mut().enumerate() {
+                    *lj = f32x4_add(*lj, f32x4_mul(v::load(q, c + 4 * j), v::load(k, c + 4 * j)));
                 }
             }
-            *s = score.of(v::reduce16(l));
-            // as `max.max(*s)` (NaNs skipped), without its libm call
-            if *s > max {
-                max = *s;
+            *s = v::reduce16(l);
+        }
+    }
+
+    #[inline]
+    fn exp_shifted(&self, s: &mut [f32], m: f32) {
+        super::exp::exp_shifted(s, m)
+    }
+
+    #[inline]
+    fn accumulate(&self, o: &mut [f32], p: &[f32], rows: &[f32], st: usize) {
+        let hd = o.len();
+        let n4 = hd / 4 * 4;
+        for e0 in (0..n4).step_by(32) {
+            let nv = (n4 - e0).min(32) / 4;
+            let mut acc = [f32x4_splat(0.0); 8];
+            for (j, a) in acc[..nv].iter_mut().enumerate() {
+                *a = v::load(o, e0 + 4 * j);
+            }
+            for (i, &p) in p.iter().enumerate() {
+                let w = f32x4_splat(p);
+                let row = &rows[i * st + e0..];
+                for (j, a) in acc[..nv].iter_mut().enumerate() {
+                    *a = f32x4_add(*a, f32x4_mul(w, v::load(row, 4 * j)));
+                }
+            }
+            for (j, a) in acc[..nv].iter().enumerate() {
+                v::store(o, e0 + 4 * j, *a);
+            }
+        }
+        if n4 < hd {
+            for (i, &p) in p.iter().enumerate() {
+                tern_core::backend::scalar::axpy(&mut o[n4..], p, &rows[i * st + n4..i * st + hd]);
             }
         }
     }
-    let inv = super::exp::softmax_exp(scores, max);
-    out.fill(0.0);
-    for (t, len, _, vr) in kv.runs(n_kv) {
-        for (i, &e) in scores[t..t + len].iter().enumerate() {
-            let p = f32x4_splat(e * inv);
-            let base = i * st;
-            for c in (0..hd).step_by(8) {
-                let (v0, v1) = load8(&vr, base + c);
-                let o0 = f32x4_add(v::load(out, c), f32x4_mul(p, v0));
-                let o1 = f32x4_add(v::load(out, c + 4), f32x4_mul(p, v1));
-                v::store(out, c, o0);
-                v::store(out, c + 4, o1);
-            }
+
+    #[inline]
+    fn widen(&self, x: KvRows, st: usize, len: usize, hd: usize, out: &mut [f32]) {
+        for (i, o) in out[..len * hd].chunks_exact_mut(hd).enumerate() {
+            super::float::read(&x, i * st..i * st + hd, o);
         }
     }
-}
-
-std::thread_local! {
-    /// A head's cached K and V rows widened to f32 for a run of queries.
-    static KV: core::cell::RefCell<(Vec<f32>, Vec<f32>)> = const { core::cell::RefCell::new((Vec::new(), Vec::new())) };
-}
-
-/// Whether a run of queries is worth widening the rows once for: f16 rows
-/// of a head `head` takes, more than one query.
-pub fn widens(kv: Cached, hd: usize, n_queries: usize) -> bool {
-    !kv.is_f32() && handles(hd) && n_queries > 1
-}
-
-/// A run of queries over the same cached rows (`Kernels::attention_queries`,
-/// when `widens`): the rows are widened once for all of them, then each
-/// query is `head` over f32 rows (widening is exact, so the same bits).
-pub fn queries(qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-    let hd = out.len() / qs.n_kv.len().max(1);
-    let n = qs.n_kv.iter().copied().max().unwrap_or(0);
-    KV.with_borrow_mut(|(kf, vf)| {
-        kf.resize(n * hd, 0.0);
-        vf.resize(n * hd, 0.0);
-        for t in 0..n {
-            for (rows, buf) in [(kv.key(t), &mut *kf), (kv.value(t), &mut *vf)] {
-                for c in (0..hd).step_by(8) {
-                    let (a, b) = load8(&rows, c);
-                    v::store(buf, t * hd + c, a);
-                    v::store(buf, t * hd + c + 4, b);
-                }
-            }
-        }
-        let wide = Cached::dense(KvRows::F32(kf), KvRows::F32(vf), hd);
-        qs.each(out, |q, n, o| head(q, wide, n, qs.score, scores, o));
-    })
 }

@@ -69,15 +69,14 @@ pub fn expf4(x: v128) -> v128 {
     pick(gt(0x7f80_0000), x, y)
 }
 
-/// As `scalar::softmax_exp`.
-pub fn softmax_exp(scores: &mut [f32], max: f32) -> f32 {
-    let n4 = scores.len() / 4 * 4;
-    let m = f32x4_splat(max);
+/// As `scalar::exp_shifted`: `s = exp(s − m)`.
+pub fn exp_shifted(s: &mut [f32], m: f32) {
+    let n4 = s.len() / 4 * 4;
+    let mv = f32x4_splat(m);
     for i in (0..n4).step_by(4) {
-        v::store(scores, i, expf4(f32x4_sub(v::load(scores, i), m)));
+        v::store(s, i, expf4(f32x4_sub(v::load(s, i), mv)));
     }
-    scalar::exp_shifted(&mut scores[n4..], max);
-    1.0 / scalar::sum_f32(scores)
+    scalar::exp_shifted(&mut s[n4..], m);
 }
 
 /// As `scalar::swiglu`: `g = g / (1 + exp(−g)) · u`.

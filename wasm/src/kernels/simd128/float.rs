@@ -39,20 +39,6 @@ pub fn lanes_done(l: [v128; 4], a: &[f32], b: &[f32]) -> f32 {
     scalar::reduce16_tail(lanes, a, b)
 }
 
-/// `o[i] += p · x[i]`.
-#[inline]
-pub fn axpy(o: &mut [f32], p: f32, x: &[f32]) {
-    let n4 = o.len().min(x.len()) / 4 * 4;
-    let pv = f32x4_splat(p);
-    for i in (0..n4).step_by(4) {
-        let r = f32x4_add(v::load(o, i), f32x4_mul(pv, v::load(x, i)));
-        v::store(o, i, r);
-    }
-    for (o, &x) in o[n4..].iter_mut().zip(&x[n4..]) {
-        *o += p * x;
-    }
-}
-
 /// `o = x / rms(x) * w`.
 #[inline]
 pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {

@@ -16,7 +16,7 @@ mod widen;
 use core::cell::RefCell;
 use core::ops::Range;
 
-use tern_core::backend::{scalar, Acts, Cached, Kernels, QMatrix, Queries, Score};
+use tern_core::backend::{scalar, tiles, Acts, Cached, Kernels, QMatrix, Queries};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 pub struct Simd128;
@@ -174,13 +174,8 @@ impl Kernels for Simd128 {
         }
     }
 
-    fn attention_queries(&self, qs: Queries, kv: Cached, scores: &mut [f32], out: &mut [f32]) {
-        let hd = out.len() / qs.n_kv.len().max(1);
-        if attention::widens(kv, hd, qs.n_kv.len()) {
-            attention::queries(qs, kv, scores, out)
-        } else {
-            qs.each(out, |q, n, o| self.attention_head(q, kv, n, qs.score, scores, o))
-        }
+    fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
+        tiles::attention(&attention::Simd128, qs, kv, work, out)
     }
 
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
@@ -202,14 +197,5 @@ impl Kernels for Simd128 {
     }
     fn quantize_q8_k(&self, x: &[f32], out: &mut [BlockQ8K]) {
         quantize::rows_q8_k(x, out)
-    }
-
-    fn attention_head(&self, q: &[f32], kv: Cached, n_kv: usize, score: Score, scores: &mut [f32], out: &mut [f32]) {
-        if attention::handles(q.len()) {
-            attention::head(q, kv, n_kv, score, scores, out)
-        } else {
-            let ops = scalar::RowOps { dot: float::dot, axpy: float::axpy, read: float::read };
-            scalar::attention_head_with(q, kv, n_kv, score, scores, out, ops)
-        }
     }
 }
