@@ -150,7 +150,7 @@ fn the_openai_client_gets_what_tern_run_gives() {
     assert_eq!(r["stream_usage"], 8);
     assert_eq!(r["chat"], chat["text"]);
     assert_eq!(r["chat_stream"], chat["text"]);
-    assert_eq!(r["chat_finish"], "length");
+    assert_eq!(r["chat_finish"], chat["finish_reason"]);
     assert_eq!(r["chat_usage"][0], chat["prompt_ids"].as_array().unwrap().len());
     assert_eq!((r["stopped"].as_str(), r["stopped_finish"].as_str()), (Some(" Paris."), Some("stop")));
     assert_eq!(r["seeded"][0], r["seeded"][1], "a seed repeats its sample");
