@@ -83,9 +83,9 @@ describe('SmolLM2 in a worker', () => {
   });
 
   test('stop strings end generation before them', async () => {
-    const r = await model.generate(greedy.p1.prompt_ids, { maxTokens: 24, temperature: 0, stop: ['United'] }).result;
+    const r = await model.generate(greedy.p1.prompt_ids, { maxTokens: 24, temperature: 0, stop: ['answer'] }).result;
     assert.equal(r.finishReason, 'stop');
-    assert.ok(!r.text.includes('United'));
+    assert.ok(!r.text.includes('answer'));
     assert.ok(r.text.startsWith(' Paris.'));
   });
 
