@@ -225,7 +225,7 @@ fn batched_sequences_equal_each_run_alone() {
         a.forward(&lm.model, &e, &it.prompt, Logits::None).unwrap();
         t.forward(&lm.model, &e, &it.prompt, Logits::None).unwrap();
     }
-    let mut scratch = lm.model.batch_scratch(8, 512);
+    let mut scratch = lm.model.batch_scratch(8);
     let nv = lm.model.config.n_vocab;
     for step in 0..3u32 {
         let toks: Vec<[u32; 1]> = (0..items.len() as u32).map(|i| [100 + 7 * i + step]).collect();

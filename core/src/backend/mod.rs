@@ -96,13 +96,6 @@ impl Score {
             None => s,
         }
     }
-    /// `capped` over already scaled dots, in place.
-    #[inline]
-    pub fn cap_all(self, s: &mut [f32]) {
-        if let Some(c) = self.softcap {
-            s.iter_mut().for_each(|s| *s = scalar::softcap(*s, c));
-        }
-    }
 }
 
 /// A run of queries of one head over the same cached rows (one sequence,

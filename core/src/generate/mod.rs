@@ -337,8 +337,7 @@ pub fn generate_batch_constrained<B: AsRef<[u8]>>(
     }
 
     // decode: one forward per step over every unfinished sequence
-    let n_ctx = sessions.iter().map(Session::n_ctx).max().unwrap_or(1);
-    let mut scratch = model.batch_scratch(items.len(), n_ctx);
+    let mut scratch = model.batch_scratch(items.len());
     let mut logits = Vec::new();
     let mut still = Vec::with_capacity(items.len());
     while !active.is_empty() {

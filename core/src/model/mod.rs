@@ -179,7 +179,7 @@ impl<B: AsRef<[u8]>> Model<B> {
         let n_batch = n_batch.clamp(1, n_ctx.max(1));
         Session {
             kv: KvCache::new(&self.config, n_ctx, n_batch, kv),
-            scratch: Scratch::new(&self.config, n_batch, n_ctx),
+            scratch: Scratch::new(&self.config, n_batch),
             tokens: Vec::new(),
             logits: Vec::new(),
             n_vocab: self.config.n_vocab,
@@ -188,9 +188,9 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     /// Scratch for `forward_batch`: up to `n_batch` tokens per call, over
-    /// sessions of up to `n_ctx` positions.
-    pub fn batch_scratch(&self, n_batch: usize, n_ctx: usize) -> Scratch {
-        Scratch::new(&self.config, n_batch.max(1), n_ctx)
+    /// sessions of any length.
+    pub fn batch_scratch(&self, n_batch: usize) -> Scratch {
+        Scratch::new(&self.config, n_batch.max(1))
     }
 
     /// One forward over several sessions at once: each runs its tokens at
@@ -221,11 +221,6 @@ impl<B: AsRef<[u8]>> Model<B> {
                         toks.len(),
                         sess.kv.max_step()
                     ),
-                });
-            }
-            if sess.kv.n_ctx > scratch.n_ctx {
-                return Err(Error::InvalidArgument {
-                    what: alloc::format!("a session of {} positions in scratch for {}", sess.kv.n_ctx, scratch.n_ctx),
                 });
             }
             if toks.is_empty() {

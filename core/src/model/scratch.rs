@@ -24,12 +24,11 @@ pub(super) fn per_head_room(c: &Config, n_batch: usize) -> usize {
     group * c.head_dim + tiles::work_len(c.head_dim, n_batch.max(group))
 }
 
-/// A forward pass's working buffers, sized for a maximum batch and
-/// context (`Model::batch_scratch` makes one for `Model::forward_batch`).
+/// A forward pass's working buffers, sized for a maximum batch (the
+/// attention's work does not grow with the context; `Model::batch_scratch`
+/// makes one for `Model::forward_batch`).
 pub struct Scratch {
     pub(crate) n_batch: usize,
-    /// Longest cache the attention scratch can serve.
-    pub(crate) n_ctx: usize,
     /// (n_batch) sequence index and position of each batch token
     pub(crate) tok_seq: Vec<usize>,
     pub(crate) tok_pos: Vec<usize>,
@@ -68,13 +67,12 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    pub(crate) fn new(c: &Config, n_batch: usize, n_ctx: usize) -> Scratch {
+    pub(crate) fn new(c: &Config, n_batch: usize) -> Scratch {
         let b = n_batch;
         let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
         let mm_rows = (2 * c.n_ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd) * b;
         Scratch {
             n_batch,
-            n_ctx,
             tok_seq: vec![0; b],
             tok_pos: vec![0; b],
             kv_first: vec![0; b],

@@ -106,7 +106,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
     let mut slots: Vec<Slot> = (0..limits.slots)
         .map(|_| Slot { session: model.session_kv(limits.n_ctx, limits.n_batch, limits.kv_type), active: None })
         .collect();
-    let mut scratch = model.batch_scratch(limits.n_batch, limits.n_ctx);
+    let mut scratch = model.batch_scratch(limits.n_batch);
     let mut cache = PrefixCache::new();
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut encodes = Queue::default();

@@ -13,7 +13,7 @@ use tern_core::backend::{q8_0_at, scalar, Cached, KvRows, Queries};
 use tern_core::quant::{q8_0, QK8};
 
 use super::cpu::Avx2;
-use super::simd::reduce16;
+use super::simd::{loadf, reduce16, storef};
 
 /// `Kernels::attention_queries` on AVX2 (and AVX-512, which has no loops
 /// of its own here).
@@ -51,22 +51,6 @@ fn q8x8(x: &[u8], at: usize, d: __m256) -> __m256 {
     // SAFETY: `q` has 8 bytes.
     let q = unsafe { _mm_loadl_epi64(q.as_ptr() as *const __m128i) };
     _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d)
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn loadf(x: &[f32], i: usize) -> __m256 {
-    let x = &x[i..i + 8];
-    // SAFETY: `x` has 8 elements.
-    unsafe { _mm256_loadu_ps(x.as_ptr()) }
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn storef(x: &mut [f32], i: usize, v: __m256) {
-    let x = &mut x[i..i + 8];
-    // SAFETY: `x` has 8 elements.
-    unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
 }
 
 /// `s[i]` = the contract's dot of `q` with the row at `rows[i·st..]`.

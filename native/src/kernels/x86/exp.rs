@@ -9,6 +9,7 @@ use core::arch::x86_64::*;
 use tern_core::backend::scalar;
 
 use super::cpu::Avx2;
+use super::simd::{loadf, storef};
 
 // e_expf.c's constants, by their bits
 const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
@@ -71,22 +72,6 @@ fn expf8(x: __m256) -> __m256 {
     _mm256_blendv_ps(y, x, f(gt(0x7f80_0000)))
 }
 
-#[inline]
-#[target_feature(enable = "avx2")]
-fn load(x: &[f32]) -> __m256 {
-    let x = &x[..8];
-    // SAFETY: `x` has 8 elements.
-    unsafe { _mm256_loadu_ps(x.as_ptr()) }
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn store(o: &mut [f32], v: __m256) {
-    let o = &mut o[..8];
-    // SAFETY: `o` has 8 elements.
-    unsafe { _mm256_storeu_ps(o.as_mut_ptr(), v) }
-}
-
 /// As `scalar::exp_shifted`: `s = exp(s − m)`.
 pub(super) fn exp_shifted(_: Avx2, s: &mut [f32], m: f32) {
     // SAFETY: the token proves AVX2.
@@ -98,7 +83,7 @@ fn exp_shifted_imp(s: &mut [f32], m: f32) {
     let n8 = s.len() / 8 * 8;
     let mv = _mm256_set1_ps(m);
     for c in s[..n8].chunks_exact_mut(8) {
-        store(c, expf8(_mm256_sub_ps(load(c), mv)));
+        storef(c, 0, expf8(_mm256_sub_ps(loadf(c, 0), mv)));
     }
     scalar::exp_shifted(&mut s[n8..], m);
 }
@@ -113,9 +98,9 @@ pub(super) fn swiglu(_: Avx2, g: &mut [f32], u: &[f32]) {
 fn swiglu_imp(g: &mut [f32], u: &[f32]) {
     let n8 = g.len() / 8 * 8;
     for (g, u) in g[..n8].chunks_exact_mut(8).zip(u.chunks_exact(8)) {
-        let x = load(g);
+        let x = loadf(g, 0);
         let e = expf8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0)));
-        store(g, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0), e)), load(u)));
+        storef(g, 0, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0), e)), loadf(u, 0)));
     }
     scalar::swiglu(&mut g[n8..], &u[n8..]);
 }
@@ -131,11 +116,11 @@ fn geglu_imp(g: &mut [f32], u: &[f32]) {
     let n8 = g.len() / 8 * 8;
     let (k, c, one) = (_mm256_set1_ps(scalar::TWO_SQRT_2_OVER_PI), _mm256_set1_ps(scalar::GELU_C), _mm256_set1_ps(1.0));
     for (g, u) in g[..n8].chunks_exact_mut(8).zip(u.chunks_exact(8)) {
-        let x = load(g);
+        let x = loadf(g, 0);
         // the reference's order: (k·x) · (1 + (c·x)·x)
         let z = _mm256_mul_ps(_mm256_mul_ps(k, x), _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(c, x), x)));
         let e = expf8(_mm256_xor_ps(z, _mm256_set1_ps(-0.0)));
-        store(g, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), load(u)));
+        storef(g, 0, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), loadf(u, 0)));
     }
     scalar::geglu(&mut g[n8..], &u[n8..]);
 }
@@ -151,6 +136,6 @@ mod tests {
             return;
         }
         // SAFETY: AVX2 checked above.
-        tern_core::backend::conformance::check_expf(8, |g| unsafe { store(g, expf8(load(g))) }).unwrap();
+        tern_core::backend::conformance::check_expf(8, |g| unsafe { storef(g, 0, expf8(loadf(g, 0))) }).unwrap();
     }
 }

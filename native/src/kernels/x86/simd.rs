@@ -90,6 +90,24 @@ pub(super) fn hsum8(p: &[__m256i; 8]) -> __m256i {
     _mm256_add_epi32(_mm256_permute2x128_si256::<0x20>(q0, q1), _mm256_permute2x128_si256::<0x31>(q0, q1))
 }
 
+/// Eight f32 from `x[i..]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn loadf(x: &[f32], i: usize) -> __m256 {
+    let x = &x[i..i + 8];
+    // SAFETY: `x` has 8 elements.
+    unsafe { _mm256_loadu_ps(x.as_ptr()) }
+}
+
+/// Eight f32 to `x[i..]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn storef(x: &mut [f32], i: usize, v: __m256) {
+    let x = &mut x[i..i + 8];
+    // SAFETY: `x` has 8 elements.
+    unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
+}
+
 /// The contract's `reduce16` of lanes (lo = 0..8, hi = 8..16): (j + 8),
 /// then 4, 2, 1.
 #[inline]
