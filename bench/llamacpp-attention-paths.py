@@ -25,11 +25,14 @@ read on later ones), so variants of tern compare without restarting it.
 """
 import argparse
 import json
+import math
 import os
 import pathlib
 import socket
+import struct
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -88,7 +91,7 @@ def main():
     print(f"fixture: {fixture['_meta']['engine']}")
     if a.forced:
         return forced(fixture, a.tern, a.models)
-    runs = {}  # (model, config) -> {prompt: ids}
+    # (model, config) -> {prompt: ids}
     if a.peer_runs and os.path.exists(a.peer_runs):
         runs = {tuple(k.split("|")): v for k, v in json.load(open(a.peer_runs)).items()}
     else:
@@ -127,8 +130,7 @@ def peer_runs(fixture, models):
 def tern_runs(fixture, runs, tern, models):
     """tern's agreement with the fixture and with each configuration."""
     fixture_runs = {(name, "fixture"): {q: r["generated_ids"] for q, r in fixture[name].items()} for name in MODELS}
-    total = {}
-    per_prompt = {}
+    same = {}  # (model, label) -> tokens in a row that agree, per prompt
     for name, file in MODELS.items():
         for prompt, rec in fixture[name].items():
             out = subprocess.run([tern, "run", "-m", str(pathlib.Path(models) / file), "--prompt-ids",
@@ -138,20 +140,19 @@ def tern_runs(fixture, runs, tern, models):
             ids = json.loads(out.stdout)["ids"]
             for (model, label), got in {**fixture_runs, **runs}.items():
                 if model == name:
-                    total[label] = total.get(label, 0) + agree(ids, got[prompt])
-                    per_prompt.setdefault((name, label), []).append(agree(ids, got[prompt]))
+                    same.setdefault((name, label), []).append(agree(ids, got[prompt]))
     n = sum(len(r["generated_ids"]) for m in MODELS for r in fixture[m].values())
+    total = {}
+    for (_, label), k in same.items():
+        total[label] = total.get(label, 0) + sum(k)
     for label, k in total.items():
         print(f"tern agrees with {label:18}: {k}/{n} tokens (each prompt's run before the first difference)")
-    for (name, label), same in per_prompt.items():
-        print(f"  {name:20} {label:18} {same}")
+    for (name, label), k in same.items():
+        print(f"  {name:20} {label:18} {k}")
 
 
 def forced(fixture, tern, models):
     """Mean |Δ log p| of the fixture's top-2 tokens, tern fed the fixture's tokens."""
-    import math
-    import struct
-    import tempfile
     for name, file in MODELS.items():
         d1 = d2 = dgap = 0.0
         steps = 0
@@ -169,8 +170,8 @@ def forced(fixture, tern, models):
                                     ",".join(map(str, ids)), "-n", "1", "--temp", "0", "--ignore-eos", "--json",
                                     "-t", "2", "--logits-out", f.name], capture_output=True, check=True)
                     raw = open(f.name, "rb").read()
-                n_vocab = len(raw) // 4  # the prompt's last position (-n 1 feeds nothing back)
-                logits = struct.unpack(f"<{n_vocab}f", raw[:4 * n_vocab])
+                # the prompt's last position only (-n 1 feeds nothing back)
+                logits = struct.unpack(f"<{len(raw) // 4}f", raw)
                 mx = max(logits)
                 lse = mx + math.log(sum(math.exp(x - mx) for x in logits))
                 (p1, i1), (p2, i2) = pairs[0], pairs[1]
