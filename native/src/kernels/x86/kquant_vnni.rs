@@ -13,8 +13,8 @@ use tern_core::backend::QMatrix;
 use tern_core::quant::{BlockQ8K, QK_K};
 
 use super::cpu::Avx512;
-use super::kunpack::KQuant;
-use super::simd::{bcast, each_tile8, f16x8, prefetch, transpose8, PREFETCH, ROWS};
+use super::kunpack::{across, KQuant};
+use super::simd::{bcast, each_tile8, prefetch, PREFETCH, ROWS};
 
 const NT: usize = 16;
 
@@ -36,55 +36,6 @@ pub(super) fn groups8<K: KQuant>(
 fn groups8_imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let nb = w.n_cols / QK_K;
     each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile::<K>(rws, a, nb, t0, nt))
-}
-
-/// One super-block of 8 rows, laid out across the rows.
-struct Across {
-    /// run r (32 quants), 4-byte group k: lane i = row i's bytes
-    q: [[__m256i; 8]; 8],
-    /// 16-group g: lane i = row i's scale
-    mult: [__m256i; 16],
-    /// 16-groups 2p and 2p + 1: lane i = row i's two bsum weights (i16)
-    minw: [__m256i; 8],
-    d: __m256,
-    dmin: __m256,
-}
-
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
-    let ts = K::TYPE.type_size();
-    let mut runs = [[_mm256_setzero_si256(); ROWS]; 8];
-    let (mut minw, mut sc_lo, mut sc_hi) =
-        ([_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS]);
-    for i in 0..ROWS {
-        let kb = K::unpack(&rws[i][o..o + ts]);
-        for (run, q) in runs.iter_mut().zip(kb.q) {
-            run[i] = q;
-        }
-        // i32 lane p of `minw` is the i16 pair of 16-groups 2p, 2p + 1
-        minw[i] = kb.minw;
-        sc_lo[i] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(kb.sc));
-        sc_hi[i] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(kb.sc));
-    }
-    let mut q = [[_mm256_setzero_si256(); 8]; 8];
-    for (q, run) in q.iter_mut().zip(&runs) {
-        *q = transpose8(run);
-    }
-    let (lo, hi) = (transpose8(&sc_lo), transpose8(&sc_hi));
-    let mut mult = [_mm256_setzero_si256(); 16];
-    mult[..8].copy_from_slice(&lo);
-    mult[8..].copy_from_slice(&hi);
-    Across {
-        q,
-        mult,
-        minw: transpose8(&minw),
-        d: f16x8!(rws, o + K::D_AT),
-        dmin: match K::DMIN_AT {
-            Some(m) => f16x8!(rws, o + m),
-            None => _mm256_setzero_ps(),
-        },
-    }
 }
 
 /// Four tokens' dots with 4-byte groups `K0..K1` of one run: 8 rows each.

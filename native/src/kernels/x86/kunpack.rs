@@ -10,7 +10,7 @@ use core::arch::x86_64::*;
 
 use tern_core::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType};
 
-use super::simd::{load16_at, load32, load32_at as load};
+use super::simd::{f16x8, load16_at, load32, load32_at as load, transpose8, ROWS};
 
 pub(super) struct KBlock {
     /// run r: elements 32r..32r + 32, unsigned
@@ -28,6 +28,8 @@ pub(super) trait KQuant {
     const TYPE: GgmlType;
     /// Whether 16-groups 2r and 2r + 1 share a scale (one per 32-run).
     const RUN_SCALE: bool;
+    /// The largest unsigned quant `unpack` gives.
+    const U_MAX: i32;
     /// Byte offset of the f16 super-block scale `d`.
     const D_AT: usize;
     /// Byte offset of the f16 `dmin` for the formats with mins; `None`
@@ -45,6 +47,7 @@ pub(super) struct Q6K;
 
 impl KQuant for Q2K {
     const TYPE: GgmlType = GgmlType::Q2_K;
+    const U_MAX: i32 = 3;
     const RUN_SCALE: bool = false;
     const D_AT: usize = q2_k::D;
     const DMIN_AT: Option<usize> = Some(q2_k::DMIN);
@@ -57,6 +60,7 @@ impl KQuant for Q2K {
 
 impl KQuant for Q3K {
     const TYPE: GgmlType = GgmlType::Q3_K;
+    const U_MAX: i32 = 7;
     const RUN_SCALE: bool = false;
     const D_AT: usize = q3_k::D;
     const DMIN_AT: Option<usize> = None;
@@ -69,6 +73,7 @@ impl KQuant for Q3K {
 
 impl KQuant for Q4K {
     const TYPE: GgmlType = GgmlType::Q4_K;
+    const U_MAX: i32 = 15;
     const RUN_SCALE: bool = true;
     const D_AT: usize = q4_k::D;
     const DMIN_AT: Option<usize> = Some(q4_k::DMIN);
@@ -81,6 +86,7 @@ impl KQuant for Q4K {
 
 impl KQuant for Q5K {
     const TYPE: GgmlType = GgmlType::Q5_K;
+    const U_MAX: i32 = 31;
     const RUN_SCALE: bool = true;
     const D_AT: usize = q5_k::D;
     const DMIN_AT: Option<usize> = Some(q5_k::DMIN);
@@ -93,6 +99,7 @@ impl KQuant for Q5K {
 
 impl KQuant for Q6K {
     const TYPE: GgmlType = GgmlType::Q6_K;
+    const U_MAX: i32 = 63;
     const RUN_SCALE: bool = false;
     const D_AT: usize = q6_k::D;
     const DMIN_AT: Option<usize> = None;
@@ -306,4 +313,53 @@ pub(super) fn kdot(kb: &KBlock, a: &BlockQ8K) -> (__m256i, __m256i) {
     // SAFETY: `bsums` holds 16 i16.
     let bs = unsafe { _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i) };
     (acc, _mm256_madd_epi16(bs, kb.minw))
+}
+
+/// One super-block of 8 rows, laid out across the rows.
+pub(super) struct Across {
+    /// run r (32 quants), 4-byte group k: lane i = row i's bytes
+    pub(super) q: [[__m256i; 8]; 8],
+    /// 16-group g: lane i = row i's scale
+    pub(super) mult: [__m256i; 16],
+    /// 16-groups 2p and 2p + 1: lane i = row i's two bsum weights (i16)
+    pub(super) minw: [__m256i; 8],
+    pub(super) d: __m256,
+    pub(super) dmin: __m256,
+}
+
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+pub(super) fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
+    let ts = K::TYPE.type_size();
+    let mut runs = [[_mm256_setzero_si256(); ROWS]; 8];
+    let (mut minw, mut sc_lo, mut sc_hi) =
+        ([_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS]);
+    for i in 0..ROWS {
+        let kb = K::unpack(&rws[i][o..o + ts]);
+        for (run, q) in runs.iter_mut().zip(kb.q) {
+            run[i] = q;
+        }
+        // i32 lane p of `minw` is the i16 pair of 16-groups 2p, 2p + 1
+        minw[i] = kb.minw;
+        sc_lo[i] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(kb.sc));
+        sc_hi[i] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256::<1>(kb.sc));
+    }
+    let mut q = [[_mm256_setzero_si256(); 8]; 8];
+    for (q, run) in q.iter_mut().zip(&runs) {
+        *q = transpose8(run);
+    }
+    let (lo, hi) = (transpose8(&sc_lo), transpose8(&sc_hi));
+    let mut mult = [_mm256_setzero_si256(); 16];
+    mult[..8].copy_from_slice(&lo);
+    mult[8..].copy_from_slice(&hi);
+    Across {
+        q,
+        mult,
+        minw: transpose8(&minw),
+        d: f16x8!(rws, o + K::D_AT),
+        dmin: match K::DMIN_AT {
+            Some(m) => f16x8!(rws, o + m),
+            None => _mm256_setzero_ps(),
+        },
+    }
 }

@@ -6,9 +6,10 @@
 //! by role:
 //!
 //! - `simd`: helpers every kernel shares (loads, sums, transposes, tiles);
-//! - `legacy` / `legacy_vnni`: the 32-element formats, AVX2 / VNNI;
-//! - `kunpack`, `kquant` / `kquant_vnni`: the K-quants' unpacking, their
-//!   AVX2 kernels / VNNI prefill tiles;
+//! - `legacy` / `legacy_wide` / `legacy_vnni`: the 32-element formats,
+//!   AVX2 / AVX2 prefill in 8-row tiles / VNNI;
+//! - `kunpack`, `kquant` / `kquant_wide` / `kquant_vnni`: the K-quants'
+//!   unpacking, their AVX2 kernels / AVX2 and VNNI prefill tiles;
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
 //!   rows by four tokens in AVX-512 registers;
 //! - `attention`, `exp`: attention and the exponential (softmax, SiLU);
@@ -24,9 +25,11 @@ mod exact512;
 mod exp;
 mod kquant;
 mod kquant_vnni;
+mod kquant_wide;
 mod kunpack;
 mod legacy;
 mod legacy_vnni;
+mod legacy_wide;
 mod reference;
 mod simd;
 
@@ -89,7 +92,7 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
 }
 
 /// A 32-element format without a min (Q4_0, Q5_0, Q8_0): VNNI if the CPU
-/// has it (Qwen pp128 +20 %), else AVX2.
+/// has it (Qwen pp128 +20 %), else AVX2 (prefill in 8-row tiles first).
 fn offset_format<T: Block32>(
     cpu: Cpu,
     w: &QMatrix,
@@ -101,12 +104,18 @@ fn offset_format<T: Block32>(
 ) {
     match cpu.avx512() {
         Some(vnni) => legacy_vnni::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
+        None if n_tok >= WIDE_TILE => {
+            let done = legacy_wide::groups8::<T>(cpu.avx2(), w, a, n_tok, rows.clone(), out);
+            let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
+            legacy::matmul_rows::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out)
+        }
         None => legacy::matmul_rows::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
     }
 }
 
 /// A K-quant: prefill with AVX-512 in 8-row VNNI tiles, then wide 4-row
-/// tiles; otherwise (and decode, always) AVX2 (measured: Qwen tg 1 thread
+/// tiles; with AVX2 alone in 8-row tiles, then 4-row ones; decode always
+/// AVX2's rows (measured: Qwen tg 1 thread
 /// 38 vs 28 tok/s with the narrow kernels).
 fn k_quant<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     match cpu.avx512() {
@@ -114,6 +123,11 @@ fn k_quant<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows:
             let done = kquant_vnni::groups8::<K>(t, w, a, n_tok, rows.clone(), out);
             let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
             kquant::matmul_rows_wide::<K>(t, w, a, n_tok, rows, out)
+        }
+        None if n_tok >= WIDE_TILE => {
+            let done = kquant_wide::groups8::<K>(cpu.avx2(), w, a, n_tok, rows.clone(), out);
+            let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
+            kquant::matmul_rows::<K>(cpu.avx2(), w, a, n_tok, rows, out)
         }
         _ => kquant::matmul_rows::<K>(cpu.avx2(), w, a, n_tok, rows, out),
     }
