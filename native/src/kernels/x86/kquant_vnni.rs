@@ -100,14 +100,7 @@ fn tile<K: KQuant>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt
             for (p, m) in x.minw.iter().enumerate() {
                 imin = _mm256_dpwssd_epi32(imin, *m, _mm256_set1_epi32(bs(p)));
             }
-            let da = _mm256_set1_ps(ab.d);
-            let t = if K::DMIN_AT.is_some() {
-                let s = _mm256_mul_ps(_mm256_mul_ps(x.d, da), _mm256_cvtepi32_ps(isum));
-                _mm256_sub_ps(s, _mm256_mul_ps(_mm256_mul_ps(x.dmin, da), _mm256_cvtepi32_ps(imin)))
-            } else {
-                // Q6_K has no mins: the reference's `− (0 · da) · 0` changes nothing
-                _mm256_mul_ps(_mm256_mul_ps(x.d, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum, imin)))
-            };
+            let t = x.update::<K>(ab.d, isum, imin);
             *acc = _mm256_add_ps(*acc, t);
         }
     }

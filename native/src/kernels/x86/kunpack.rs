@@ -363,3 +363,21 @@ pub(super) fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
         },
     }
 }
+
+impl Across {
+    /// The reference's float update of this super-block for one token
+    /// (scale `da`), 8 rows at once: `(d·da)·isum − (dmin·da)·imin`, or
+    /// `(d·da)·(isum − imin)` for the formats without mins (the
+    /// reference's `− (0·da)·0` changes nothing).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn update<K: KQuant>(&self, da: f32, isum: __m256i, imin: __m256i) -> __m256 {
+        let da = _mm256_set1_ps(da);
+        if K::DMIN_AT.is_some() {
+            let s = _mm256_mul_ps(_mm256_mul_ps(self.d, da), _mm256_cvtepi32_ps(isum));
+            _mm256_sub_ps(s, _mm256_mul_ps(_mm256_mul_ps(self.dmin, da), _mm256_cvtepi32_ps(imin)))
+        } else {
+            _mm256_mul_ps(_mm256_mul_ps(self.d, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(isum, imin)))
+        }
+    }
+}
