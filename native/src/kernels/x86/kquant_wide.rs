@@ -55,7 +55,7 @@ fn groups8_imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range
                 x
             }));
         }
-        tile::<K>(&sbs, a, nb, t0, nt)
+        tile::<K>(&sbs, a, t0, nt)
     })
 }
 
@@ -96,7 +96,8 @@ fn run_dot<K: KQuant>(qr: &[__m256i; 8], qa: &[i8; 32], mult: [__m256i; 2]) -> _
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn tile<K: KQuant>(sbs: &[Across], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
+fn tile<K: KQuant>(sbs: &[Across], a: &[BlockQ8K], t0: usize, nt: usize) -> [__m256; NT] {
+    let nb = sbs.len();
     let mut acc = [_mm256_setzero_ps(); NT];
     for (b, x) in sbs.iter().enumerate() {
         let mut isum = [_mm256_setzero_si256(); NT];

@@ -223,7 +223,9 @@ pub(super) fn tiles<const NT: usize>(
 
 /// Every whole 8-row group of `rows` through `tile(rows, t0, nt)` for the
 /// tokens in tiles of `NT`; the results (8 rows per vector) laid out as
-/// `out[row * n_tok + token]`. Returns how many rows it did.
+/// `out[row * n_tok + token]`. Returns how many rows it did. A group's
+/// tiles come one after another from token 0 (`t0 == 0` starts a new
+/// group: the AVX2 tiles lay its blocks out then, once for all its tiles).
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn each_tile8<const NT: usize>(
