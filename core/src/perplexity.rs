@@ -18,11 +18,12 @@ pub struct Perplexity {
     pub n_scored: usize,
 }
 
-/// `-log p(target)` from one row of logits, in f64.
+/// `-log p(target)` from one row of logits, as llama-perplexity computes
+/// it: each `expf(l - max)` in f32, summed and logged in f64.
 pub fn nll(logits: &[f32], target: u32) -> f64 {
-    let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
-    let sum: f64 = logits.iter().map(|&l| libm::exp(l as f64 - max)).sum();
-    (libm::log(sum) + max) - logits[target as usize] as f64
+    let max = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let sum: f64 = logits.iter().map(|&l| libm::expf(l - max) as f64).sum();
+    libm::log(sum) - (logits[target as usize] - max) as f64
 }
 
 /// `kv`: the cache's element type (`e.kv_type()` by default).
@@ -58,11 +59,14 @@ pub fn perplexity<B: AsRef<[u8]>>(
             window[0] = b;
         }
         session.truncate(0);
-        let logits = session.forward(model, e, &window, Logits::All)?;
+        // logits for the scored positions only (the output head is the
+        // largest matrix of a small model)
+        let logits = session.forward(model, e, &window, Logits::From(first))?;
         let nv = model.config.n_vocab;
         for j in first..n_ctx - 1 {
             // score against the original text's next token
-            let v = nll(&logits[j * nv..(j + 1) * nv], tokens[c * n_ctx + j + 1]);
+            let row = j - first;
+            let v = nll(&logits[row * nv..(row + 1) * nv], tokens[c * n_ctx + j + 1]);
             sum += v;
             sum2 += v * v;
             count += 1;

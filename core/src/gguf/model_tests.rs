@@ -57,6 +57,12 @@ fn cached_decode_equals_full_recompute_on_both_paths() {
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&rows), bits(&all), "exact={exact}");
         assert!(all.iter().all(|v| v.is_finite()));
+        // the rows from an index on, whichever batch that index falls in
+        for k in [0, 2, 3, 4, 6, 7, 9] {
+            let mut part = m.session(16, 3);
+            let tail = part.forward(&m, &e, &seq, Logits::From(k)).unwrap();
+            assert_eq!(bits(tail), bits(&all[k.min(seq.len()) * m.config.n_vocab..]), "exact={exact} from {k}");
+        }
     }
 }
 

@@ -265,8 +265,11 @@ impl<'a> View<'a> {
 pub enum Logits {
     /// The last token only (prefill before sampling, decode).
     Last,
-    /// Every token of the call (perplexity, parity tests).
+    /// Every token of the call (parity tests).
     All,
+    /// The tokens of the call from this index on (perplexity scores a
+    /// window's second half).
+    From(usize),
     /// No logits (a prefill before more tokens).
     None,
 }
@@ -407,6 +410,7 @@ impl Session {
         let n_rows = match want {
             Logits::Last => tokens.len().min(1),
             Logits::All => tokens.len(),
+            Logits::From(k) => tokens.len().saturating_sub(k),
             Logits::None => 0,
         };
         self.logits.resize(n_rows * nv, 0.0);
@@ -419,6 +423,7 @@ impl Session {
                 out_rows.clear();
                 match want {
                     Logits::All => out_rows.extend(0..batch.len()),
+                    Logits::From(k) => out_rows.extend(k.saturating_sub(i * n_batch).min(batch.len())..batch.len()),
                     Logits::Last if last_batch => out_rows.push(batch.len() - 1),
                     _ => {}
                 }
