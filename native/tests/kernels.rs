@@ -48,16 +48,19 @@ fn tern_kernels_selects_or_fails() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("TERN_KERNELS=neon-on-x86 is not available"));
 }
 
-/// The whole model's logits are the same bits on every backend and with
-/// two threads (prefill of a prompt, then cached decode steps).
-#[test]
-fn model_logits_identical_across_backends_and_threads() {
-    use tern_core::{Engine, KvType, Logits};
-    let path = common::smollm2();
-    assert!(path.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", path.display());
-    let lm = tern::load(&path).unwrap();
+/// The whole model's logits on `path` (exact?, cache type) are the same
+/// bits on every backend and with two threads (prefill of a prompt, then
+/// cached decode steps). One test per path, so that the test harness runs
+/// them side by side (under qemu for aarch64 each run is an emulated
+/// forward pass; the exact path's f32 arithmetic is the slowest to emulate).
+fn model_logits_identical(path: (bool, tern_core::KvType)) {
+    use tern_core::{Engine, Logits};
+    let file = common::smollm2();
+    assert!(file.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", file.display());
+    let lm = tern::load(&file).unwrap();
     let prompt = lm.tokenizer().unwrap().encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
-    let run = |name: &str, threads: usize, (exact, kv): (bool, KvType)| {
+    let run = |name: &str, threads: usize| {
+        let (exact, kv) = path;
         let par = tern::Threads::new(threads);
         let e = Engine { kernels: tern::kernels::by_name(name).unwrap(), par: &par, exact };
         let mut s = lm.model.session_kv(64, 512, kv);
@@ -69,21 +72,31 @@ fn model_logits_identical_across_backends_and_threads() {
         out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
     };
     // Every backend at one thread; at two, the default one (what runs
-    // unless TERN_KERNELS says otherwise). CI runs this under qemu for
-    // aarch64, where each run is an emulated forward pass.
+    // unless TERN_KERNELS says otherwise).
     let names = tern::kernels::available();
-    let runs: Vec<(&str, usize)> =
-        names.iter().filter(|&&n| n != "scalar").map(|&n| (n, 1)).chain([(names[0], 2)]).collect();
-    // the default path, with its f16 cache and with Q8_0's; the exact one
-    for path in [(false, KvType::F16), (false, KvType::Q8_0), (true, KvType::F32)] {
-        let reference = run("scalar", 1, path);
-        for &(name, threads) in &runs {
-            assert!(
-                run(name, threads, path) == reference,
-                "{name} with {threads} threads ({path:?}) differs from scalar"
-            );
-        }
+    let runs = names.iter().filter(|&&n| n != "scalar").map(|&n| (n, 1)).chain([(names[0], 2)]);
+    let reference = run("scalar", 1);
+    for (name, threads) in runs {
+        assert!(run(name, threads) == reference, "{name} with {threads} threads ({path:?}) differs from scalar");
     }
+}
+
+/// The default path with its f16 cache.
+#[test]
+fn model_logits_identical_across_backends_and_threads_f16_cache() {
+    model_logits_identical((false, tern_core::KvType::F16));
+}
+
+/// The default path with a Q8_0 cache.
+#[test]
+fn model_logits_identical_across_backends_and_threads_q8_0_cache() {
+    model_logits_identical((false, tern_core::KvType::Q8_0));
+}
+
+/// The exact path (f32 activations and cache).
+#[test]
+fn model_logits_identical_across_backends_and_threads_exact() {
+    model_logits_identical((true, tern_core::KvType::F32));
 }
 
 /// The numerics contract across architectures: the same logits bits on
