@@ -156,6 +156,8 @@ pub(super) trait Act32 {
     fn d(&self) -> f32;
     /// `t + m * s` for Q8_1; `t` for Q8_0 (which has no such term).
     fn with_offset(&self, t: __m128, m: __m128) -> __m128;
+    /// The same on 8 rows.
+    fn with_offset8(&self, t: __m256, m: __m256) -> __m256;
 }
 
 impl Act32 for BlockQ8_0 {
@@ -167,6 +169,10 @@ impl Act32 for BlockQ8_0 {
     }
     #[inline(always)]
     fn with_offset(&self, t: __m128, _: __m128) -> __m128 {
+        t
+    }
+    #[inline(always)]
+    fn with_offset8(&self, t: __m256, _: __m256) -> __m256 {
         t
     }
 }
@@ -182,6 +188,11 @@ impl Act32 for BlockQ8_1 {
     fn with_offset(&self, t: __m128, m: __m128) -> __m128 {
         // SAFETY: only reached from AVX2 target_feature functions.
         unsafe { _mm_add_ps(t, _mm_mul_ps(m, _mm_set1_ps(self.s))) }
+    }
+    #[inline(always)]
+    fn with_offset8(&self, t: __m256, m: __m256) -> __m256 {
+        // SAFETY: only reached from AVX2 target_feature functions.
+        unsafe { _mm256_add_ps(t, _mm256_mul_ps(m, _mm256_set1_ps(self.s))) }
     }
 }
 
