@@ -31,8 +31,19 @@ RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" \
   cargo build --locked --profile wasm -p tern-llm-wasm --features threads --target wasm32-unknown-unknown \
   "${build_std[@]}" --target-dir target/wasm-threads
 
-rm -rf npm/dist
 bindgen() { wasm-bindgen --target web --no-typescript --remove-producers-section --remove-name-section --out-dir "$@"; }
-bindgen npm/dist target/wasm-single/wasm32-unknown-unknown/wasm/tern_wasm.wasm
-bindgen npm/dist/threads target/wasm-threads/wasm32-unknown-unknown/wasm/tern_wasm.wasm
+# into a fresh folder, then each file renamed into npm/dist: a test reading
+# dist/ while another's `npm pack` rebuilds it (prepack) sees the old file
+# or the new one, never none
+new=$(mktemp -d npm/.dist-XXXXXX)
+trap 'rm -rf "$new"' EXIT
+bindgen "$new" target/wasm-single/wasm32-unknown-unknown/wasm/tern_wasm.wasm
+bindgen "$new/threads" target/wasm-threads/wasm32-unknown-unknown/wasm/tern_wasm.wasm
+made=$(cd "$new" && find . -type f | sort)
+mkdir -p npm/dist/threads
+for f in $made; do mv -f "$new/$f" "npm/dist/$f"; done
+# and nothing else stays in dist/ (what an earlier wasm-bindgen wrote)
+for f in $(cd npm/dist && find . -type f); do
+  grep -qxF "$f" <<<"$made" || rm -f "npm/dist/$f"
+done
 ls -l npm/dist npm/dist/threads
