@@ -65,7 +65,7 @@ fn groups8_imp<T: Block32, A: Act32>(w: &QMatrix, a: &[A], n_tok: usize, rows: R
         if signed {
             tile_signed(&cols, a, t0, nt)
         } else {
-            tile_unsigned(&cols, a, &neg_corr, t0, nt)
+            tile_unsigned::<T, A>(&cols, a, &neg_corr, t0, nt)
         }
     })
 }
@@ -102,7 +102,13 @@ fn columns<T: Block32>(rws: &[&[u8]; ROWS], o: usize) -> Columns {
 /// unsigned columns, four at a time summed in i16.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn tile_unsigned<A: Act32>(cols: &[Columns], a: &[A], neg_corr: &[i32], t0: usize, nt: usize) -> [__m256; NT] {
+fn tile_unsigned<T: Block32, A: Act32>(
+    cols: &[Columns],
+    a: &[A],
+    neg_corr: &[i32],
+    t0: usize,
+    nt: usize,
+) -> [__m256; NT] {
     let (nb, ones) = (cols.len(), _mm256_set1_epi16(1));
     let mut acc = [_mm256_setzero_ps(); NT];
     for (b, Columns { v, dw, m, .. }) in cols.iter().enumerate() {
@@ -113,8 +119,8 @@ fn tile_unsigned<A: Act32>(cols: &[Columns], a: &[A], neg_corr: &[i32], t0: usiz
             let lo = _mm256_add_epi16(_mm256_add_epi16(col(0), col(1)), _mm256_add_epi16(col(2), col(3)));
             let hi = _mm256_add_epi16(_mm256_add_epi16(col(4), col(5)), _mm256_add_epi16(col(6), col(7)));
             let mut s = _mm256_add_epi32(_mm256_madd_epi16(lo, ones), _mm256_madd_epi16(hi, ones));
-            if let Some(&c) = neg_corr.get(ta) {
-                s = _mm256_add_epi32(s, _mm256_set1_epi32(c));
+            if T::OFFSET != 0 {
+                s = _mm256_add_epi32(s, _mm256_set1_epi32(neg_corr[ta]));
             }
             let t = _mm256_mul_ps(_mm256_mul_ps(*dw, _mm256_set1_ps(ab.d())), _mm256_cvtepi32_ps(s));
             *acc = _mm256_add_ps(*acc, ab.with_offset8(t, *m));

@@ -40,7 +40,7 @@ use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 pub use cpu::{Avx2, Avx512};
 use kunpack::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
-use legacy::{Block32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+use legacy::{Act32, Block32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use simd::WIDE_TILE;
 
 /// Which backend a call runs on.
@@ -80,8 +80,8 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
         (Acts::Q8_0(a), T::Q8_0) => offset_format::<Q8_0>(cpu, w, x, a, n_tok, rows, out),
         // VNNI measured no better for the formats with a min (SmolLM2 pp
         // 308-355 vs 324-331 tok/s, by build): AVX2 for both backends
-        (Acts::Q8_1(a), T::Q4_1) => min_format::<Q4_1>(avx2, w, x, a, n_tok, rows, out),
-        (Acts::Q8_1(a), T::Q5_1) => min_format::<Q5_1>(avx2, w, x, a, n_tok, rows, out),
+        (Acts::Q8_1(a), T::Q4_1) => legacy_avx2::<Q4_1, _>(avx2, w, x, a, n_tok, rows, out),
+        (Acts::Q8_1(a), T::Q5_1) => legacy_avx2::<Q5_1, _>(avx2, w, x, a, n_tok, rows, out),
         (Acts::Q8K(a), T::Q2_K) => k_quant::<Q2K>(cpu, w, a, n_tok, rows, out),
         (Acts::Q8K(a), T::Q3_K) => k_quant::<Q3K>(cpu, w, a, n_tok, rows, out),
         (Acts::Q8K(a), T::Q4_K) => k_quant::<Q4K>(cpu, w, a, n_tok, rows, out),
@@ -104,29 +104,25 @@ fn offset_format<T: Block32>(
 ) {
     match cpu.avx512() {
         Some(vnni) => legacy_vnni::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
-        None if n_tok >= WIDE_TILE => {
-            let done = legacy_wide::groups8::<T, _>(cpu.avx2(), w, a, n_tok, rows.clone(), out);
-            let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
-            legacy::matmul_rows::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out)
-        }
-        None => legacy::matmul_rows::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
+        None => legacy_avx2::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
     }
 }
 
-/// A 32-element format with a min (Q4_1, Q5_1): prefill in AVX2's 8-row
-/// tiles first, then (and for decode) 4-row ones.
-fn min_format<T: Block32>(
+/// A 32-element format with AVX2 alone (and, for all backends, the formats
+/// with a min, Q4_1 and Q5_1): prefill in 8-row tiles first, then (and for
+/// decode) 4-row ones.
+fn legacy_avx2<T: Block32, A: Act32>(
     avx2: Avx2,
     w: &QMatrix,
     x: Acts,
-    a: &[BlockQ8_1],
+    a: &[A],
     n_tok: usize,
     rows: Range<usize>,
     out: &mut [f32],
 ) {
-    let done = if n_tok >= WIDE_TILE { legacy_wide::groups8::<T, _>(avx2, w, a, n_tok, rows.clone(), out) } else { 0 };
+    let done = if n_tok >= WIDE_TILE { legacy_wide::groups8::<T, A>(avx2, w, a, n_tok, rows.clone(), out) } else { 0 };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
-    legacy::matmul_rows::<T, _>(avx2, w, x, a, n_tok, rows, out)
+    legacy::matmul_rows::<T, A>(avx2, w, x, a, n_tok, rows, out)
 }
 
 /// A K-quant: prefill with AVX-512 in 8-row VNNI tiles, then wide 4-row
