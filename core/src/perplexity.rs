@@ -26,6 +26,9 @@ pub fn nll(logits: &[f32], target: u32) -> f64 {
     libm::log(sum) - (logits[target as usize] - max) as f64
 }
 
+/// `tokens`: the text's ids as llama-perplexity tokenizes it, special
+/// tokens added (BOS first where the model adds one), so that its windows
+/// are llama.cpp's.
 /// `kv`: the cache's element type (`e.kv_type()` by default).
 /// `bos`: replaces each window's first token when the model adds BOS.
 /// `max_chunks`: evaluate only the first windows (None = all).

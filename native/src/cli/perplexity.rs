@@ -35,7 +35,9 @@ pub fn run(a: Args) -> Result<()> {
     let lm = super::load(&path, &a.load)?;
     let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io { path: a.file.clone(), source })?;
     let tok = lm.tokenizer()?;
-    let tokens = tok.encode(&text, false)?;
+    // special tokens added (BOS first where the model adds one), as
+    // llama-perplexity tokenizes: the same windows of the same ids
+    let tokens = tok.encode(&text, true)?;
     let bos = tok.add_bos.then_some(tok.bos).flatten();
     let threads = Threads::new(tern::limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact)?;
