@@ -30,7 +30,8 @@ mark "native tests"
 # comment and unsafe fns use unsafe blocks (x86-64, aarch64, wasm32)
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace
 kernel_lints=(-- -A clippy::all -D clippy::undocumented_unsafe_blocks -D unsafe_op_in_unsafe_fn)
-cargo clippy --locked --release -p tern-llm --all-targets --features serve "${kernel_lints[@]}"
+# (x86-64 in the dev profile: the dependencies cargo doc just checked)
+cargo clippy --locked -p tern-llm --all-targets --features serve "${kernel_lints[@]}"
 cargo clippy --locked --release -p tern-llm --target aarch64-unknown-linux-gnu "${kernel_lints[@]}"
 cargo clippy --locked --release -p tern-llm-wasm --target wasm32-unknown-unknown "${kernel_lints[@]}"
 mark "docs and lints"
@@ -47,9 +48,8 @@ msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 cargo "+$msrv" check --locked -p tern-llm --features serve
 # the tern binary with its server builds for Windows and macOS (no C code to
 # cross-compile: a check needs no linker)
-for target in x86_64-pc-windows-gnu aarch64-apple-darwin; do
-  cargo check --locked --release -p tern-llm --features serve --bins --target "$target"
-done
+# (one cargo for both: their build scripts and proc macros are built once)
+cargo check --locked --release -p tern-llm --features serve --bins --target x86_64-pc-windows-gnu --target aarch64-apple-darwin
 mark "packages, minimum Rust, Windows and macOS"
 # every fuzz target for 5 s (fuzz/README.md has the long campaigns)
 scripts/fuzz-smoke.sh 5
