@@ -4,7 +4,7 @@
 //! sha256 in llamacpp_chunks.json there, made by make_llamacpp_perplexity.py).
 
 use sha2::{Digest, Sha256};
-use tern_core::perplexity::perplexity;
+use tern_core::perplexity::{perplexity, tokenize};
 use tern_tests::*;
 
 fn check(file: &str) {
@@ -14,7 +14,7 @@ fn check(file: &str) {
     let chunks = want["chunks"].as_u64().unwrap() as usize;
     let text = std::fs::read_to_string(oracle_dir().join("perplexity").join(rec["text"].as_str().unwrap())).unwrap();
     let lm = load(file);
-    let tokens = lm.tokenizer().unwrap().encode(&text, true).unwrap();
+    let (tokens, bos) = tokenize(lm.tokenizer().unwrap(), &text).unwrap();
     let windows = &tokens[..(chunks * ctx).min(tokens.len())];
     let bytes: Vec<u8> = windows.iter().flat_map(|t| t.to_le_bytes()).collect();
     assert_eq!(
@@ -23,7 +23,6 @@ fn check(file: &str) {
         "{file}: the {} tokens of tern's windows are not llama.cpp's",
         windows.len()
     );
-    let bos = lm.tokenizer().unwrap().add_bos.then_some(lm.tokenizer().unwrap().bos).flatten();
     let e = tern::engine(threads(), false).unwrap();
     let r = perplexity(&lm.model, &e, e.kv_type(), &tokens, ctx, bos, Some(chunks), |_, _| {}).unwrap();
     let rel = (r.ppl - want_ppl).abs() / want_ppl;

@@ -4,6 +4,8 @@
 
 use crate::error::{Error, Result};
 use crate::model::{Engine, KvType, Logits, Model};
+#[cfg(feature = "std")]
+use crate::tokenizer::Tokenizer;
 
 /// A perplexity measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,11 +28,16 @@ pub fn nll(logits: &[f32], target: u32) -> f64 {
     libm::log(sum) - (logits[target as usize] - max) as f64
 }
 
-/// `tokens`: the text's ids as llama-perplexity tokenizes it, special
-/// tokens added (BOS first where the model adds one), so that its windows
-/// are llama.cpp's.
+/// A text's ids as llama-perplexity tokenizes it, special tokens added (BOS
+/// first where the model adds one), so that the windows are llama.cpp's;
+/// and the BOS that starts each window, if the model adds one.
+#[cfg(feature = "std")]
+pub fn tokenize(tok: &Tokenizer, text: &str) -> Result<(alloc::vec::Vec<u32>, Option<u32>)> {
+    Ok((tok.encode(text, true)?, tok.add_bos.then_some(tok.bos).flatten()))
+}
+
+/// `tokens`, `bos`: from [`tokenize`].
 /// `kv`: the cache's element type (`e.kv_type()` by default).
-/// `bos`: replaces each window's first token when the model adds BOS.
 /// `max_chunks`: evaluate only the first windows (None = all).
 #[allow(clippy::too_many_arguments)]
 pub fn perplexity<B: AsRef<[u8]>>(

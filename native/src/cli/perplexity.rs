@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use tern::{Error, Result, Threads};
-use tern_core::perplexity::perplexity;
+use tern_core::perplexity::{perplexity, tokenize};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,11 +34,7 @@ pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
     let text = std::fs::read_to_string(&a.file).map_err(|source| Error::Io { path: a.file.clone(), source })?;
-    let tok = lm.tokenizer()?;
-    // special tokens added (BOS first where the model adds one), as
-    // llama-perplexity tokenizes: the same windows of the same ids
-    let tokens = tok.encode(&text, true)?;
-    let bos = tok.add_bos.then_some(tok.bos).flatten();
+    let (tokens, bos) = tokenize(lm.tokenizer()?, &text)?;
     let threads = Threads::new(tern::limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact)?;
     let kv = a.kv_type.unwrap_or(engine.kv_type());
