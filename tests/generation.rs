@@ -278,6 +278,9 @@ fn a_prefix_copied_from_another_session_equals_a_fresh_prefill() {
     let mut wide = lm.model.session_kv(256, 64, tern_core::KvType::F32);
     assert_eq!(wide.copy_prefix(&donor, shared), 0);
     assert_eq!(wide.n_past(), 0);
+    // truncate keeps at most the positions there are
+    assert_eq!(wide.truncate(shared), 0);
+    assert_eq!(other.truncate(4 * shared), shared);
     // a model with sliding-window rings
     let gemma = tern::load(&tern_tests::hfdir::tiny("tiny-gemma2")).unwrap();
     let mut g1 = gemma.model.session(512, 16);

@@ -306,11 +306,11 @@ impl Session {
         &self.tokens
     }
     /// Forget everything after the first `n` positions and return how many
-    /// are kept: `n`, or 0 when a sliding-window layer's ring has since
-    /// overwritten rows that position `n`'s window needs (the prefix must
-    /// then run again).
+    /// are kept: `n` (or all there are, if fewer), or 0 when a sliding-window
+    /// layer's ring has since overwritten rows that position `n`'s window
+    /// needs (the prefix must then run again).
     pub fn truncate(&mut self, n: usize) -> usize {
-        let keep = self.kv.keepable(self.tokens.len(), n);
+        let keep = self.kv.keepable(self.tokens.len(), n.min(self.tokens.len()));
         self.tokens.truncate(keep);
         self.kv.truncate(keep);
         keep
