@@ -540,7 +540,8 @@ fn the_prefix_cache_serves_later_requests_and_evicts_within_its_budget() {
     assert!(!out.status.success() && err.contains("holds 3 KV blocks") && err.contains("needs 5"), "{err}");
 
     // SmolLM2-135M: a block is 30 layers × 256 positions × 192 × 2 (K, V) × 2 bytes = 5.9 MB
-    let srv = Server::start(&["--parallel", "2", "--ctx", "1024", "--kv-memory", "48MB"]);
+    // (one slot: the cache, not another slot, is where a prefix can come from)
+    let srv = Server::start(&["--parallel", "1", "--ctx", "1024", "--kv-memory", "48MB"]);
     assert_eq!(srv.metric("tern_kv_blocks_total"), 8.0);
     let shop = "Our shop opens at nine, closes at six, and sells old maps, atlases and globes. ".repeat(30);
     let ask = |text: &str, q: &str| {

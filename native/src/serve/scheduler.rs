@@ -344,9 +344,9 @@ fn take_longest_prefix(slots: &mut [Slot], cache: &mut PrefixCache, i: usize, pr
     let want = |s: &Slot| reusable_prefix(s.session.tokens(), prompt);
     let own = want(&slots[i]);
     let from_cache = cache.longest(&prompt[..prompt.len() - 1]);
-    let Some((j, n)) = (0..slots.len()).filter(|&j| j != i).map(|j| (j, want(&slots[j]))).max_by_key(|x| x.1) else {
-        return 0;
-    };
+    // (with one slot there is no other: (i, 0))
+    let others = (0..slots.len()).filter(|&j| j != i).map(|j| (j, want(&slots[j])));
+    let (j, n) = others.max_by_key(|x| x.1).unwrap_or((i, 0));
     if from_cache > own.max(n) {
         cache.attach(&mut slots[i].session, prompt, prompt.len() - 1);
         return 0;
