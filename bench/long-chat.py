@@ -43,6 +43,7 @@ for turn, path in enumerate(docs, 1):
         if ch.usage:
             usage = ch.usage
     wall = time.perf_counter() - t0
+    ttft = ttft or wall  # (a reply with no text: its end is its first token)
     cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else 0
     new = usage.prompt_tokens - prompt_tokens
     chars_per_token = len(text) / max(new, 1)
