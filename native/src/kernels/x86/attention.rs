@@ -71,14 +71,9 @@ fn scaled_max(s: &mut [f32], scale: f32, m: f32) -> f32 {
     }
     let h = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps::<1>(mv));
     let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    let mut m = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps::<1>(h, h)));
-    for x in &mut s[n8..] {
-        *x *= scale;
-        if *x > m {
-            m = *x;
-        }
-    }
-    m
+    let m = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps::<1>(h, h)));
+    // the ragged end: the reference's loop
+    tiles::Plain.scores(&mut s[n8..], Score::scaled(scale), m)
 }
 
 /// `Σ s[i]` by the contract's 16 lanes (element i into lane i mod 16,
