@@ -3,6 +3,7 @@
 //! rows across workers, and lay the result out by token.
 
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use super::engine::Engine;
 use crate::backend::{Acts, Kernels, QMatrix};
@@ -63,6 +64,12 @@ pub fn matmul(
     let x = &x[..n_tok * nc];
     let a = quantize(e, first.ty, x, n_tok, acts);
     let k: &dyn Kernels = e.kernels;
+    if n_tok >= TOKEN_SPLIT * e.par.n_workers() {
+        for ((w, bias), out) in ws.iter().zip(outs.iter_mut()) {
+            by_tokens(e, w, *bias, a, n_tok, &mut out[..n_tok * w.n_rows]);
+        }
+        return;
+    }
     let total: usize = ws.iter().map(|(w, _)| w.n_rows).sum();
     let rows = if ws.len() > 1 { FUSED_ROWS } else { rows_per_task(total, e.par.n_workers()) };
     let mm = &mut mm[..n_tok * total];
@@ -92,7 +99,7 @@ pub fn matmul(
         let src = &mm[base * n_tok..(base + nr) * n_tok];
         let block = TRANSPOSE_TOKENS.min(n_tok.div_ceil(e.par.n_workers()));
         let per_chunk = |i: usize, out: &mut [f32]| {
-            transpose(src, n_tok, i * block, out, nr);
+            transpose(src, n_tok, i * block, out.len() / nr, out, nr);
             add_bias(out, *bias);
         };
         if n_tok == 1 {
@@ -105,21 +112,64 @@ pub fn matmul(
     }
 }
 
-/// `out[t][r] = src[r][t0 + t]` for the tokens of `out` (rows of `nr`);
-/// `src` holds rows of `n_tok`. In 8 × 8 tiles, so reads and writes both
-/// run along lines (the element-wise loop cost 5-11 % of a prefill).
-fn transpose(src: &[f32], n_tok: usize, t0: usize, out: &mut [f32], nr: usize) {
+/// Tokens per worker from which a matmul splits its tokens, not its rows,
+/// across tasks (each task then reads every weight row once).
+const TOKEN_SPLIT: usize = 32;
+
+/// Rows per kernel call on the token-split path: their (rows, tokens)
+/// results stay in the nearest cache until laid out by token.
+const ROW_BLOCK: usize = 128;
+
+/// `out = x · Wᵀ (+ b)` with the tokens split across tasks: each task's
+/// outputs are one contiguous run of whole tokens, filled a block of rows
+/// at a time from a small (rows, tokens) tile — prefill's results never
+/// make a round trip through memory to be laid out by token.
+fn by_tokens(e: &Engine, w: &QMatrix, bias: Option<&[f32]>, a: Acts, n_tok: usize, out: &mut [f32]) {
+    let nr = w.n_rows;
+    let block = n_tok.div_ceil(2 * e.par.n_workers()).next_multiple_of(16).clamp(16, 64);
+    e.par.for_each_chunk(out, block * nr, &|i, out| {
+        let (t0, nt) = (i * block, out.len() / nr);
+        let a = token_rows(a, t0..t0 + nt, n_tok);
+        let mut tile = alloc::vec![0.0f32; ROW_BLOCK.min(nr) * nt];
+        for r0 in (0..nr).step_by(ROW_BLOCK) {
+            let rb = ROW_BLOCK.min(nr - r0);
+            let tile = &mut tile[..rb * nt];
+            e.kernels.matmul_rows(w, a, nt, r0..r0 + rb, tile);
+            transpose(tile, nt, 0, nt, &mut out[r0..], nr);
+        }
+        add_bias(out, bias);
+    });
+}
+
+/// Rows `tokens` of `n_tok` activation rows.
+fn token_rows(a: Acts, tokens: Range<usize>, n_tok: usize) -> Acts {
+    fn rows<T>(x: &[T], t: Range<usize>, n_tok: usize) -> &[T] {
+        let per = x.len() / n_tok;
+        &x[t.start * per..t.end * per]
+    }
+    match a {
+        Acts::F32(x) => Acts::F32(rows(x, tokens, n_tok)),
+        Acts::Q8_0(x) => Acts::Q8_0(rows(x, tokens, n_tok)),
+        Acts::Q8_1(x) => Acts::Q8_1(rows(x, tokens, n_tok)),
+        Acts::Q8K(x) => Acts::Q8K(rows(x, tokens, n_tok)),
+    }
+}
+
+/// `out[t * stride + r] = src[r][t0 + t]` for `nt` tokens and every row of
+/// `src` (rows of `n_src`). In 8 × 8 tiles, so reads and writes both run
+/// along lines (the element-wise loop cost 5-11 % of a prefill).
+fn transpose(src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
     const B: usize = 8;
-    let nt = out.len() / nr;
+    let nr = src.len() / n_src;
     let (r8, tt8) = (nr / B * B, nt / B * B);
     for r in (0..r8).step_by(B) {
         for t in (0..tt8).step_by(B) {
             let mut tile = [[0.0f32; B]; B];
             for (i, row) in tile.iter_mut().enumerate() {
-                row.copy_from_slice(&src[(r + i) * n_tok + t0 + t..][..B]);
+                row.copy_from_slice(&src[(r + i) * n_src + t0 + t..][..B]);
             }
             for j in 0..B {
-                let o: &mut [f32; B] = (&mut out[(t + j) * nr + r..][..B]).try_into().expect("8 floats");
+                let o: &mut [f32; B] = (&mut out[(t + j) * stride + r..][..B]).try_into().expect("8 floats");
                 for (i, o) in o.iter_mut().enumerate() {
                     *o = tile[i][j];
                 }
@@ -130,7 +180,7 @@ fn transpose(src: &[f32], n_tok: usize, t0: usize, out: &mut [f32], nr: usize) {
     for r in 0..nr {
         let from = if r < r8 { tt8 } else { 0 };
         for t in from..nt {
-            out[t * nr + r] = src[r * n_tok + t0 + t];
+            out[t * stride + r] = src[r * n_src + t0 + t];
         }
     }
 }
@@ -175,6 +225,49 @@ fn quantize<'s>(e: &Engine, ty: GgmlType, x: &'s [f32], n_tok: usize, acts: &'s 
 mod tests {
     use alloc::vec::Vec;
 
+    /// Both ways of splitting a matmul (by rows for a few tokens, by tokens
+    /// for many) give the reference kernel's numbers laid out by token,
+    /// plus the bias, on ragged row blocks and token blocks.
+    #[test]
+    fn both_splits_lay_out_the_reference_by_token() {
+        use crate::backend::{scalar, Acts, QMatrix, Scalar};
+        use crate::model::engine::Engine;
+        use crate::parallel::Serial;
+        use crate::quant::{GgmlType, QK8};
+        let (n_rows, n_cols) = (200, 64);
+        let mut seed = 0x9e37_79b9u32;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        // Q8_0 rows: f16 scale 0.5, random quants
+        let data: Vec<u8> = (0..n_rows * n_cols / QK8)
+            .flat_map(|_| [0x00u8, 0x38].into_iter().chain((0..QK8).map(|_| next() as u8)).collect::<Vec<_>>())
+            .collect();
+        let w = QMatrix { ty: GgmlType::Q8_0, data: &data, n_cols, n_rows, scales: &[] };
+        let bias: Vec<f32> = (0..n_rows).map(|r| r as f32 * 0.25).collect();
+        let e = Engine { kernels: &Scalar, par: &Serial, exact: false };
+        for n_tok in [20, 75] {
+            let x: Vec<f32> = (0..n_tok * n_cols).map(|_| (next() % 2001) as f32 / 1000.0 - 1.0).collect();
+            let mut acts = super::ActBufs::new(n_tok, n_cols);
+            let mut mm = alloc::vec![0.0; n_tok * n_rows];
+            let mut got = alloc::vec![0.0; n_tok * n_rows];
+            super::matmul(&e, &[(w, Some(&bias))], &x, n_tok, &mut acts, &mut mm, &mut [&mut got]);
+            let mut a = alloc::vec![crate::quant::BlockQ8_0::ZERO; n_tok * n_cols / QK8];
+            scalar::quantize_rows_q8_0(&x, &mut a);
+            let mut want = alloc::vec![0.0; n_rows * n_tok];
+            scalar::matmul_rows(&w, Acts::Q8_0(&a), n_tok, 0..n_rows, &mut want);
+            for t in 0..n_tok {
+                for r in 0..n_rows {
+                    let want = want[r * n_tok + t] + bias[r];
+                    assert_eq!(got[t * n_rows + r].to_bits(), want.to_bits(), "{n_tok} tokens: ({t}, {r})");
+                }
+            }
+        }
+    }
+
     /// The tiled transpose equals the element-wise one on ragged shapes.
     #[test]
     fn transpose_matches_elementwise() {
@@ -182,7 +275,7 @@ mod tests {
         {
             let src: Vec<f32> = (0..nr * n_tok).map(|i| i as f32).collect();
             let mut got = alloc::vec![0.0; nt * nr];
-            super::transpose(&src, n_tok, t0, &mut got, nr);
+            super::transpose(&src, n_tok, t0, nt, &mut got, nr);
             for t in 0..nt {
                 for r in 0..nr {
                     assert_eq!(got[t * nr + r], src[r * n_tok + t0 + t], "{nr}×{n_tok} t0 {t0}: ({t}, {r})");
