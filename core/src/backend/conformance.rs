@@ -73,6 +73,7 @@ fn same(a: &[f32], b: &[f32]) -> bool {
 /// Check `k` against the scalar reference; Err names the first mismatch.
 pub fn check(k: &dyn Kernels) -> Result<(), String> {
     quantizers(k)?;
+    transposes(k)?;
     let mut r = Rand(0x9E37_79B9_7F4A_7C15);
     let s = Scalar;
     for &(ty, scales) in TYPES {
@@ -387,6 +388,27 @@ fn q8_rows(
 /// The 8-bit quantizers on blocks the random ones never make: all zeros,
 /// -0.0, rounding ties (amax 127, so each `x · 1/d` is `x`), a NaN, an
 /// infinity, a tiny block; compared bit for bit (NaN scales included).
+/// `transpose` on whole 8 × 8 tiles and ragged edges, from a token offset,
+/// into a column block of wider rows.
+fn transposes(k: &dyn Kernels) -> Result<(), String> {
+    for (nr, n_src, t0, nt, stride) in
+        [(16, 16, 0, 16, 16), (19, 37, 5, 13, 23), (130, 64, 0, 64, 200), (3, 9, 2, 7, 3)]
+    {
+        let src: Vec<f32> = (0..nr * n_src).map(|i| i as f32).collect();
+        let mut got = vec![-1.0f32; nt * stride];
+        let mut want = got.clone();
+        k.transpose(&src, n_src, t0, nt, &mut got, stride);
+        scalar::transpose(&src, n_src, t0, nt, &mut want, stride);
+        if !same(&got, &want) {
+            return Err(format!(
+                "{}: transpose of {nr}×{n_src} from {t0} ({nt} tokens, stride {stride}) differs",
+                k.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn quantizers(k: &dyn Kernels) -> Result<(), String> {
     // ties: amax 127, so d = 1 and each quant is `x` rounded, half to even
     let tie = |i: usize| if i.is_multiple_of(QK8) { 127.0 } else { (i % QK8) as f32 - 16.5 + (i / QK8) as f32 * 4.0 };

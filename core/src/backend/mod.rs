@@ -136,6 +136,13 @@ pub trait Kernels: Sync {
         scalar::matmul_rows(w, x, n_tok, rows, out)
     }
 
+    /// `out[t * stride + r] = src[r * n_src + t0 + t]` for `nt` tokens and
+    /// every row of `src` (rows of `n_src`): a matmul's results laid out by
+    /// token.
+    fn transpose(&self, src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
+        scalar::transpose(src, n_src, t0, nt, out, stride)
+    }
+
     /// Quantize each `n_cols` row of `x` into 8-bit blocks of `ty`
     /// (Q8_0, Q8_1 or Q8_K), written to the matching scratch vector.
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {

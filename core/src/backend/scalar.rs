@@ -67,6 +67,31 @@ pub fn sum_f32(a: &[f32]) -> f32 {
     reduce16(l)
 }
 
+/// `out[t * stride + r] = src[r * n_src + t0 + t]` for `nt` tokens and
+/// every row of `src` (rows of `n_src`): a matmul's results laid out by
+/// token. In 8 × 8 tiles, so reads and writes both run along lines.
+pub fn transpose(src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
+    const B: usize = 8;
+    let nr = src.len() / n_src;
+    let (r8, tt8) = (nr / B * B, nt / B * B);
+    for r in (0..r8).step_by(B) {
+        let rows: [&[f32]; B] = core::array::from_fn(|i| &src[(r + i) * n_src + t0..][..nt]);
+        for t in (0..tt8).step_by(B) {
+            for j in 0..B {
+                let o: &mut [f32; B] = (&mut out[(t + j) * stride + r..][..B]).try_into().expect("8 floats");
+                *o = core::array::from_fn(|i| rows[i][t + j]);
+            }
+        }
+    }
+    // the ragged edges element by element
+    for r in 0..nr {
+        let from = if r < r8 { tt8 } else { 0 };
+        for t in from..nt {
+            out[t * stride + r] = src[r * n_src + t0 + t];
+        }
+    }
+}
+
 /// The reference matmul: `out[(r - rows.start) * n_tok + t] = W[r] · x[t]`, block by block in
 /// order.
 #[inline]

@@ -99,7 +99,7 @@ pub fn matmul(
         let src = &mm[base * n_tok..(base + nr) * n_tok];
         let block = TRANSPOSE_TOKENS.min(n_tok.div_ceil(e.par.n_workers()));
         let per_chunk = |i: usize, out: &mut [f32]| {
-            transpose(src, n_tok, i * block, out.len() / nr, out, nr);
+            e.kernels.transpose(src, n_tok, i * block, out.len() / nr, out, nr);
             add_bias(out, *bias);
         };
         if n_tok == 1 {
@@ -135,7 +135,7 @@ fn by_tokens(e: &Engine, w: &QMatrix, bias: Option<&[f32]>, a: Acts, n_tok: usiz
             let rb = ROW_BLOCK.min(nr - r0);
             let tile = &mut tile[..rb * nt];
             e.kernels.matmul_rows(w, a, nt, r0..r0 + rb, tile);
-            transpose(tile, nt, 0, nt, &mut out[r0..], nr);
+            e.kernels.transpose(tile, nt, 0, nt, &mut out[r0..], nr);
         }
         add_bias(out, bias);
     });
@@ -152,36 +152,6 @@ fn token_rows(a: Acts, tokens: Range<usize>, n_tok: usize) -> Acts {
         Acts::Q8_0(x) => Acts::Q8_0(rows(x, tokens, n_tok)),
         Acts::Q8_1(x) => Acts::Q8_1(rows(x, tokens, n_tok)),
         Acts::Q8K(x) => Acts::Q8K(rows(x, tokens, n_tok)),
-    }
-}
-
-/// `out[t * stride + r] = src[r][t0 + t]` for `nt` tokens and every row of
-/// `src` (rows of `n_src`). In 8 × 8 tiles, so reads and writes both run
-/// along lines (the element-wise loop cost 5-11 % of a prefill).
-fn transpose(src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
-    const B: usize = 8;
-    let nr = src.len() / n_src;
-    let (r8, tt8) = (nr / B * B, nt / B * B);
-    for r in (0..r8).step_by(B) {
-        for t in (0..tt8).step_by(B) {
-            let mut tile = [[0.0f32; B]; B];
-            for (i, row) in tile.iter_mut().enumerate() {
-                row.copy_from_slice(&src[(r + i) * n_src + t0 + t..][..B]);
-            }
-            for j in 0..B {
-                let o: &mut [f32; B] = (&mut out[(t + j) * stride + r..][..B]).try_into().expect("8 floats");
-                for (i, o) in o.iter_mut().enumerate() {
-                    *o = tile[i][j];
-                }
-            }
-        }
-    }
-    // the ragged edges element by element
-    for r in 0..nr {
-        let from = if r < r8 { tt8 } else { 0 };
-        for t in from..nt {
-            out[t * stride + r] = src[r * n_src + t0 + t];
-        }
     }
 }
 
@@ -275,7 +245,7 @@ mod tests {
         {
             let src: Vec<f32> = (0..nr * n_tok).map(|i| i as f32).collect();
             let mut got = alloc::vec![0.0; nt * nr];
-            super::transpose(&src, n_tok, t0, nt, &mut got, nr);
+            crate::backend::scalar::transpose(&src, n_tok, t0, nt, &mut got, nr);
             for t in 0..nt {
                 for r in 0..nr {
                     assert_eq!(got[t * nr + r], src[r * n_tok + t0 + t], "{nr}×{n_tok} t0 {t0}: ({t}, {r})");

@@ -27,6 +27,7 @@ mod kquant;
 mod kquant_vnni;
 mod kquant_wide;
 mod kunpack;
+mod layout;
 mod legacy;
 mod legacy_vnni;
 mod legacy_wide;
@@ -152,6 +153,9 @@ impl Kernels for Avx2 {
     fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
         matmul(Cpu::Avx2(*self), w, x, n_tok, rows, out)
     }
+    fn transpose(&self, src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
+        layout::transpose(*self, src, n_src, t0, nt, out, stride)
+    }
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
         reference::quantize_q8_0(*self, x, out)
     }
@@ -181,6 +185,9 @@ impl Kernels for Avx512 {
     }
     fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
         matmul(Cpu::Avx512(*self), w, x, n_tok, rows, out)
+    }
+    fn transpose(&self, src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
+        layout::transpose(self.avx2(), src, n_src, t0, nt, out, stride)
     }
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
         reference::quantize_q8_0(self.avx2(), x, out)
