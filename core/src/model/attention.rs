@@ -1,6 +1,7 @@
 //! Scheduling a layer's attention over the workers: causal multi-head
 //! attention (GQA) of the batch's queries, each over its own sequence's
-//! cache. One task is one query head; the math is the kernels'.
+//! cache. One task is one query head, or in decode the query heads of
+//! one KV head (they share its reads); the math is the kernels'.
 
 use super::config::Config;
 use super::engine::Engine;
@@ -34,7 +35,11 @@ pub(super) fn attention<'c>(
     // works in its last task's room)
     let per_task = n * hd + per_head_room(c, s.n_batch);
     let k = e.kernels;
-    e.par.for_each_run(&mut s.heads[..c.n_head * per_task], per_task, &|h_first, run| {
+    // tasks of whole KV heads' query heads when they share reads (as many
+    // as keep the workers busy), else of one query head
+    let heads = if lone { group.min(c.n_head.div_ceil(e.par.n_workers())).max(1) } else { 1 };
+    e.par.for_each_run(&mut s.heads[..c.n_head * per_task], heads * per_task, &|i, run| {
+        let h_first = i * heads;
         let m = run.len() / per_task;
         let (outs, work) = run.split_at_mut((m - 1) * per_task + n * hd);
         let (tmp, work) = work.split_at_mut(MAX_GROUP.min(group) * hd);
