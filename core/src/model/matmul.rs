@@ -17,6 +17,19 @@ pub struct ActBufs {
 }
 
 impl ActBufs {
+    /// Room for `n_tok` rows of `n_cols` activations in the one format
+    /// `ty`'s weights pair with (none on the exact path).
+    fn for_one(e: &Engine, ty: GgmlType, n_tok: usize, n_cols: usize) -> ActBufs {
+        let mut b = ActBufs { q8_0: Vec::new(), q8_1: Vec::new(), q8k: Vec::new() };
+        match (e.exact, ty.vec_dot_type()) {
+            (false, Some(GgmlType::Q8_0)) => b.q8_0.resize(n_tok * n_cols / QK8, BlockQ8_0::ZERO),
+            (false, Some(GgmlType::Q8_1)) => b.q8_1.resize(n_tok * n_cols / QK8, BlockQ8_1::ZERO),
+            (false, Some(GgmlType::Q8_K)) => b.q8k.resize(n_tok * n_cols / QK_K, BlockQ8K::ZERO),
+            _ => {}
+        }
+        b
+    }
+
     /// Room for `n_tok` rows of up to `widest` activations in each format.
     pub fn new(n_tok: usize, widest: usize) -> ActBufs {
         ActBufs {
@@ -62,11 +75,16 @@ pub fn matmul(
     }
     let nc = first.n_cols;
     let x = &x[..n_tok * nc];
+    if ws.len() == 1 && n_tok >= TOKEN_SPLIT * e.par.n_workers() {
+        // one matrix: each task quantizes its own tokens' activations
+        let (w, bias) = &ws[0];
+        return by_tokens(e, w, *bias, Tokens::Raw(x), n_tok, &mut outs[0][..n_tok * w.n_rows]);
+    }
     let a = quantize(e, first.ty, x, n_tok, acts);
     let k: &dyn Kernels = e.kernels;
     if n_tok >= TOKEN_SPLIT * e.par.n_workers() {
         for ((w, bias), out) in ws.iter().zip(outs.iter_mut()) {
-            by_tokens(e, w, *bias, a, n_tok, &mut out[..n_tok * w.n_rows]);
+            by_tokens(e, w, *bias, Tokens::Quantized(a), n_tok, &mut out[..n_tok * w.n_rows]);
         }
         return;
     }
@@ -124,12 +142,16 @@ const ROW_BLOCK: usize = 128;
 /// outputs are one contiguous run of whole tokens, filled a block of rows
 /// at a time from a small (rows, tokens) tile — prefill's results never
 /// make a round trip through memory to be laid out by token.
-fn by_tokens(e: &Engine, w: &QMatrix, bias: Option<&[f32]>, a: Acts, n_tok: usize, out: &mut [f32]) {
+fn by_tokens(e: &Engine, w: &QMatrix, bias: Option<&[f32]>, x: Tokens, n_tok: usize, out: &mut [f32]) {
     let nr = w.n_rows;
     let block = n_tok.div_ceil(2 * e.par.n_workers()).next_multiple_of(16).clamp(16, 64);
     e.par.for_each_chunk(out, block * nr, &|i, out| {
         let (t0, nt) = (i * block, out.len() / nr);
-        let a = token_rows(a, t0..t0 + nt, n_tok);
+        let mut own = ActBufs::for_one(e, w.ty, nt, w.n_cols);
+        let a = match x {
+            Tokens::Quantized(a) => token_rows(a, t0..t0 + nt, n_tok),
+            Tokens::Raw(x) => quantize(e, w.ty, &x[t0 * w.n_cols..(t0 + nt) * w.n_cols], nt, &mut own),
+        };
         let mut tile = alloc::vec![0.0f32; ROW_BLOCK.min(nr) * nt];
         for r0 in (0..nr).step_by(ROW_BLOCK) {
             let rb = ROW_BLOCK.min(nr - r0);
@@ -139,6 +161,14 @@ fn by_tokens(e: &Engine, w: &QMatrix, bias: Option<&[f32]>, a: Acts, n_tok: usiz
         }
         add_bias(out, bias);
     });
+}
+
+/// A token-split matmul's activations: quantized once for several
+/// matrices, or raw, each task quantizing its own tokens.
+#[derive(Clone, Copy)]
+enum Tokens<'a> {
+    Quantized(Acts<'a>),
+    Raw(&'a [f32]),
 }
 
 /// Rows `tokens` of `n_tok` activation rows.
@@ -196,15 +226,15 @@ mod tests {
     use alloc::vec::Vec;
 
     /// Both ways of splitting a matmul (by rows for a few tokens, by tokens
-    /// for many) give the reference kernel's numbers laid out by token,
-    /// plus the bias, on ragged row blocks and token blocks.
+    /// for many; one matrix, or two sharing their activations) give the
+    /// reference kernel's numbers laid out by token, plus the bias, on
+    /// ragged row blocks and token blocks.
     #[test]
     fn both_splits_lay_out_the_reference_by_token() {
         use crate::backend::{scalar, Acts, QMatrix, Scalar};
         use crate::model::engine::Engine;
         use crate::parallel::Serial;
         use crate::quant::{GgmlType, QK8};
-        let (n_rows, n_cols) = (200, 64);
         let mut seed = 0x9e37_79b9u32;
         let mut next = move || {
             seed ^= seed << 13;
@@ -212,27 +242,35 @@ mod tests {
             seed ^= seed << 5;
             seed
         };
-        // Q8_0 rows: f16 scale 0.5, random quants
-        let data: Vec<u8> = (0..n_rows * n_cols / QK8)
-            .flat_map(|_| [0x00u8, 0x38].into_iter().chain((0..QK8).map(|_| next() as u8)).collect::<Vec<_>>())
-            .collect();
-        let w = QMatrix { ty: GgmlType::Q8_0, data: &data, n_cols, n_rows, scales: &[] };
-        let bias: Vec<f32> = (0..n_rows).map(|r| r as f32 * 0.25).collect();
         let e = Engine { kernels: &Scalar, par: &Serial, exact: false };
-        for n_tok in [20, 75] {
-            let x: Vec<f32> = (0..n_tok * n_cols).map(|_| (next() % 2001) as f32 / 1000.0 - 1.0).collect();
-            let mut acts = super::ActBufs::new(n_tok, n_cols);
-            let mut mm = alloc::vec![0.0; n_tok * n_rows];
-            let mut got = alloc::vec![0.0; n_tok * n_rows];
-            super::matmul(&e, &[(w, Some(&bias))], &x, n_tok, &mut acts, &mut mm, &mut [&mut got]);
-            let mut a = alloc::vec![crate::quant::BlockQ8_0::ZERO; n_tok * n_cols / QK8];
-            scalar::quantize_rows_q8_0(&x, &mut a);
-            let mut want = alloc::vec![0.0; n_rows * n_tok];
-            scalar::matmul_rows(&w, Acts::Q8_0(&a), n_tok, 0..n_rows, &mut want);
-            for t in 0..n_tok {
-                for r in 0..n_rows {
-                    let want = want[r * n_tok + t] + bias[r];
-                    assert_eq!(got[t * n_rows + r].to_bits(), want.to_bits(), "{n_tok} tokens: ({t}, {r})");
+        let n_cols = 64;
+        // 200 rows: not a multiple of the fused tasks' 16, so one at a time
+        for (n_rows, n_mats) in [(200, 1), (208, 2)] {
+            // Q8_0 rows: f16 scale 0.5, random quants
+            let data: Vec<u8> = (0..n_rows * n_cols / QK8)
+                .flat_map(|_| [0x00u8, 0x38].into_iter().chain((0..QK8).map(|_| next() as u8)).collect::<Vec<_>>())
+                .collect();
+            let w = QMatrix { ty: GgmlType::Q8_0, data: &data, n_cols, n_rows, scales: &[] };
+            let bias: Vec<f32> = (0..n_rows).map(|r| r as f32 * 0.25).collect();
+            let ws = [(w, Some(&bias[..])), (w, None)];
+            for n_tok in [20, 75] {
+                let x: Vec<f32> = (0..n_tok * n_cols).map(|_| (next() % 2001) as f32 / 1000.0 - 1.0).collect();
+                let mut acts = super::ActBufs::new(n_tok, n_cols);
+                let mut mm = alloc::vec![0.0; n_tok * n_rows * n_mats];
+                let (mut o0, mut o1) = (alloc::vec![0.0; n_tok * n_rows], alloc::vec![0.0; n_tok * n_rows]);
+                let mut outs = [&mut o0[..], &mut o1[..]];
+                super::matmul(&e, &ws[..n_mats], &x, n_tok, &mut acts, &mut mm, &mut outs[..n_mats]);
+                let mut a = alloc::vec![crate::quant::BlockQ8_0::ZERO; n_tok * n_cols / QK8];
+                scalar::quantize_rows_q8_0(&x, &mut a);
+                let mut want = alloc::vec![0.0; n_rows * n_tok];
+                scalar::matmul_rows(&w, Acts::Q8_0(&a), n_tok, 0..n_rows, &mut want);
+                for (m, got) in outs[..n_mats].iter().enumerate() {
+                    for t in 0..n_tok {
+                        for r in 0..n_rows {
+                            let want = if m == 0 { want[r * n_tok + t] + bias[r] } else { want[r * n_tok + t] };
+                            assert_eq!(got[t * n_rows + r].to_bits(), want.to_bits(), "{n_mats}×{n_tok}: ({t}, {r})");
+                        }
+                    }
                 }
             }
         }
