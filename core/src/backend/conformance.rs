@@ -385,9 +385,6 @@ fn q8_rows(
     Some((qk, qv, wk, wv, blocks))
 }
 
-/// The 8-bit quantizers on blocks the random ones never make: all zeros,
-/// -0.0, rounding ties (amax 127, so each `x · 1/d` is `x`), a NaN, an
-/// infinity, a tiny block; compared bit for bit (NaN scales included).
 /// `transpose` on whole 8 × 8 tiles and ragged edges, from a token offset,
 /// into a column block of wider rows.
 fn transposes(k: &dyn Kernels) -> Result<(), String> {
@@ -409,6 +406,9 @@ fn transposes(k: &dyn Kernels) -> Result<(), String> {
     Ok(())
 }
 
+/// The 8-bit quantizers on blocks the random ones never make: all zeros,
+/// -0.0, rounding ties (amax 127, so each `x · 1/d` is `x`), a NaN, an
+/// infinity, a tiny block; compared bit for bit (NaN scales included).
 fn quantizers(k: &dyn Kernels) -> Result<(), String> {
     // ties: amax 127, so d = 1 and each quant is `x` rounded, half to even
     let tie = |i: usize| if i.is_multiple_of(QK8) { 127.0 } else { (i % QK8) as f32 - 16.5 + (i / QK8) as f32 * 4.0 };

@@ -17,19 +17,6 @@ pub struct ActBufs {
 }
 
 impl ActBufs {
-    /// Room for `n_tok` rows of `n_cols` activations in the one format
-    /// `ty`'s weights pair with (none on the exact path).
-    fn for_one(e: &Engine, ty: GgmlType, n_tok: usize, n_cols: usize) -> ActBufs {
-        let mut b = ActBufs { q8_0: Vec::new(), q8_1: Vec::new(), q8k: Vec::new() };
-        match (e.exact, ty.vec_dot_type()) {
-            (false, Some(GgmlType::Q8_0)) => b.q8_0.resize(n_tok * n_cols / QK8, BlockQ8_0::ZERO),
-            (false, Some(GgmlType::Q8_1)) => b.q8_1.resize(n_tok * n_cols / QK8, BlockQ8_1::ZERO),
-            (false, Some(GgmlType::Q8_K)) => b.q8k.resize(n_tok * n_cols / QK_K, BlockQ8K::ZERO),
-            _ => {}
-        }
-        b
-    }
-
     /// Room for `n_tok` rows of up to `widest` activations in each format.
     pub fn new(n_tok: usize, widest: usize) -> ActBufs {
         ActBufs {
@@ -75,14 +62,15 @@ pub fn matmul(
     }
     let nc = first.n_cols;
     let x = &x[..n_tok * nc];
-    if ws.len() == 1 && n_tok >= TOKEN_SPLIT * e.par.n_workers() {
+    let split_tokens = n_tok >= TOKEN_SPLIT * e.par.n_workers();
+    if split_tokens && ws.len() == 1 {
         // one matrix: each task quantizes its own tokens' activations
         let (w, bias) = &ws[0];
         return by_tokens(e, w, *bias, Tokens::Raw(x), n_tok, &mut outs[0][..n_tok * w.n_rows]);
     }
     let a = quantize(e, first.ty, x, n_tok, acts);
     let k: &dyn Kernels = e.kernels;
-    if n_tok >= TOKEN_SPLIT * e.par.n_workers() {
+    if split_tokens {
         for ((w, bias), out) in ws.iter().zip(outs.iter_mut()) {
             by_tokens(e, w, *bias, Tokens::Quantized(a), n_tok, &mut out[..n_tok * w.n_rows]);
         }
@@ -134,6 +122,10 @@ pub fn matmul(
 /// across tasks (each task then reads every weight row once).
 const TOKEN_SPLIT: usize = 32;
 
+/// Most tokens per task on the token-split path (the x86 VNNI prefill
+/// tiles' 64: one tile a kernel call).
+const TOKEN_BLOCK: usize = 64;
+
 /// Rows per kernel call on the token-split path: their (rows, tokens)
 /// results stay in the nearest cache until laid out by token.
 const ROW_BLOCK: usize = 128;
@@ -144,10 +136,10 @@ const ROW_BLOCK: usize = 128;
 /// make a round trip through memory to be laid out by token.
 fn by_tokens(e: &Engine, w: &QMatrix, bias: Option<&[f32]>, x: Tokens, n_tok: usize, out: &mut [f32]) {
     let nr = w.n_rows;
-    let block = n_tok.div_ceil(2 * e.par.n_workers()).next_multiple_of(16).clamp(16, 64);
+    let block = n_tok.div_ceil(2 * e.par.n_workers()).next_multiple_of(16).clamp(16, TOKEN_BLOCK);
     e.par.for_each_chunk(out, block * nr, &|i, out| {
         let (t0, nt) = (i * block, out.len() / nr);
-        let mut own = ActBufs::for_one(e, w.ty, nt, w.n_cols);
+        let mut own = ActBufs::new(0, 0);
         let a = match x {
             Tokens::Quantized(a) => token_rows(a, t0..t0 + nt, n_tok),
             Tokens::Raw(x) => quantize(e, w.ty, &x[t0 * w.n_cols..(t0 + nt) * w.n_cols], nt, &mut own),
@@ -203,22 +195,31 @@ fn quantize<'s>(e: &Engine, ty: GgmlType, x: &'s [f32], n_tok: usize, acts: &'s 
     let n = x.len() / n_tok.max(1);
     match (e.exact, ty.vec_dot_type()) {
         (false, Some(GgmlType::Q8_0)) => {
-            let b = &mut acts.q8_0[..n_tok * n / QK8];
+            let b = room(&mut acts.q8_0, n_tok * n / QK8, BlockQ8_0::ZERO);
             e.kernels.quantize_q8_0(x, b);
             Acts::Q8_0(b)
         }
         (false, Some(GgmlType::Q8_1)) => {
-            let b = &mut acts.q8_1[..n_tok * n / QK8];
+            let b = room(&mut acts.q8_1, n_tok * n / QK8, BlockQ8_1::ZERO);
             e.kernels.quantize_q8_1(x, b);
             Acts::Q8_1(b)
         }
         (false, Some(GgmlType::Q8_K)) => {
-            let b = &mut acts.q8k[..n_tok * n / QK_K];
+            let b = room(&mut acts.q8k, n_tok * n / QK_K, BlockQ8K::ZERO);
             e.kernels.quantize_q8_k(x, b);
             Acts::Q8K(b)
         }
         _ => Acts::F32(x),
     }
+}
+
+/// The first `n` blocks of `v`, grown to them if it is shorter (a
+/// token-split task's own buffers start empty; the scratch's are sized).
+fn room<T: Clone>(v: &mut Vec<T>, n: usize, zero: T) -> &mut [T] {
+    if v.len() < n {
+        v.resize(n, zero);
+    }
+    &mut v[..n]
 }
 
 #[cfg(test)]
