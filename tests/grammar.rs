@@ -336,3 +336,68 @@ fn lenient_schemas_compile_what_strict_refuses_and_still_give_json() {
         MODELS[0].0
     );
 }
+
+/// Grammars nested past `MAX_GRAMMAR_DEPTH` — a chain of `$ref`s, of Lark
+/// or GBNF rules, groups in groups — are refused before llguidance sees
+/// them (its compiler recurses once per level: a 1000-long chain
+/// overflowed the stack of the server's thread and aborted the process);
+/// the deepest accepted compile in 512 KiB of stack, a quarter of a tokio
+/// thread's.
+#[test]
+fn grammars_nested_past_the_limit_are_refused_and_the_deepest_accepted_fit_a_small_stack() {
+    use tern_core::grammar::MAX_GRAMMAR_DEPTH;
+    let lm = std::sync::Arc::new(load(MODELS[1].1));
+    let ref_chain = |n: usize| {
+        let mut defs = serde_json::Map::new();
+        for i in 0..n {
+            defs.insert(format!("d{i}"), serde_json::json!({"$ref": format!("#/$defs/d{}", i + 1)}));
+        }
+        defs.insert(format!("d{n}"), serde_json::json!({"type": "integer"}));
+        Grammar::JsonSchema(serde_json::json!({"$ref": "#/$defs/d0", "$defs": defs}))
+    };
+    let nested = |n: usize| {
+        let mut v = serde_json::json!({"type": "integer"});
+        for _ in 0..n {
+            v = serde_json::json!({"type": "object", "properties": {"a": v}, "required": ["a"]});
+        }
+        Grammar::JsonSchema(v)
+    };
+    let gbnf_chain = |n: usize| {
+        let mut g = String::from("root ::= r0\n");
+        for i in 0..n {
+            g += &format!("r{i} ::= \"x\" r{}\n", i + 1);
+        }
+        g += &format!("r{n} ::= \"y\"\n");
+        Grammar::gbnf(&g).unwrap()
+    };
+    let groups = |n: usize| Grammar::Lark(format!("start: {}\"a\"{}\n", "(".repeat(n), ")".repeat(n)));
+    let families: [(&str, &dyn Fn(usize) -> Grammar); 4] = [
+        ("$ref chain", &ref_chain),
+        ("nested objects", &nested),
+        ("GBNF rule chain", &gbnf_chain),
+        ("Lark groups", &groups),
+    ];
+    for (name, make) in families {
+        for n in [MAX_GRAMMAR_DEPTH + 1, 1000] {
+            let e = lm.grammar().unwrap().compile(&make(n)).err().unwrap_or_else(|| panic!("{name} {n}: accepted"));
+            assert!(e.to_string().contains(&format!("deeper than {MAX_GRAMMAR_DEPTH}")), "{name} {n}: {e}");
+        }
+        // the longest accepted: compiled on a thread with a small stack
+        let n = (1..=MAX_GRAMMAR_DEPTH)
+            .rev()
+            .find(|&n| !matches!(lm.grammar().unwrap().compile(&make(n)), Err(e) if e.to_string().contains("deeper than")))
+            .unwrap();
+        let g = make(n);
+        let lm2 = lm.clone();
+        let r = std::thread::Builder::new()
+            .stack_size(512 << 10)
+            .spawn(move || lm2.grammar().unwrap().compile(&g).map(drop))
+            .unwrap()
+            .join()
+            .unwrap();
+        println!("{name}: deepest accepted {n}: {:?}", r.as_ref().map_err(|e| e.to_string()));
+        assert!(n >= MAX_GRAMMAR_DEPTH / 4, "{name}: only {n} levels accepted");
+        // (llguidance refuses groups nested this deep with an error of its own)
+        assert!(r.is_ok() || name == "Lark groups", "{name}: {r:?}");
+    }
+}

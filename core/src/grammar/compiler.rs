@@ -64,8 +64,11 @@ impl GrammarCompiler {
 
     /// Compile `g`: an error naming what is wrong (a schema keyword
     /// llguidance does not support, a regex or grammar that does not parse,
-    /// a limit exceeded) before any token is generated.
+    /// a limit exceeded, nesting deeper than
+    /// [`MAX_GRAMMAR_DEPTH`](super::MAX_GRAMMAR_DEPTH)) before
+    /// any token is generated.
     pub fn compile(&self, g: &Grammar) -> Result<Box<dyn Constraint>> {
+        super::depth::check(g)?;
         let top = match g {
             Grammar::JsonObject => TopLevelGrammar::from_json_schema(json_options(json!({"type": "object"}))),
             Grammar::JsonSchema(v) => TopLevelGrammar::from_json_schema(json_options(v.clone())),

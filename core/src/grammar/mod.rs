@@ -11,12 +11,14 @@
 //! assert!(Grammar::json_schema("{not json").is_err());
 //! ```
 //!
-//! Bounds: a grammar's source is at most [`MAX_GRAMMAR_BYTES`]; its
+//! Bounds: a grammar's source is at most [`MAX_GRAMMAR_BYTES`] and nests
+//! at most [`MAX_GRAMMAR_DEPTH`] levels (references followed); its
 //! compilation, each step's mask and the lexer's states are limited by
 //! llguidance's fuel and size limits (set by [`GrammarCompiler::new`]), so a schema
 //! that would blow up is refused or runs in bounded time and memory.
 
 mod compiler;
+mod depth;
 mod gbnf;
 mod matcher;
 mod vocab;
@@ -24,6 +26,7 @@ mod vocab;
 use alloc::string::{String, ToString};
 
 pub use compiler::GrammarCompiler;
+pub use depth::MAX_GRAMMAR_DEPTH;
 pub use gbnf::gbnf_to_lark;
 
 use crate::error::{Error, Result};

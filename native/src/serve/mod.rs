@@ -75,6 +75,9 @@ pub struct ServeOptions {
 
 /// Limits on the server's sizes (each far past what one machine serves).
 const MAX_PARALLEL: usize = 4096;
+/// The stack of the server's tokio threads (its blocking pool compiles
+/// grammars).
+const GRAMMAR_STACK: usize = 16 << 20;
 const MAX_BATCH: usize = 1 << 16;
 const MAX_QUEUE: usize = 1 << 16;
 
@@ -182,8 +185,12 @@ pub fn serve(
             .spawn(move || scheduler::run(lm, Engine { kernels, par: &threads, exact: false }, limits, metrics, rx))
             .map_err(|e| Error::Serve { detail: format!("starting the engine thread: {e}") })?
     };
+    // (the blocking pool compiles grammars: their depth is bounded to use
+    // at most ~0.5 MB of stack; 16 MB of address space, touched only as
+    // used, leaves any recursion the bound missed room to end in an error)
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(GRAMMAR_STACK)
         .enable_all()
         .build()
         .map_err(|e| Error::Serve { detail: format!("starting tokio: {e}") })?;
