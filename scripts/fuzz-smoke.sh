@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 each=${1:-10}
-targets=(gguf safetensors hf_config tokenizer_json chat_template request)
+targets=(gguf safetensors hf_config tokenizer_json chat_template request grammar)
 
 host=$(rustc -vV | sed -n 's/^host: //p')
 flags=(-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
@@ -42,6 +42,12 @@ printf '\x1e\x00\x00\x00\x00\x00\x00\x00{"__metadata__":{"a":"b"}}    ' > "$corp
 echo '{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"temperature":0.5,"stop":["x"],"logit_bias":{"12":-100},"stream":true}' \
   > "$corpus/request/chat"
 echo '{"prompt":[1,2,3],"top_k":4,"seed":-1,"n":1,"stream_options":{"include_usage":true}}' > "$corpus/request/ids"
+# grammars: the first byte picks the kind (0 schema, 1 GBNF or Lark, 2 regex)
+printf '\x00{"type":"object","properties":{"a":{"$ref":"#/$defs/b"},"n":{"type":"integer","maximum":9}},"$defs":{"b":{"anyOf":[{"type":"string","pattern":"^x{0,3}$"},{"$ref":"#/$defs/b"}]}}}' \
+  > "$corpus/grammar/schema"
+printf '\x01root ::= item ("," item){0,3}\nitem ::= [a-z]+ | "(" root ")"\n' > "$corpus/grammar/gbnf"
+printf '\x01start: "x" obj\nobj: %%json {"type": "array", "items": {"type": "boolean"}}\n' > "$corpus/grammar/lark"
+printf '\x02(ab|[0-9]{2,4})+c?' > "$corpus/grammar/regex"
 
 for t in "${targets[@]}"; do
   log=target/fuzz-smoke-$t.log

@@ -11,6 +11,10 @@ use crate::generate::{Clock, GenerateConfig, GenerationResult, Generator};
 use crate::model::{Engine, Model, Session};
 use crate::tokenizer::Tokenizer;
 
+/// The roles a saved conversation's messages may have (a request's, with
+/// `developer` already read as `system`).
+const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
+
 /// What to do when a conversation no longer fits the context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Overflow {
@@ -43,10 +47,18 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    /// A conversation of `n_ctx` positions with an optional system message.
+    /// A conversation of `n_ctx` positions with an optional system message
+    /// (an [`Error::ContextFull`] if it leaves no room for a turn).
     pub fn new<B: AsRef<[u8]>>(model: &Model<B>, tok: &Tokenizer, n_ctx: usize, system: Option<&str>) -> Result<Self> {
         let template = ChatTemplate::of(tok)?;
         let messages = system.map(|s| alloc::vec![Message::new("system", s)]).unwrap_or_default();
+        if !messages.is_empty() {
+            // the system message, a turn's opener and one token of reply
+            let needed = template.encode(tok, &messages, true, false)?.len() + 1;
+            if needed > n_ctx {
+                return Err(Error::ContextFull { n_ctx, needed });
+            }
+        }
         Ok(Conversation {
             template,
             messages,
@@ -196,11 +208,20 @@ impl Conversation {
             offset: 0,
             detail: "no message header".to_string(),
         })?;
-        let messages: Vec<Message> = serde_json::from_slice(&bytes[..nl]).map_err(|e| Error::InvalidValue {
-            field: "conversation messages",
-            offset: 0,
-            detail: e.to_string(),
-        })?;
+        let bad = |detail: String| Error::InvalidValue { field: "conversation messages", offset: 0, detail };
+        let messages: Vec<Message> = serde_json::from_slice(&bytes[..nl]).map_err(|e| bad(e.to_string()))?;
+        // validated as a request's messages are: each takes at least one
+        // position, and has a role the templates know
+        if messages.len() > self.session.n_ctx() {
+            return Err(bad(alloc::format!(
+                "{} messages, more than a context of {} positions holds",
+                messages.len(),
+                self.session.n_ctx()
+            )));
+        }
+        if let Some((i, m)) = messages.iter().enumerate().find(|(_, m)| !ROLES.contains(&m.role.as_str())) {
+            return Err(bad(alloc::format!("message {i}: unknown role {:?} (one of {ROLES:?})", m.role)));
+        }
         self.session.restore(&model.config, &bytes[nl + 1..])?;
         self.messages = messages;
         Ok(())

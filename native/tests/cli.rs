@@ -401,3 +401,96 @@ fn rerank_documents_and_refuse_what_cannot_rerank() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// Hostile files and terminal input (second round): a device or pipe as a
+/// prompt, grammar or conversation file is read with a bound, not until
+/// memory runs out; a prompt file is bounded by what the context can hold;
+/// a schema nested a thousand `$ref`s deep is an error, not an abort; a
+/// system message longer than the context is refused at start; a byte
+/// that is not UTF-8 on stdin is replaced, and the chat goes on; a saved
+/// conversation with an unknown role, too many messages or a KV value that
+/// is not finite is refused.
+#[test]
+fn hostile_files_and_lines_are_bounded_errors() {
+    let m = smollm2();
+    let dir = std::env::temp_dir().join(format!("tern-cli-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.txt");
+    std::fs::write(&big, "word ".repeat(1 << 20)).unwrap(); // 5 MB
+    let mut defs = serde_json::Map::new();
+    for i in 0..1000 {
+        defs.insert(format!("d{i}"), serde_json::json!({"$ref": format!("#/$defs/d{}", i + 1)}));
+    }
+    defs.insert("d1000".into(), serde_json::json!({"type": "integer"}));
+    let deep = dir.join("deep.json");
+    std::fs::write(&deep, serde_json::json!({"$ref": "#/$defs/d0", "$defs": defs}).to_string()).unwrap();
+    let (big, deep) = (big.to_str().unwrap(), deep.to_str().unwrap());
+    let system = "word ".repeat(200);
+    let cases: [(&[&str], &str); 7] = [
+        (&["run", "-f", "/dev/zero"], "prompt file /dev/zero goes on past"),
+        (&["run", "-f", big, "-c", "256"], "a context of 256 (-c) holds less"),
+        (&["run", "-p", "hi", "--grammar", "/dev/zero"], "grammar file /dev/zero goes on past the 1048576 bytes"),
+        (&["run", "-p", "hi", "--json-schema", "/dev/zero"], "grammar file /dev/zero goes on past"),
+        (&["run", "-p", "hi", "--json-schema", deep], "nests deeper than 100 levels"),
+        (&["embed", "--pooling", "last", "-f", "/dev/zero"], "texts file /dev/zero goes on past"),
+        (&["chat", "-c", "64", "--system", &system], "context full"),
+    ];
+    for (args, want) in cases {
+        let t0 = std::time::Instant::now();
+        let out = tern().args(&args[..1]).args(["-m", &m]).args(&args[1..]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want) && !err.contains("panicked"), "{args:?}: {err}");
+        assert!(t0.elapsed().as_secs_f64() < 10.0, "{args:?} took {:?}", t0.elapsed());
+    }
+
+    // the chat: a bad byte, then conversation files that must be refused
+    let saved = dir.join("ok.conv");
+    let run_chat = |input: &[u8]| {
+        use std::io::Write;
+        let mut child = tern()
+            .args(["chat", "-m", &m, "-n", "2", "--temp", "0", "-c", "256"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let mut input = b"hi\xff\n".to_vec();
+    input.extend(format!("/save {}\nagain\n/quit\n", saved.display()).bytes());
+    let err = run_chat(&input);
+    assert!(err.contains("not UTF-8") && err.matches("tok/s").count() == 2, "{err}");
+    let bytes = std::fs::read(&saved).unwrap();
+    let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
+    let messages: serde_json::Value = serde_json::from_slice(&bytes[..nl]).unwrap();
+    let with = |messages: &serde_json::Value, state: &[u8]| {
+        let mut b = serde_json::to_vec(messages).unwrap();
+        b.push(b'\n');
+        b.extend_from_slice(state);
+        b
+    };
+    let mut root = messages.clone();
+    root[0]["role"] = "root".into();
+    let many = serde_json::Value::Array(vec![messages[0].clone(); 100_000]);
+    // an f16 state: the last two bytes are a value of the last V row; 0x7c00 is +∞
+    let mut inf = bytes[nl + 1..].to_vec();
+    let at = inf.len() - 2;
+    inf[at..].copy_from_slice(&half::f16::INFINITY.to_le_bytes());
+    let cases = [
+        ("root.conv", with(&root, &bytes[nl + 1..]), "unknown role \"root\""),
+        ("many.conv", with(&many, &bytes[nl + 1..]), "100000 messages"),
+        ("inf.conv", with(&messages, &inf), "not finite"),
+    ];
+    for (name, b, want) in cases {
+        let p = dir.join(name);
+        std::fs::write(&p, b).unwrap();
+        let err = run_chat(format!("/load {}\n/load /dev/zero\n/quit\n", p.display()).as_bytes());
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(err.contains("conversation file /dev/zero goes on past"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -57,6 +57,16 @@ impl Session {
         out
     }
 
+    /// The most bytes a state this session can restore takes: all its
+    /// positions, in f32 (the widest element).
+    pub fn state_bytes_max(&self, c: &Config) -> u64 {
+        let n = self.kv.n_ctx as u64;
+        let row = es_bytes(4, self.kv.kv_dim).max(es_bytes(1, self.kv.kv_dim)) as u64;
+        (HEADER as u64)
+            .saturating_add(4 * n)
+            .saturating_add((2 * c.n_layer as u64).saturating_mul(n).saturating_mul(row))
+    }
+
     /// Replace this session's state with a saved one from the same model.
     pub fn restore(&mut self, c: &Config, bytes: &[u8]) -> Result<()> {
         let bad = |detail: alloc::string::String| Error::InvalidValue { field: "session state", offset: 0, detail };
@@ -113,6 +123,17 @@ impl Session {
             2 => rows.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
             _ => rows.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
         };
+        // (a cache the model wrote holds finite values; NaN or ∞ would
+        // poison every later token's attention)
+        if let Some(i) = floats.iter().position(|x| !x.is_finite()) {
+            let row = i / kvd;
+            return Err(bad(alloc::format!(
+                "a KV value that is not finite ({}) in layer {}, position {}",
+                floats[i],
+                row / (2 * n),
+                row % n
+            )));
+        }
         self.kv.truncate(0);
         for (l, kv) in floats.chunks_exact(2 * n * kvd).enumerate() {
             let (k, v) = kv.split_at(n * kvd);

@@ -139,6 +139,12 @@ impl Tokenizer {
         self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
     }
 
+    /// The most bytes one token stands for (at least 1): a text of more
+    /// than `n × longest_token()` bytes cannot fit in `n` tokens.
+    pub fn longest_token(&self) -> usize {
+        self.token_bytes.iter().map(Vec::len).max().unwrap_or(0).max(1)
+    }
+
     /// Whether `id` is a control token.
     pub fn is_control(&self, id: u32) -> bool {
         self.is_control.get(id as usize).copied().unwrap_or(false)

@@ -3,7 +3,7 @@
 //! Commands: /reset, /save FILE, /load FILE, /quit. Ctrl-C cancels the
 //! reply being written (and quits at the prompt).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -12,6 +12,9 @@ use tern_core::conversation::{Conversation, Overflow};
 use tern_core::generate::FinishReason;
 
 use super::sampling::SamplingArgs;
+
+/// The longest line read from the terminal (16 MiB).
+const MAX_LINE: u64 = 16 << 20;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -75,9 +78,26 @@ pub fn run(a: Args) -> Result<()> {
     }
     loop {
         eprint!("> ");
-        let mut line = String::new();
-        if stdin.lock().read_line(&mut line).map_err(|source| Error::Io { path: "stdin".into(), source })? == 0 {
+        // a line of bytes, bounded; bytes that are not UTF-8 are replaced
+        // (and said), not the end of the chat
+        let mut bytes = Vec::new();
+        let read = stdin.lock().take(MAX_LINE + 1).read_until(b'\n', &mut bytes);
+        if read.map_err(|source| Error::Io { path: "stdin".into(), source })? == 0 {
             return Ok(());
+        }
+        if bytes.len() as u64 > MAX_LINE && !bytes.ends_with(b"\n") {
+            let mut rest = Vec::new();
+            while stdin.lock().take(MAX_LINE).read_until(b'\n', &mut rest).is_ok_and(|n| n > 0)
+                && !rest.ends_with(b"\n")
+            {
+                rest.clear();
+            }
+            eprintln!("tern: a line of more than {MAX_LINE} bytes: not sent");
+            continue;
+        }
+        let line = String::from_utf8_lossy(&bytes);
+        if let std::borrow::Cow::Owned(_) = line {
+            eprintln!("tern: the line was not UTF-8: its invalid bytes are sent as U+FFFD");
         }
         let line = line.trim_end_matches(['\n', '\r']);
         let (cmd, arg) = line.split_once(' ').unwrap_or((line, ""));
@@ -98,7 +118,10 @@ pub fn run(a: Args) -> Result<()> {
                 continue;
             }
             "/load" => {
-                let r = std::fs::read(arg)
+                // the cache, and messages of a context's text (JSON-escaped: up to 6 bytes a byte)
+                let text = (a.ctx as u64).saturating_mul(tok.longest_token() as u64 * 6);
+                let max = conv.session.state_bytes_max(&lm.model.config).saturating_add(text).saturating_add(1 << 20);
+                let r = limits::read_bounded(std::path::Path::new(arg), max, "conversation file")
                     .map_err(|e| e.to_string())
                     .and_then(|b| conv.load(&lm.model, &b).map_err(|e| e.to_string()));
                 match r {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tern::{Error, Result};
+use tern::Result;
 
 /// The model `-m` names, on `threads` threads (0: all cores), pooled as
 /// `pooling` says if given.
@@ -33,11 +33,15 @@ pub fn parse_pooling(s: &str) -> std::result::Result<tern_core::encoder::Pooling
     Ok(tern_core::encoder::Pooling { mode, normalize: true })
 }
 
+/// The largest file of texts read (64 MiB: each text is cut to the
+/// encoder's positions anyway).
+const MAX_TEXTS_FILE: u64 = 64 << 20;
+
 /// The texts: each non-empty line of `file` if given, else `given`.
 pub fn texts(file: Option<&Path>, given: &[String]) -> Result<Vec<String>> {
     match file {
         Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|source| Error::Io { path: f.to_path_buf(), source })?;
+            let text = tern::limits::read_text(f, MAX_TEXTS_FILE, "texts file", "")?;
             Ok(text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect())
         }
         None => Ok(given.to_vec()),

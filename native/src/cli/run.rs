@@ -62,12 +62,12 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let from_file = match &a.file {
-        Some(f) => Some(read_prompt(f)?),
-        None => None,
-    };
     let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
+    let from_file = match &a.file {
+        Some(f) => Some(read_prompt(f, &lm, a.ctx)?),
+        None => None,
+    };
     let prompt = match (&a.prompt_ids, a.prompt.as_ref().or(from_file.as_ref())) {
         (Some(ids), _) => ids.clone(),
         (None, Some(text)) if a.chat => {
@@ -195,20 +195,15 @@ fn logprobs_json(lps: &[tern::TokenLogprob], vocab: &dyn Vocab) -> serde_json::V
         .collect()
 }
 
-/// Largest prompt file `-f` reads (a prompt of `MAX_CTX` tokens is far
-/// smaller).
-const MAX_PROMPT_FILE: u64 = 256 << 20;
-
-/// The prompt in `f`, refused before reading if larger than
-/// `MAX_PROMPT_FILE`.
-fn read_prompt(f: &std::path::Path) -> Result<String> {
-    let io = |source| Error::Io { path: f.to_path_buf(), source };
-    let len = std::fs::metadata(f).map_err(io)?.len();
-    if len > MAX_PROMPT_FILE {
-        return Err(limits::invalid(format!(
-            "prompt file {} has {len} bytes (at most {MAX_PROMPT_FILE})",
-            f.display()
-        )));
-    }
-    std::fs::read_to_string(f).map_err(io)
+/// The prompt in `f`, read up to what the context can hold: `-c`
+/// positions (else the model's trained context) of its longest token
+/// each, twice over (a normaliser may drop bytes); tokenizing takes ~100
+/// bytes of memory per byte of text, so a 100 MB file would have taken
+/// 10 GB before its tokens could be counted.
+fn read_prompt(f: &std::path::Path, lm: &tern::Loaded, ctx: Option<usize>) -> Result<String> {
+    let n_ctx = ctx.unwrap_or(lm.model.config.n_ctx_train).clamp(1, tern_core::model::MAX_CTX);
+    let longest = lm.tokenizer.as_ref().map_or(1, |t| t.longest_token());
+    let max = (n_ctx as u64).saturating_mul(longest as u64).saturating_mul(2);
+    let why = format!("{n_ctx} positions of at most {longest} bytes, twice over: a context of {n_ctx} (-c) holds less");
+    limits::read_text(f, max, "prompt file", &why)
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use tern::{limits, Error, Result};
+use tern::{limits, Result};
 use tern_core::generate::GenerateConfig;
 use tern_core::grammar::{Grammar, MAX_GRAMMAR_BYTES};
 use tern_core::hf::GenerationDefaults;
@@ -66,15 +66,7 @@ pub struct SamplingArgs {
 
 /// A grammar or schema file's text, refused unread past the grammar limit.
 fn read_source(f: &Path) -> Result<String> {
-    let io = |source| Error::Io { path: f.to_path_buf(), source };
-    let len = std::fs::metadata(f).map_err(io)?.len();
-    if len > MAX_GRAMMAR_BYTES as u64 {
-        return Err(limits::invalid(format!(
-            "{} has {len} bytes (a grammar has at most {MAX_GRAMMAR_BYTES})",
-            f.display()
-        )));
-    }
-    std::fs::read_to_string(f).map_err(io)
+    limits::read_text(f, MAX_GRAMMAR_BYTES as u64, "grammar file", "")
 }
 
 impl SamplingArgs {
