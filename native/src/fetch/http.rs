@@ -1,8 +1,10 @@
 //! HTTP GET for fetching: redirects followed by hand (at most 10) so that
 //! the hub's LFS hash is read off its first answer and `HF_TOKEN` goes only
-//! to the hub's own host, never to a CDN a redirect names.
+//! to the hub's own origin over https (scheme, host and port; plain http
+//! only to a loopback host), never to a CDN a redirect names, never in
+//! cleartext over the network.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ureq::http::{header, Response, Uri};
 use ureq::Body;
@@ -11,13 +13,20 @@ use crate::{Error, Result};
 
 const MAX_REDIRECTS: usize = 10;
 
+/// How long a metadata call (the hub's file list) may take in all,
+/// redirects and body included.
+pub(crate) const METADATA_DEADLINE: Duration = Duration::from_secs(60);
+
 /// The HTTP client of a [`super::Fetcher`].
 #[derive(Clone)]
 pub(crate) struct Client {
     agent: ureq::Agent,
-    /// The host `token` may be sent to (the hub endpoint's).
-    hub_host: Option<String>,
+    /// The origin `token` may be sent to: the hub endpoint's scheme and
+    /// authority, if https (or http to a loopback host).
+    hub_origin: Option<(String, String)>,
     token: Option<String>,
+    /// A download bringing fewer bytes than this in this time has stalled.
+    pub(crate) min_rate: (u64, Duration),
 }
 
 /// A response, the URL that gave it, and the SHA-256 a hop declared
@@ -40,13 +49,20 @@ impl Client {
             .tls_config(ureq::tls::TlsConfig::builder().root_certs(ureq::tls::RootCerts::PlatformVerifier).build())
             .build()
             .new_agent();
-        let hub_host = hub_endpoint.parse::<Uri>().ok().and_then(|u| u.authority().map(|a| a.to_string()));
-        Client { agent, hub_host, token }
+        let hub_origin = hub_endpoint.parse::<Uri>().ok().and_then(|u| token_origin(&u));
+        let min_rate = (super::download::MIN_BYTES, super::download::STALL_WINDOW);
+        Client { agent, hub_origin, token, min_rate }
     }
 
     /// GET `url` (from byte `from` on, if above 0), following redirects.
     /// Statuses are the caller's to judge; transport failures are errors.
     pub(crate) fn get(&self, url: &str, from: u64) -> std::result::Result<Got, Transport> {
+        self.get_by(url, from, None)
+    }
+
+    /// [`Client::get`], all of it (redirects, and the body read after)
+    /// done by `deadline` if one is given.
+    fn get_by(&self, url: &str, from: u64, deadline: Option<Instant>) -> std::result::Result<Got, Transport> {
         let mut url = url.to_string();
         let mut sha256 = None;
         for _ in 0..=MAX_REDIRECTS {
@@ -55,10 +71,14 @@ impl Client {
             if from > 0 {
                 req = req.header(header::RANGE, format!("bytes={from}-"));
             }
-            if let (Some(token), Some(host)) = (&self.token, &self.hub_host) {
-                if uri.authority().is_some_and(|a| a.as_str() == host) {
+            if let (Some(token), Some(origin)) = (&self.token, &self.hub_origin) {
+                if token_origin(&uri).as_ref() == Some(origin) {
                     req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
                 }
+            }
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+                req = req.config().timeout_global(Some(left)).build();
             }
             let response =
                 req.call().map_err(|e| Transport { transient: transient(&e), detail: format!("GET {url}: {e}") })?;
@@ -77,8 +97,10 @@ impl Client {
     }
 
     /// GET a small document (an API answer): at most `limit` bytes.
+    /// All of it within [`METADATA_DEADLINE`].
     pub(crate) fn get_small(&self, url: &str, limit: u64) -> Result<(u16, Vec<u8>)> {
-        let mut got = self.get(url, 0).map_err(|t| fetch(t.detail))?;
+        let deadline = Instant::now() + METADATA_DEADLINE;
+        let mut got = self.get_by(url, 0, Some(deadline)).map_err(|t| fetch(t.detail))?;
         let status = got.response.status().as_u16();
         let body = got
             .response
@@ -129,6 +151,15 @@ fn declared_sha256(r: &Response<Body>) -> Option<String> {
     })
 }
 
+/// The origin (scheme, authority) of `u` if a token may go there: https,
+/// or http to a loopback host (the traffic never leaves the machine).
+fn token_origin(u: &Uri) -> Option<(String, String)> {
+    let scheme = u.scheme_str()?.to_ascii_lowercase();
+    let authority = u.authority()?;
+    let loopback = matches!(authority.host(), "127.0.0.1" | "localhost" | "[::1]" | "::1");
+    (scheme == "https" || scheme == "http" && loopback).then(|| (scheme, authority.as_str().to_ascii_lowercase()))
+}
+
 /// A Location header against the URL that sent it.
 fn resolve(base: &Uri, loc: &str) -> String {
     if loc.contains("://") {
@@ -156,5 +187,25 @@ mod tests {
         assert_eq!(resolve(&base, "https://cdn.example/b"), "https://cdn.example/b");
         assert_eq!(resolve(&base, "/cdn/abc"), "http://127.0.0.1:8/cdn/abc");
         assert_eq!(resolve(&base, "y.gguf"), "http://127.0.0.1:8/o/r/resolve/main/y.gguf");
+    }
+
+    #[test]
+    fn the_token_goes_over_https_to_the_hubs_origin_only() {
+        let c = Client::new("https://huggingface.co", Some("hf_x".into()));
+        let sends = |url: &str| token_origin(&url.parse().unwrap()) == c.hub_origin;
+        assert!(sends("https://huggingface.co/o/r/resolve/main/x.gguf"));
+        assert!(sends("HTTPS://HuggingFace.co/api/models/o/r"));
+        for url in [
+            "http://huggingface.co/o/r/resolve/main/x.gguf",
+            "https://huggingface.co:8443/o/r",
+            "https://cdn-lfs.huggingface.co/x",
+            "http://127.0.0.1:8/o/r",
+        ] {
+            assert!(!sends(url), "{url}");
+        }
+        // a hub endpoint in cleartext gets no token unless it is this machine
+        assert_eq!(Client::new("http://hub.example", Some("t".into())).hub_origin, None);
+        let local = Client::new("http://127.0.0.1:8", Some("t".into()));
+        assert_eq!(token_origin(&"http://127.0.0.1:8/x".parse().unwrap()), local.hub_origin);
     }
 }

@@ -16,6 +16,9 @@ const REVISION: &str = "main";
 /// collections hold a few hundred).
 pub(crate) const MAX_FILES: usize = 10_000;
 
+/// The largest file list read (the hub's answer for 10,000 files is ~1 MB).
+pub(crate) const MAX_LISTING_BYTES: u64 = 16 << 20;
+
 /// The API URL listing a repository's files.
 pub fn api_url(endpoint: &str, repo: &Repo) -> String {
     format!("{}/api/models/{}/{}", endpoint.trim_end_matches('/'), repo.owner, repo.name)
@@ -38,19 +41,54 @@ fn escape(seg: &str) -> String {
 }
 
 /// The file names in an API answer (`{"siblings": [{"rfilename": ..}]}`).
+/// Only the names of the first [`MAX_FILES`] entries are kept as the
+/// answer is read (a listing of 10^6 entries read as a JSON tree took
+/// half a gigabyte).
 pub(crate) fn parse_listing(repo: &Repo, body: &[u8]) -> Result<Vec<String>> {
-    let v: serde_json::Value =
+    let listing: Listing =
         serde_json::from_slice(body).map_err(|e| fetch(format!("{repo}: the hub's file list is not JSON: {e}")))?;
-    let siblings = v["siblings"].as_array().ok_or_else(|| fetch(format!("{repo}: the hub's answer lists no files")))?;
+    let siblings = listing.siblings.ok_or_else(|| fetch(format!("{repo}: the hub's answer lists no files")))?;
     // names become paths in the cache: one that could climb out of it
     // (`..`, a backslash, a drive) is not a file tern will fetch
-    Ok(siblings
-        .iter()
-        .take(MAX_FILES)
-        .filter_map(|s| s["rfilename"].as_str())
-        .filter(|f| super::reference::check_file(f).is_ok())
-        .map(str::to_string)
-        .collect())
+    Ok(siblings.0.into_iter().filter(|f| super::reference::check_file(f).is_ok()).collect())
+}
+
+/// The parts of the hub's answer read (the rest is skipped unkept).
+#[derive(serde::Deserialize)]
+struct Listing {
+    siblings: Option<Names>,
+}
+
+/// The `rfilename` of the first [`MAX_FILES`] siblings.
+struct Names(Vec<String>);
+
+#[derive(serde::Deserialize)]
+struct Sibling {
+    rfilename: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Names {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Names, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Names;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of files")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Names, A::Error> {
+                let mut names = Vec::new();
+                while names.len() < MAX_FILES {
+                    match seq.next_element::<Sibling>()? {
+                        Some(s) => names.extend(s.rfilename),
+                        None => return Ok(Names(names)),
+                    }
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Names(names))
+            }
+        }
+        d.deserialize_seq(Visit)
+    }
 }
 
 /// What to download from a repository, given its files.
@@ -164,6 +202,21 @@ fn split_parts(file: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_listing_keeps_the_first_files_only() {
+        let repo = Repo { owner: "o".into(), name: "r".into() };
+        let entries: Vec<String> = (0..200_000).map(|i| format!(r#"{{"rfilename":"f{i}.gguf","size":1}}"#)).collect();
+        let body = format!(r#"{{"id":"o/r","siblings":[{}],"more":1}}"#, entries.join(","));
+        let names = parse_listing(&repo, body.as_bytes()).unwrap();
+        assert_eq!(names.len(), MAX_FILES);
+        assert_eq!(names[MAX_FILES - 1], format!("f{}.gguf", MAX_FILES - 1));
+        assert!(
+            parse_listing(&repo, br#"{"siblings":[{"rfilename":"../x"},{"rfilename":"a.gguf"}]}"#).unwrap()
+                == ["a.gguf"]
+        );
+        assert!(parse_listing(&repo, b"{}").is_err());
+    }
+
     use super::*;
 
     fn repo() -> Repo {

@@ -44,6 +44,7 @@ pub struct Fetcher {
     endpoint: String,
     files_host: String,
     token: Option<String>,
+    min_rate: (u64, std::time::Duration),
 }
 
 impl Default for Fetcher {
@@ -68,7 +69,15 @@ impl Fetcher {
             endpoint: var("HF_ENDPOINT").unwrap_or_else(|| hub::DEFAULT_ENDPOINT.into()),
             files_host: var("TERN_PYPI_FILES").unwrap_or_else(|| mirror::DEFAULT_FILES_HOST.into()),
             token: var("HF_TOKEN"),
+            min_rate: (download::MIN_BYTES, download::STALL_WINDOW),
         }
+    }
+
+    /// A download that brings fewer than `bytes` in any `per` has stalled
+    /// and is resumed (5 tries in all); by default 16 KiB in 30 s.
+    pub fn min_rate(mut self, bytes: u64, per: std::time::Duration) -> Self {
+        self.min_rate = (bytes, per);
+        self
     }
 
     /// Use only what is in the cache; a reference not there is an error.
@@ -126,7 +135,9 @@ impl Fetcher {
     }
 
     fn client(&self) -> Client {
-        Client::new(&self.endpoint, self.token.clone())
+        let mut c = Client::new(&self.endpoint, self.token.clone());
+        c.min_rate = self.min_rate;
+        c
     }
 
     fn say(&self, line: &str) {
@@ -232,7 +243,7 @@ impl Fetcher {
     /// The repository's files, from the hub's API.
     fn listing(&self, repo: &Repo) -> Result<Vec<String>> {
         let url = hub::api_url(&self.endpoint, repo);
-        let (status, body) = self.client().get_small(&url, 64 << 20)?;
+        let (status, body) = self.client().get_small(&url, hub::MAX_LISTING_BYTES)?;
         match status {
             200 => hub::parse_listing(repo, &body),
             404 => Err(fetch(format!("{repo}: no such model on the hub ({url}: HTTP 404)"))),

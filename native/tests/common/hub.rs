@@ -21,6 +21,13 @@ pub enum Route {
     Json(String),
     /// A bare status.
     Status(u16),
+    /// These bytes as the whole answer, head and body.
+    Raw(Vec<u8>),
+    /// A 200 with this body, one byte every this long.
+    Drip(Vec<u8>, std::time::Duration),
+    /// A file whose server answers a Range request with 416 and
+    /// `Content-Range: bytes */FROM`, claiming the partial file is whole.
+    Lie416(Vec<u8>),
 }
 
 /// One request as the server saw it.
@@ -106,6 +113,32 @@ fn serve(conn: TcpStream, routes: &Mutex<HashMap<String, Route>>, log: &Mutex<Ve
         Some(Route::Redirect(to, etag)) => {
             let etag = etag.map(|e| format!("X-Linked-Etag: \"{e}\"\r\n")).unwrap_or_default();
             let _ = out.write_all(head("302 Found", &format!("Location: {to}\r\n{etag}"), 0).as_bytes());
+        }
+        Some(Route::Raw(bytes)) => {
+            let _ = out.write_all(&bytes);
+        }
+        Some(Route::Drip(body, every)) => {
+            let _ = out.write_all(head("200 OK", "", body.len()).as_bytes());
+            for b in body {
+                if out.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(every);
+            }
+        }
+        Some(Route::Lie416(bytes)) => {
+            let from =
+                range.as_deref().and_then(|r| r.strip_prefix("bytes=")?.strip_suffix('-')?.parse::<usize>().ok());
+            match from {
+                Some(f) => {
+                    let cr = format!("Content-Range: bytes */{f}\r\n");
+                    let _ = out.write_all(head("416 Range Not Satisfiable", &cr, 0).as_bytes());
+                }
+                None => {
+                    let _ = out.write_all(head("200 OK", "", bytes.len()).as_bytes());
+                    let _ = out.write_all(&bytes);
+                }
+            }
         }
         Some(Route::Json(body)) => {
             let _ = out.write_all(head("200 OK", "Content-Type: application/json\r\n", body.len()).as_bytes());
