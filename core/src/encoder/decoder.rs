@@ -8,11 +8,27 @@ use alloc::vec::Vec;
 
 use super::{Pooling, PoolingMode};
 use crate::error::{Error, Result};
-use crate::model::{Engine, Logits, Model};
+use crate::model::{Engine, Logits, Model, Session};
 
 /// Tokens one forward call of an input takes at most (longer inputs run in
 /// parts, which changes no result).
 const STEP_TOKENS: usize = 256;
+
+/// An input part-way through its forward pass ([`Decoder::advance`]): a
+/// server runs a long input a budget of tokens at a time between its other
+/// work, with the same result as at once.
+pub struct Progress {
+    session: Session,
+    /// Hidden rows kept so far (all of them, unless pooled by the last).
+    rows: Vec<f32>,
+}
+
+impl Progress {
+    /// Tokens of the input already run.
+    pub fn done(&self) -> usize {
+        self.session.n_past()
+    }
+}
 
 /// A causal LM whose final hidden states are pooled into vectors.
 pub struct Decoder<B> {
@@ -46,21 +62,45 @@ impl<B: AsRef<[u8]>> Decoder<B> {
     /// share a pass, so a vector is the same bits whatever else is embedded
     /// with it.
     pub fn embed(&self, e: &Engine, inputs: &[&[u32]], max_len: usize) -> Result<Vec<Vec<f32>>> {
-        let dim = self.model.config.n_embd;
-        let want = match self.pooling.mode {
-            PoolingMode::Last => Logits::Last,
-            PoolingMode::Mean | PoolingMode::Cls => Logits::All,
-        };
         inputs
             .iter()
             .map(|&ids| {
-                self.check_input(ids, max_len)?;
-                let mut session = self.model.session(ids.len(), ids.len().min(STEP_TOKENS));
-                let hidden = session.hidden(&self.model, e, ids, want)?;
-                let mut v = alloc::vec![0.0; dim];
-                self.pooling.pool(hidden, hidden.len() / dim, dim, &mut v);
-                Ok(v)
+                let mut p = self.start(ids, max_len)?;
+                let v = self.advance(e, ids, &mut p, usize::MAX)?;
+                Ok(v.expect("an unbounded budget runs the whole input"))
             })
             .collect()
+    }
+
+    /// Begin embedding `ids` (checked as [`Decoder::check_input`] says).
+    pub fn start(&self, ids: &[u32], max_len: usize) -> Result<Progress> {
+        self.check_input(ids, max_len)?;
+        let session = self.model.session(ids.len(), ids.len().min(STEP_TOKENS));
+        Ok(Progress { session, rows: Vec::new() })
+    }
+
+    /// Run at most `budget` (at least one) more tokens of `ids` (the input
+    /// `p` was started with). A row does not depend on the forward call it
+    /// ran in (the kernels' batch invariance), so the vector, once the
+    /// whole input has run, is the same bits however it was split.
+    pub fn advance(&self, e: &Engine, ids: &[u32], p: &mut Progress, budget: usize) -> Result<Option<Vec<f32>>> {
+        let dim = self.model.config.n_embd;
+        let at = p.done();
+        let left = ids.len() - at;
+        let n = left.min(budget.max(1));
+        let last = at + n == ids.len();
+        let want = match self.pooling.mode {
+            PoolingMode::Last if last => Logits::Last,
+            PoolingMode::Last => Logits::None,
+            PoolingMode::Mean | PoolingMode::Cls => Logits::All,
+        };
+        let hidden = p.session.hidden(&self.model, e, &ids[at..at + n], want)?;
+        p.rows.extend_from_slice(hidden);
+        if !last {
+            return Ok(None);
+        }
+        let mut v = alloc::vec![0.0; dim];
+        self.pooling.pool(&p.rows, p.rows.len() / dim, dim, &mut v);
+        Ok(Some(v))
     }
 }

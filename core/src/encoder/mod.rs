@@ -18,7 +18,7 @@ use alloc::format;
 use alloc::vec::Vec;
 
 pub use config::{EncoderConfig, MAX_POSITIONS};
-pub use decoder::Decoder;
+pub use decoder::{Decoder, Progress};
 pub use embedder::{check_count, Body, Embedder, Pair, MAX_INPUTS};
 pub use forward::Seq;
 pub use pooling::{l2_normalize, Pooling, PoolingMode};

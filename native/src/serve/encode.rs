@@ -5,13 +5,15 @@
 //! streams, and the inputs of requests that arrived together (for the same
 //! model) share a batch. A row never depends on the batch it ran in
 //! (core's batch invariance): a request's answer is the same bits however
-//! it was split or joined.
+//! it was split or joined. A decoder embedder's input (up to the model's
+//! whole context) runs a part of at most `budget` tokens per step, as chat
+//! prefill does, so even a maximal input leaves the streams their pace.
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
 
-use tern_core::encoder::Pair;
+use tern_core::encoder::{Body, Pair, Progress};
 use tern_core::Engine;
 use tokio::sync::oneshot;
 
@@ -54,6 +56,8 @@ pub struct EncodeJob {
 struct Pending {
     job: EncodeJob,
     rows: Rows,
+    /// A decoder's input part-way through (the next row's).
+    progress: Option<Progress>,
 }
 
 /// The queue of encoder jobs, oldest first.
@@ -65,7 +69,7 @@ pub struct Queue {
 impl Queue {
     pub fn push(&mut self, job: EncodeJob) {
         let rows = Vec::with_capacity(job.inputs.len());
-        self.jobs.push_back(Pending { job, rows });
+        self.jobs.push_back(Pending { job, rows, progress: None });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -90,6 +94,9 @@ impl Queue {
     pub fn step(&mut self, e: &Engine, budget: usize) -> (usize, usize) {
         let Some(first) = self.jobs.front() else { return (0, 0) };
         let model = first.job.model.clone();
+        if let (Inputs::Texts(_), Body::Decoder(_)) = (&first.job.inputs, &model.core().body) {
+            return self.step_decoder(e, &model, budget);
+        }
         // (job, its inputs in this batch): a prefix of the queue
         let mut take: Vec<(usize, Range<usize>)> = Vec::new();
         let mut tokens = 0;
@@ -148,5 +155,48 @@ impl Queue {
             }
         }
         (ran, tokens)
+    }
+
+    /// A decoder embedder's step: the oldest inputs of `model`, each alone
+    /// through the decoder, a part at a time, until `budget` tokens ran.
+    /// The inputs finished and the tokens run.
+    fn step_decoder(&mut self, e: &Engine, model: &crate::Embedder, budget: usize) -> (usize, usize) {
+        let core = model.core();
+        let Body::Decoder(dec) = &core.body else { return (0, 0) };
+        let (mut finished, mut tokens) = (0, 0);
+        while tokens < budget {
+            let Some(p) = self.jobs.front_mut() else { break };
+            let Inputs::Texts(texts) = &p.job.inputs else { break };
+            if !std::ptr::eq(p.job.model.as_ref(), model) {
+                break;
+            }
+            let ids = &texts[p.rows.len()];
+            let step = match p.progress.take() {
+                Some(prog) => Ok(prog),
+                None => dec.start(ids, core.max_len),
+            }
+            .and_then(|mut prog| {
+                let before = prog.done();
+                let v = dec.advance(e, ids, &mut prog, budget - tokens)?;
+                tokens += prog.done() - before;
+                Ok((v, prog))
+            });
+            match step {
+                Ok((Some(v), _)) => {
+                    p.rows.push(v);
+                    finished += 1;
+                    if p.rows.len() == texts.len() {
+                        let p = self.jobs.pop_front().expect("front exists");
+                        let _ = p.job.reply.send(Ok(p.rows));
+                    }
+                }
+                Ok((None, prog)) => p.progress = Some(prog),
+                Err(err) => {
+                    let p = self.jobs.pop_front().expect("front exists");
+                    let _ = p.job.reply.send(Err(err.to_string()));
+                }
+            }
+        }
+        (finished, tokens)
     }
 }
