@@ -621,6 +621,28 @@ fn a_q8_0_cache_holds_more_blocks_and_answers_as_tern_run() {
     assert_eq!(srv.metric("tern_kv_blocks_in_use"), 0.0);
 }
 
+/// A queued request whose client leaves before it runs is counted as
+/// cancelled, as a running one is (it was dropped from the queue
+/// uncounted).
+#[test]
+fn a_queued_request_whose_client_leaves_counts_as_cancelled() {
+    let srv = Server::start(&["--parallel", "1", "--queue", "4"]);
+    let body = r#"{"prompt":"Once upon a time","max_tokens":300,"temperature":0,"stream":true}"#;
+    let mut held = srv.send("POST", "/v1/completions", &[], body);
+    until_data(&mut held);
+    let queued = srv.send("POST", "/v1/completions", &[], r#"{"prompt":"Hi","max_tokens":2}"#);
+    std::thread::sleep(Duration::from_millis(300));
+    drop(queued);
+    std::thread::sleep(Duration::from_millis(300));
+    drop(held);
+    let t0 = Instant::now();
+    while srv.metric("tern_requests_cancelled_total") < 2.0 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "cancelled: {}", srv.metric("tern_requests_cancelled_total"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(srv.metric("tern_requests_cancelled_total"), 2.0);
+}
+
 /// Pressure on every side at once: 16 clients over 4 slots and a queue of
 /// 8 (some are turned away: 429), a KV budget that runs two of their
 /// prompts at a time (the rest wait for blocks; finished ones' blocks are
@@ -962,6 +984,10 @@ fn embeddings_are_batched_beside_generation() {
     assert!(embeddings(&serde_json::from_str(&got).unwrap()) == embeddings(&cli));
     let (_, models) = srv.call("GET", "/v1/models", &[], "");
     assert!(models.contains(r#""arch":"llama""#), "{models}");
+    // the same file serves both: one entry, its id listed once
+    let list: Value = serde_json::from_str(&models).unwrap();
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{models}");
+    assert_eq!(list["data"][0]["meta"]["encoder"]["dim"], 576, "{models}");
     drop(srv);
     let out = Command::new(env!("CARGO_BIN_EXE_tern"))
         .args(["serve", "-m", &smollm2(), "--port", "0", "--embedding-model", &smollm2()])

@@ -488,9 +488,16 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let c = &app.lm.model.config;
     let mut data = vec![json!({ "id": app.model_id, "object": "model", "created": app.started, "owned_by": "tern",
                "meta": { "arch": c.arch.name(), "n_ctx_train": c.n_ctx_train, "n_ctx": app.ctx, "n_vocab": c.n_vocab } })];
+    // (a model serving several endpoints — the chat model's file as the
+    // embedding model too — is one entry, its encoder's facts under
+    // `meta.encoder`: ids stay unique)
     for (emb, id) in app.embedder.iter().chain(&app.reranker) {
         let meta = json!({ "arch": emb.core().arch(), "dim": emb.dim(), "max_input_tokens": emb.core().max_len });
-        data.push(json!({ "id": id, "object": "model", "created": app.started, "owned_by": "tern", "meta": meta }));
+        match data.iter_mut().find(|m| m["id"] == json!(id)) {
+            Some(m) => m["meta"]["encoder"] = meta,
+            None => data.push(json!({ "id": id, "object": "model", "created": app.started, "owned_by": "tern",
+                                       "meta": meta })),
+        }
     }
     Json(json!({ "object": "list", "data": data })).into_response()
 }

@@ -84,6 +84,17 @@ fn content(v: &Value, i: usize) -> Result<String, ApiError> {
     }
 }
 
+/// Set the request's grammar from `field`: a 400 if another field set one
+/// already (`response_format`, `json_schema` and `grammar` exclude each
+/// other; none is silently picked).
+fn one_grammar(slot: &mut Option<(Grammar, &'static str)>, g: Grammar, field: &'static str) -> Result<(), ApiError> {
+    if let Some((_, other)) = slot {
+        return Err(ApiError::invalid(field, format!("{field} and {other} exclude each other: send one")));
+    }
+    *slot = Some((g, field));
+    Ok(())
+}
+
 fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
     let list = v
         .as_array()
@@ -214,15 +225,18 @@ impl Request {
                 "top_logprobs" => top = Some(top_count(v, k)?),
                 "response_format" => {
                     if let Some(g) = Grammar::response_format(v).map_err(|e| ApiError::core(k, e))? {
-                        r.grammar = Some((g, "response_format"));
+                        one_grammar(&mut r.grammar, g, "response_format")?;
                     }
                 }
-                "json_schema" => r.grammar = Some((Grammar::JsonSchema(v.clone()), "json_schema")),
-                "grammar" => {
-                    let src = v.as_str().ok_or_else(|| ApiError::invalid(k, "grammar must be a GBNF string"))?;
-                    r.grammar =
-                        Some((Grammar::gbnf_or_lark(src).map_err(|e| ApiError::invalid(k, e.to_string()))?, "grammar"));
+                "json_schema" if !v.is_null() => {
+                    one_grammar(&mut r.grammar, Grammar::JsonSchema(v.clone()), "json_schema")?
                 }
+                "grammar" if !v.is_null() => {
+                    let src = v.as_str().ok_or_else(|| ApiError::invalid(k, "grammar must be a GBNF string"))?;
+                    let g = Grammar::gbnf_or_lark(src).map_err(|e| ApiError::invalid(k, e.to_string()))?;
+                    one_grammar(&mut r.grammar, g, "grammar")?;
+                }
+                "json_schema" | "grammar" => {}
                 "tools" | "tool_choice" | "functions" | "echo" | "best_of" | "suffix" => {
                     return Err(ApiError::invalid(k, format!("{k} is not supported")))
                 }
@@ -403,5 +417,30 @@ impl Envelope<'_> {
         let mut m = self.wrap(if self.chat { "chat.completion.chunk" } else { "text_completion" }, json!([]));
         m.insert("usage".into(), usage(r));
         Value::Object(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_grammars_in_one_request_are_a_400_naming_both() {
+        let d = GenerationDefaults::default();
+        let rf = r#""response_format":{"type":"json_object"}"#;
+        for both in [
+            format!(r#"{{"prompt":"x",{rf},"grammar":"root ::= \"a\""}}"#),
+            format!(r#"{{"prompt":"x","grammar":"root ::= \"a\"",{rf}}}"#),
+            format!(r#"{{"prompt":"x",{rf},"json_schema":{{"type":"object"}}}}"#),
+        ] {
+            let e = Request::parse(both.as_bytes(), false, 100, &d).err().expect(&both);
+            let msg = serde_json::to_string(&e.body()).unwrap();
+            assert!(e.status == 400 && msg.contains("exclude each other"), "{both}: {msg}");
+        }
+        // a text response format or a null grammar sets nothing
+        let ok = format!(
+            r#"{{"prompt":"x","response_format":{{"type":"text"}},"grammar":"root ::= \"a\"","json_schema":null}}"#
+        );
+        assert!(Request::parse(ok.as_bytes(), false, 100, &d).is_ok());
     }
 }

@@ -162,7 +162,10 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
                 cancel(s, &metrics);
             }
         }
+        // (a queued request whose client left is cancelled, and counted so)
+        let before = waiting.len();
         waiting.retain(|j| !j.events.is_closed());
+        metrics.cancelled.fetch_add((before - waiting.len()) as u64, Relaxed);
         encodes.drop_closed();
 
         // one encoder batch between forward passes
