@@ -401,3 +401,35 @@ fn grammars_nested_past_the_limit_are_refused_and_the_deepest_accepted_fit_a_sma
         assert!(r.is_ok() || name == "Lark groups", "{name}: {r:?}");
     }
 }
+
+/// Limits llguidance meets only when a mask is computed are checked when
+/// compiling, so a server answers 400 before any token: a rule of 3000
+/// alternatives (its parser holds 2000 items in a row), and a schema
+/// pattern whose regex is past its size limit (built only once the string
+/// is reached). Each failed at the first token or two before.
+#[test]
+fn grammar_limits_met_late_are_compile_errors() {
+    let lm = load(MODELS[1].1);
+    let alts: Vec<String> = (0..3000).map(|i| format!("\"w{i}\"")).collect();
+    let cases = [
+        (Grammar::Lark(format!("start: {}\n", alts.join(" | "))), "3000 alternatives"),
+        (
+            Grammar::json_schema(r#"{"type":"string","pattern":"^(.{0,1000}){0,1000}$"}"#).unwrap(),
+            "past llguidance's limits",
+        ),
+        (
+            Grammar::json_schema(r#"{"type":"object","patternProperties":{"(.{0,100}){0,100}":{"type":"integer"}}}"#)
+                .unwrap(),
+            "past llguidance's limits",
+        ),
+    ];
+    for (g, want) in cases {
+        let e = lm.grammar().unwrap().compile(&g).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want), "{g:?}: {e}");
+    }
+    // patterns within limits, anchored or not, still compile
+    for p in [r#"^[a-z]{0,20}$"#, r#"(ab)+c?"#, r#"^\d{3}-\d{4}$"#] {
+        let g = Grammar::JsonSchema(serde_json::json!({"type": "string", "pattern": p}));
+        assert!(lm.grammar().unwrap().compile(&g).is_ok(), "{p}");
+    }
+}

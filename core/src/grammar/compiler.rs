@@ -3,6 +3,7 @@
 //! vocabulary), compiling each request's [`Grammar`] into a constraint.
 
 use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use llguidance::api::{ParserLimits, TopLevelGrammar};
@@ -68,7 +69,10 @@ impl GrammarCompiler {
     /// [`MAX_GRAMMAR_DEPTH`](super::MAX_GRAMMAR_DEPTH)) before
     /// any token is generated.
     pub fn compile(&self, g: &Grammar) -> Result<Box<dyn Constraint>> {
-        super::depth::check(g)?;
+        super::shape::check(g)?;
+        if let Grammar::JsonSchema(v) = g {
+            self.check_patterns(v)?;
+        }
         let top = match g {
             Grammar::JsonObject => TopLevelGrammar::from_json_schema(json_options(json!({"type": "object"}))),
             Grammar::JsonSchema(v) => TopLevelGrammar::from_json_schema(json_options(v.clone())),
@@ -77,5 +81,50 @@ impl GrammarCompiler {
         };
         let parser = self.factory.create_parser(top).map_err(grammar_err)?;
         Ok(Box::new(GrammarConstraint::new(parser, self.eog.clone())?))
+    }
+
+    /// Each `pattern` (and `patternProperties` key) of a schema compiled
+    /// as a regex on its own: llguidance builds a string's regex only when
+    /// the string is reached, so one past its limits (`(.{0,1000}){0,1000}`)
+    /// would fail after the first tokens. Only a limit is an error here;
+    /// any other complaint is the schema compiler's to make.
+    fn check_patterns(&self, schema: &Value) -> Result<()> {
+        let mut patterns = Vec::new();
+        collect_patterns(schema, &mut patterns);
+        for p in patterns {
+            let rx = p.strip_prefix('^').unwrap_or(p);
+            let rx = rx.strip_suffix('$').filter(|r| !r.ends_with('\\')).unwrap_or(rx);
+            // (the regex's lexer is built with its first mask)
+            let parser = self.factory.create_parser(TopLevelGrammar::from_regex(rx)).map_err(grammar_err);
+            if let Err(e) = parser.and_then(|p| GrammarConstraint::new(p, self.eog.clone())) {
+                let e = alloc::format!("{e}");
+                if e.contains("too many") || e.contains("limit") {
+                    let e = e.lines().next().unwrap_or("");
+                    return Err(grammar_err(alloc::format!(
+                        "the schema's pattern {p:?} is past llguidance's limits: {e}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every `pattern` string and `patternProperties` key in a schema (its
+/// depth is bounded before this is called).
+fn collect_patterns<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("pattern", Value::String(p)) => out.push(p),
+                    ("patternProperties", Value::Object(props)) => out.extend(props.keys().map(String::as_str)),
+                    _ => {}
+                }
+                collect_patterns(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_patterns(x, out)),
+        _ => {}
     }
 }

@@ -18,16 +18,16 @@
 //! that would blow up is refused or runs in bounded time and memory.
 
 mod compiler;
-mod depth;
 mod gbnf;
 mod matcher;
+mod shape;
 mod vocab;
 
 use alloc::string::{String, ToString};
 
 pub use compiler::GrammarCompiler;
-pub use depth::MAX_GRAMMAR_DEPTH;
 pub use gbnf::gbnf_to_lark;
+pub use shape::{MAX_GRAMMAR_DEPTH, MAX_RULE_ALTERNATIVES};
 
 use crate::error::{Error, Result};
 pub use crate::generate::Constraint;

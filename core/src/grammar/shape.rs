@@ -1,4 +1,7 @@
-//! How deep a grammar nests, measured before llguidance compiles it. Its
+//! How deep and how wide a grammar is, measured before llguidance
+//! compiles it.
+//!
+//! Depth: its
 //! compilers recurse once per level: per nested schema and per `$ref` a
 //! schema follows, per rule or terminal a Lark rule refers to, per group
 //! in a rule's body. A chain of a thousand `$ref`s (a 30 KB request) would
@@ -7,6 +10,11 @@
 //! compiler's recursion: every level of JSON nesting counts (not only
 //! subschemas), and a rule counts its deepest group plus its deepest
 //! reference.
+//!
+//! Width: a Lark rule (not a terminal) with more alternatives in one group
+//! than llguidance's parser holds in one row ([`MAX_RULE_ALTERNATIVES`])
+//! compiles, and then fails at the first token — after a server has
+//! answered 200 — so it is refused here.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
@@ -23,8 +31,14 @@ use crate::error::Result;
 /// (`tests/grammar.rs` measures it at this depth, natively and in wasm).
 pub const MAX_GRAMMAR_DEPTH: usize = 100;
 
+/// The most alternatives one group of a Lark rule may have: llguidance's
+/// parser holds 2000 items in a row (`max_items_in_row`), and each
+/// alternative is one when the rule is predicted.
+pub const MAX_RULE_ALTERNATIVES: usize = 2000;
+
 /// An error naming the depth found and the limit, if `g` nests deeper
-/// than [`MAX_GRAMMAR_DEPTH`].
+/// than [`MAX_GRAMMAR_DEPTH`], or a rule has more alternatives than
+/// [`MAX_RULE_ALTERNATIVES`].
 pub(super) fn check(g: &Grammar) -> Result<()> {
     let deep = |what: &str, TooDeep(at): TooDeep| {
         let at = at.map(|a| alloc::format!(" (past it at {a})")).unwrap_or_default();
@@ -36,7 +50,15 @@ pub(super) fn check(g: &Grammar) -> Result<()> {
     match g {
         Grammar::JsonObject | Grammar::Regex(_) => Ok(()), // the regex parser bounds its own nesting
         Grammar::JsonSchema(v) => schema_height(v, 0).map(drop).map_err(|e| deep("JSON Schema", e)),
-        Grammar::Lark(src) => lark_height(src).map(drop).map_err(|e| deep("grammar", e)),
+        Grammar::Lark(src) => {
+            if let Some((rule, n)) = widest_rule(src) {
+                return Err(grammar_err(alloc::format!(
+                    "rule {rule} has {n} alternatives in one group, more than the {MAX_RULE_ALTERNATIVES} \
+                     llguidance's parser holds (write them as a terminal, in capitals, or nest them)"
+                )));
+            }
+            lark_height(src).map(drop).map_err(|e| deep("grammar", e))
+        }
     }
 }
 
@@ -128,6 +150,20 @@ struct Rule<'a> {
     groups: usize,
     refs: Vec<&'a str>,
     schemas: usize,
+    /// The most alternatives in one of its groups (the top level counts).
+    alternatives: usize,
+}
+
+/// A rule (lower-case: a terminal is a regex, whose alternatives cost no
+/// parser items) with more than [`MAX_RULE_ALTERNATIVES`] in one group:
+/// its name and their number.
+fn widest_rule(src: &str) -> Option<(&str, usize)> {
+    let rules = lark_rules(src).ok()?;
+    let is_rule = |n: &str| n.trim_start_matches('_').starts_with(|c: char| c.is_ascii_lowercase());
+    rules
+        .into_iter()
+        .find(|(n, r)| is_rule(n) && r.alternatives > MAX_RULE_ALTERNATIVES)
+        .map(|(n, r)| (n, r.alternatives))
 }
 
 /// The height of a Lark grammar: the longest chain of references from any
@@ -183,6 +219,8 @@ fn lark_rules(src: &str) -> core::result::Result<BTreeMap<&str, Rule<'_>>, TooDe
     let mut current: Option<&str> = None;
     let mut line_start = true;
     let mut depth = 0usize;
+    // alternatives so far in each open group, the rule's top level first
+    let mut alts: Vec<usize> = Vec::new();
     let mut i = 0;
     while i < s.len() {
         let b = s[i];
@@ -199,7 +237,15 @@ fn lark_rules(src: &str) -> core::result::Result<BTreeMap<&str, Rule<'_>>, TooDe
             b'#' => i = line_end(s, i),
             b'/' if s.get(i + 1) == Some(&b'/') => i = line_end(s, i),
             b'"' | b'/' => i = quoted_end(s, i, b),
+            b'|' => {
+                if let (Some(a), Some(r)) = (alts.last_mut(), current.and_then(|c| rules.get_mut(c))) {
+                    *a += 1;
+                    r.alternatives = r.alternatives.max(*a);
+                }
+                i += 1;
+            }
             b'(' | b'[' | b'{' => {
+                alts.push(1);
                 depth += 1;
                 if depth > MAX_GRAMMAR_DEPTH {
                     return Err(TooDeep(current.map(|c| alloc::format!("rule {c}"))));
@@ -210,6 +256,9 @@ fn lark_rules(src: &str) -> core::result::Result<BTreeMap<&str, Rule<'_>>, TooDe
                 i += 1;
             }
             b')' | b']' | b'}' => {
+                if alts.len() > 1 {
+                    alts.pop();
+                }
                 depth = depth.saturating_sub(1);
                 i += 1;
             }
@@ -236,6 +285,7 @@ fn lark_rules(src: &str) -> core::result::Result<BTreeMap<&str, Rule<'_>>, TooDe
                 i = end;
                 if defines {
                     depth = 0;
+                    alts = alloc::vec![1];
                     current = Some(name);
                     rules.entry(name).or_default();
                 } else if let Some(r) = current.and_then(|c| rules.get_mut(c)) {
@@ -351,6 +401,23 @@ mod tests {
         assert!(check(&g).is_err(), "60 hops of 3 levels each are over 100");
         let lark = "start: a | b\na: \"(\" start \")\" | \"x\"\nb: a a a\n";
         assert!(check(&Grammar::Lark(lark.into())).is_ok());
+    }
+
+    #[test]
+    fn rules_with_more_alternatives_than_a_row_holds_are_refused() {
+        let alts = |n: usize| (0..n).map(|i| format!("\"w{i}\"")).collect::<Vec<_>>().join(" | ");
+        let e = check(&Grammar::Lark(format!("start: {}\n", alts(3000)))).unwrap_err().to_string();
+        assert!(e.contains("rule start has 3000 alternatives") && e.contains("2000"), "{e}");
+        // in a group, and on continuation lines
+        let lines = (0..2500).map(|i| format!("  | \"v{i}\"\n")).collect::<String>();
+        assert!(check(&Grammar::Lark(format!("start: \"a\" x\nx: (\"b\"\n{lines})\n"))).is_err());
+        // a terminal's alternatives are a regex: no parser items
+        assert!(check(&Grammar::Lark(format!("start: W\nW: {}\n", alts(3000)))).is_ok());
+        // 2000 in a rule, or 1500 in each of two groups
+        assert!(check(&Grammar::Lark(format!("start: {}\n", alts(2000)))).is_ok());
+        assert!(check(&Grammar::Lark(format!("start: ({}) ({})\n", alts(1500), alts(1500)))).is_ok());
+        let gbnf = crate::grammar::Grammar::gbnf(&format!("root ::= {}", alts(2001))).unwrap();
+        assert!(check(&gbnf).is_err());
     }
 
     #[test]
