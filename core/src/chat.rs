@@ -300,13 +300,26 @@ pub fn strftime(fmt: &str, unix: i64) -> String {
     out
 }
 
+/// The roles a message may have: OpenAI's (`developer` is read as
+/// `system`).
+pub const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+
 /// Messages from a JSON array of `{role, content}` objects (an assistant's
 /// `tool_calls` and a tool's `tool_call_id` too, OpenAI's shapes: the
-/// calls' arguments may be JSON strings).
+/// calls' arguments may be JSON strings), each of a role in [`ROLES`].
+
 pub fn messages_from_json(v: &serde_json::Value) -> Result<Vec<Message>> {
     let mut msgs: Vec<Message> = serde_json::from_value(v.clone())
         .map_err(|e| Error::InvalidArgument { what: alloc::format!("messages: {e}") })?;
     for (i, m) in msgs.iter_mut().enumerate() {
+        if !ROLES.contains(&m.role.as_str()) {
+            return Err(Error::InvalidArgument {
+                what: alloc::format!("messages[{i}].role: unknown role {:?} (one of {ROLES:?})", m.role),
+            });
+        }
+        if m.role == "developer" {
+            m.role = "system".into();
+        }
         if let Some(c) = m.tool_calls.take().filter(|c| !c.is_null()) {
             m.tool_calls = Some(crate::tools::message_tool_calls(&c, i)?);
         }

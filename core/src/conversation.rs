@@ -5,15 +5,11 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use crate::chat::{ChatTemplate, Message};
+use crate::chat::{ChatTemplate, Message, ROLES};
 use crate::error::{Error, Result};
 use crate::generate::{Clock, GenerateConfig, GenerationResult, Generator};
 use crate::model::{Engine, Model, Session};
 use crate::tokenizer::Tokenizer;
-
-/// The roles a saved conversation's messages may have (a request's, with
-/// `developer` already read as `system`).
-const ROLES: [&str; 4] = ["system", "user", "assistant", "tool"];
 
 /// What to do when a conversation no longer fits the context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,6 +6,31 @@ import { TernError } from './errors.js';
 import { defaultThreads, loadWasm, yieldToEventLoop } from './runtime.js';
 import { readSource } from './source.js';
 
+// The longest context a model takes (core's MAX_CTX).
+const MAX_CTX = 2 ** 24;
+
+/**
+ * A context size as native checks it: an integer 1..=MAX_CTX, or 0 for the
+ * model's default. (A number passed to wasm as is would wrap modulo 2^32:
+ * 2**32 + 512 became 512 positions.)
+ */
+function checkContextSize(n) {
+  if (!Number.isSafeInteger(n) || n < 0 || n > MAX_CTX)
+    throw new TernError('invalid_argument', `context size ${n} (1..=${MAX_CTX}; 0: the model's default)`);
+  return n;
+}
+
+/**
+ * Options with a number that is not finite are refused, naming it (JSON
+ * would carry NaN or Infinity as null, which reads as absent).
+ */
+function checkNumbers(opts) {
+  for (const [k, v] of Object.entries(opts)) {
+    if (typeof v === 'number' && !Number.isFinite(v))
+      throw new TernError('invalid_argument', `option ${k}: expected a finite number, not ${v}`);
+  }
+}
+
 export const call = (f) => {
   try {
     return f();
@@ -26,6 +51,7 @@ export class LocalEngine {
 
   /** Load a model: see `loadModel` in index.js for the options. */
   static async load(source, { onProgress, cache, signal, contextSize = 0, exact = false, threads, widen = true } = {}) {
+    checkContextSize(contextSize);
     const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
     const t0 = performance.now();
     const loader = await readSource(wasm, source, { onProgress, cache, signal });
@@ -97,6 +123,7 @@ export class LocalEngine {
   async *run(ids, options = {}, cancelled = () => false) {
     if (this.#running) throw new TernError('invalid_argument', 'a generation is already running on this model');
     const { signal, onToken, contentSpecials, ...opts } = options;
+    checkNumbers(opts);
     if (opts.seed === undefined && opts.temperature !== 0) opts.seed = Math.floor(Math.random() * 2 ** 52);
     const token = {};
     this.#running = token;
@@ -129,7 +156,7 @@ export class LocalEngine {
   /** A KV cache of `n` positions (0: the default), emptied; the new info. */
   setContextSize(n) {
     if (this.#running) throw new TernError('invalid_argument', 'cannot resize the context during a generation');
-    call(() => this.#model.configure(n, this.info().exact));
+    call(() => this.#model.configure(checkContextSize(n), this.info().exact));
     return this.info();
   }
 

@@ -170,6 +170,35 @@ describe('SmolLM2 in a worker', () => {
     await assert.rejects(model.generate('x', { maxToken: 3 }).result, /unknown option maxToken/);
     await assert.rejects(model.decode([49152]), /49152/);
   });
+
+  test('hostile numbers, roles, stop lists and grammars are the errors native gives (second round)', async () => {
+    // numbers no longer wrap modulo 2^32, and NaN is not "absent"
+    for (const [opts, want] of [
+      [{ maxTokens: 2 ** 32 + 3 }, /maxTokens: expected a non-negative integer below 2\^32/],
+      [{ temperature: NaN }, /temperature: expected a finite number, not NaN/],
+      [{ topP: Infinity }, /topP: expected a finite number/],
+      [{ stop: ['a', 'b', 'c', 'd', 'e'] }, /stop: expected an array of up to 4 strings/],
+    ]) {
+      await assert.rejects(model.generate('x', opts).result, (e) => {
+        assert.equal(e.code, 'invalid_argument', e.message);
+        assert.match(e.message, want);
+        return true;
+      });
+    }
+    await assert.rejects(model.setContextSize(2 ** 32 + 512), /context size 4294967808 \(1..=16777216/);
+    await assert.rejects(model.chat([{ role: 'root', content: 'hi' }]).result, /unknown role "root"/);
+    // a $ref chain 200 long: an error naming the depth, and the model still works
+    const defs = {};
+    for (let i = 0; i < 200; i++) defs[`d${i}`] = { $ref: `#/$defs/d${i + 1}` };
+    defs.d200 = { type: 'integer' };
+    const deep = { $ref: '#/$defs/d0', $defs: defs };
+    await assert.rejects(
+      model.generate('x', { maxTokens: 2, responseFormat: { type: 'json_schema', json_schema: { schema: deep } } }).result,
+      /deeper than 100 levels/,
+    );
+    const r = await model.generate('The capital of France is', { maxTokens: 3, temperature: 0 }).result;
+    assert.equal(r.usage.completionTokens, 3);
+  });
 });
 
 test('Qwen: weights widened at load or not (Q5_0 as Q8_0, f32 scales), the same greedy ids (the native build\'s)', async () => {

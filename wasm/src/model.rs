@@ -248,7 +248,7 @@ impl TernModel {
         let options::Options { cfg, grammar, tools } =
             options::parse(options_json, &self.tok.eog, n_vocab, &self.b.defaults)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
-        let needed = prompt.len() + cfg.max_tokens.max(1) - 1;
+        let needed = prompt.len().saturating_add(cfg.max_tokens.max(1) - 1);
         if needed > n_ctx {
             return Err(from_core(tern_core::Error::ContextFull { n_ctx, needed }));
         }

@@ -21,9 +21,15 @@ fn num(v: &Value, field: &str) -> Result<f64, JsValue> {
     v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| bad(field, "a finite number"))
 }
 
+/// A count: a non-negative integer that fits (no wrap to 32 bits:
+/// `2**32 + 3` is not 3).
 fn count(v: &Value, field: &str) -> Result<usize, JsValue> {
-    v.as_u64().map(|x| x as usize).ok_or_else(|| bad(field, "a non-negative integer"))
+    let n = v.as_u64().ok_or_else(|| bad(field, "a non-negative integer"))?;
+    usize::try_from(n).map_err(|_| bad(field, &format!("a non-negative integer below 2^{}", usize::BITS)))
 }
+
+/// Stop strings at most, as the server takes (OpenAI's limit).
+const MAX_STOPS: usize = 4;
 
 fn token_id(v: &Value, field: &str, n_vocab: usize) -> Result<u32, JsValue> {
     match v.as_u64() {
@@ -109,7 +115,8 @@ pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefau
             "repeatLastN" => s.repeat_last_n = count(v, k)?,
             "seed" => s.seed = Some(v.as_u64().ok_or_else(|| bad(k, "a non-negative integer"))?),
             "stop" => {
-                let arr = v.as_array().ok_or_else(|| bad(k, "an array of strings"))?;
+                let arr = v.as_array().filter(|a| a.len() <= MAX_STOPS);
+                let arr = arr.ok_or_else(|| bad(k, &format!("an array of up to {MAX_STOPS} strings")))?;
                 c.stop = arr
                     .iter()
                     .map(|x| x.as_str().map(String::from).ok_or_else(|| bad(k, "an array of strings")))

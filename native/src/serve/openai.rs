@@ -107,7 +107,7 @@ fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
                 .get("role")
                 .and_then(Value::as_str)
                 .ok_or_else(|| ApiError::invalid(&format!("messages[{i}].role"), "each message needs a role"))?;
-            if !matches!(role, "system" | "developer" | "user" | "assistant" | "tool") {
+            if !tern_core::chat::ROLES.contains(&role) {
                 return Err(ApiError::invalid(&format!("messages[{i}].role"), format!("unknown role {role:?}")));
             }
             let role = if role == "developer" { "system" } else { role };
