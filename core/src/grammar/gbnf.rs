@@ -71,8 +71,17 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn err(&self, expected: &str) -> crate::Error {
-        let line = self.s[..self.at].iter().filter(|&&b| b == b'\n').count() + 1;
-        let found: String = self.src[self.at..].chars().take(12).collect();
+        self.err_at(self.at, expected)
+    }
+
+    /// An error at byte `at` (moved back to a character's start).
+    fn err_at(&self, mut at: usize, expected: &str) -> crate::Error {
+        at = at.min(self.src.len());
+        while !self.src.is_char_boundary(at) {
+            at -= 1;
+        }
+        let line = self.s[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let found: String = self.src[at..].chars().take(12).collect();
         grammar_err(alloc::format!("GBNF line {line}: expected {expected}, found {found:?}"))
     }
 
@@ -231,8 +240,11 @@ impl<'a> Parser<'a> {
         if c != '\\' {
             return Ok(c);
         }
-        let e = self.peek().ok_or_else(|| self.err("an escape"))?;
-        self.at += 1;
+        // (the escaped character whole: a multi-byte one is an unknown escape,
+        // not a cut inside it)
+        let e = self.src[self.at..].chars().next().ok_or_else(|| self.err("an escape"))?;
+        self.at += e.len_utf8();
+        let e = if e.is_ascii() { e as u8 } else { return Err(self.err_at(self.at - e.len_utf8(), "a known escape")) };
         let hex = |p: &mut Parser, n: usize| -> Result<char> {
             let digits = p.src.get(p.at..p.at + n).ok_or_else(|| p.err("hex digits"))?;
             let v = u32::from_str_radix(digits, 16).map_err(|_| p.err("hex digits"))?;
@@ -247,7 +259,7 @@ impl<'a> Parser<'a> {
             b'n' => '\n',
             b'r' => '\r',
             b'"' | b'[' | b']' | b'\\' | b'-' | b'^' => e as char,
-            _ => return Err(self.err("a known escape")),
+            _ => return Err(self.err_at(self.at - 1, "a known escape")),
         })
     }
 
@@ -319,6 +331,16 @@ Big-Name ::= root+ item?
              g_ws: [\" \" | \"\\n\" /[\\x{20}\\x{9}]/{0,20}]\n\
              g__big-_name: g_root+ g_item?\n"
         );
+    }
+
+    /// Found by the `request` fuzz target: an escape of a multi-byte
+    /// character cut into it and panicked while naming the error.
+    #[test]
+    fn an_escaped_multibyte_character_is_an_error_not_a_panic() {
+        for src in ["root ::= \"a\\Йb\"", "root ::= [\\Й]", "root ::= \"\\", "root ::= \"\\u12Й4\""] {
+            let e = gbnf_to_lark(src).unwrap_err().to_string();
+            assert!(e.contains("GBNF line 1"), "{src}: {e}");
+        }
     }
 
     #[test]
