@@ -4,7 +4,7 @@
 //! and of the form its name says (JSON parses, a safetensors header is
 //! sane, a GGUF has its magic), under a lock (`NAME.lock`, removed once the
 //! file is in place) so two processes never write the same file. A body
-//! that trickles (fewer than [`MIN_BYTES`] in [`STALL_WINDOW`]) is a
+//! that trickles (fewer than `http::MIN_BYTES` in `http::STALL_WINDOW`) is a
 //! stalled connection, resumed like a broken one.
 
 use std::fs::{self, File, OpenOptions};
@@ -21,13 +21,6 @@ use crate::Result;
 
 /// Tries per file: a connection that breaks is resumed from where it broke.
 const ATTEMPTS: u32 = 5;
-
-/// A download bringing fewer bytes than this in any [`STALL_WINDOW`] has
-/// stalled (a server dripping a byte a second never trips the per-read
-/// timeout).
-pub(crate) const MIN_BYTES: u64 = 16 << 10;
-/// See [`MIN_BYTES`].
-pub(crate) const STALL_WINDOW: Duration = Duration::from_secs(30);
 
 /// What the downloaded bytes must be.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,13 @@ use crate::{Error, Result};
 
 const MAX_REDIRECTS: usize = 10;
 
+/// A download bringing fewer bytes than this in any [`STALL_WINDOW`] has
+/// stalled (a server dripping a byte a second never trips the per-read
+/// timeout).
+pub(crate) const MIN_BYTES: u64 = 16 << 10;
+/// See [`MIN_BYTES`].
+pub(crate) const STALL_WINDOW: Duration = Duration::from_secs(30);
+
 /// How long a metadata call (the hub's file list) may take in all,
 /// redirects and body included.
 pub(crate) const METADATA_DEADLINE: Duration = Duration::from_secs(60);
@@ -50,7 +57,7 @@ impl Client {
             .build()
             .new_agent();
         let hub_origin = hub_endpoint.parse::<Uri>().ok().and_then(|u| token_origin(&u));
-        let min_rate = (super::download::MIN_BYTES, super::download::STALL_WINDOW);
+        let min_rate = (MIN_BYTES, STALL_WINDOW);
         Client { agent, hub_origin, token, min_rate }
     }
 

