@@ -42,6 +42,7 @@ export class WorkerEngine {
   #next = 1;
   #pending = new Map();
   #off;
+  #lost = null;
 
   static async start() {
     const url = new URL('./worker.js', import.meta.url);
@@ -73,8 +74,11 @@ export class WorkerEngine {
       else if (m.type === 'event') p.onEvent?.(m.event);
       else {
         this.#pending.delete(m.id);
-        if (m.type === 'error') p.reject(new TernError(m.error.code, m.error.message));
-        else p.resolve(m.value);
+        if (m.type === 'error') {
+          const e = new TernError(m.error.code, m.error.message);
+          p.reject(e);
+          if (e.code === 'model_lost') this.#lose(e);
+        } else p.resolve(m.value);
       }
     };
     const onError = (err) => {
@@ -94,9 +98,26 @@ export class WorkerEngine {
     }
   }
 
+  /**
+   * The worker's instance trapped (`e`, a model_lost error): the worker
+   * goes, and with it the instance's memory; every request after is `e`.
+   */
+  #lose(e) {
+    this.#lost = e;
+    for (const p of this.#pending.values()) p.reject(e);
+    this.#pending.clear();
+    this.#off();
+  }
+
+  /** The model_lost error, once the worker's instance trapped. */
+  get lost() {
+    return this.#lost;
+  }
+
   /** Send a request; resolves with its result. Returns [id, promise]. */
   request(msg, { onProgress, onEvent } = {}) {
     const id = this.#next++;
+    if (this.#lost) return [id, Promise.reject(this.#lost)];
     const promise = new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress, onEvent });
     });
@@ -111,7 +132,7 @@ export class WorkerEngine {
   }
 
   cancel(target) {
-    this.#worker.postMessage({ op: 'cancel', target });
+    if (!this.#lost) this.#worker.postMessage({ op: 'cancel', target });
   }
 
   terminate() {

@@ -5,11 +5,11 @@
 // build, and give the native build's vectors bit for bit.
 
 import { canUseWorker, startInWorker } from './client.js';
-import { call } from './engine.js';
 import { TernError } from './errors.js';
 import { resolveReference } from './hub.js';
-import { defaultThreads, loadWasm } from './runtime.js';
+import { defaultThreads, isLost, loadWasm } from './runtime.js';
 import { readSource } from './source.js';
+import { guard, guardAsync } from './trap.js';
 
 const POOLINGS = ['mean', 'cls', 'last'];
 
@@ -35,36 +35,44 @@ export async function loadEncoder(source, options = {}) {
 
 /** The wasm encoder on the thread that owns the instance. */
 export class LocalEncoder {
+  #wasm;
   #e;
 
-  constructor(e) {
+  constructor(wasm, e) {
+    this.#wasm = wasm;
     this.#e = e;
   }
 
   static async load(source, { onProgress, cache, signal, threads, pooling }) {
     const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
-    const loader = await readSource(wasm, source, { onProgress, cache, signal });
-    return new LocalEncoder(call(() => loader.finish_encoder(pooling)));
+    const loader = await guardAsync(wasm, 'encoder', () => readSource(wasm, source, { onProgress, cache, signal }));
+    return new LocalEncoder(wasm, guard(wasm, 'encoder', () => loader.finish_encoder(pooling)));
+  }
+
+  /** Run `f` on this encoder's instance (see trap.js). */
+  #call(f) {
+    return guard(this.#wasm, 'encoder', f);
   }
 
   info() {
-    return { dim: this.#e.dim(), maxLength: this.#e.max_len(), reranks: this.#e.reranks() };
+    return this.#call(() => ({ dim: this.#e.dim(), maxLength: this.#e.max_len(), reranks: this.#e.reranks() }));
   }
 
   /** One Float32Array per text. */
   embed(texts) {
-    const flat = call(() => this.#e.embed(texts));
-    const dim = this.#e.dim();
+    const flat = this.#call(() => this.#e.embed(texts));
+    const dim = this.#call(() => this.#e.dim());
     return texts.map((_, i) => flat.slice(i * dim, (i + 1) * dim));
   }
 
   /** One score per document, in their order. */
   rerank(query, documents) {
-    return call(() => this.#e.rerank(query, documents));
+    return this.#call(() => this.#e.rerank(query, documents));
   }
 
+  /** Free the encoder (on a lost instance it goes with the instance). */
   dispose() {
-    this.#e?.free();
+    if (this.#e && !isLost(this.#wasm)) this.#call(() => this.#e.free());
     this.#e = null;
   }
 }
@@ -80,6 +88,7 @@ class RemoteEncoder {
     return this.w.request({ op: 'rerank', query, documents })[1];
   }
   dispose() {
+    if (this.w.lost) return this.w.terminate();
     this.w.request({ op: 'dispose' })[1].finally(() => this.w.terminate());
   }
 }

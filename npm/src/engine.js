@@ -3,8 +3,9 @@
 // generations step by step, yielding to the event loop between tokens.
 
 import { TernError } from './errors.js';
-import { defaultThreads, loadWasm, yieldToEventLoop } from './runtime.js';
+import { defaultThreads, isLost, loadWasm, yieldToEventLoop } from './runtime.js';
 import { readSource } from './source.js';
+import { guard, guardAsync } from './trap.js';
 
 // The longest context a model takes (core's MAX_CTX).
 const MAX_CTX = 2 ** 24;
@@ -31,14 +32,6 @@ function checkNumbers(opts) {
   }
 }
 
-export const call = (f) => {
-  try {
-    return f();
-  } catch (e) {
-    throw TernError.from(e);
-  }
-};
-
 export class LocalEngine {
   #wasm;
   #model;
@@ -54,7 +47,8 @@ export class LocalEngine {
     checkContextSize(contextSize);
     const wasm = await loadWasm({ threads: threads ?? (await defaultThreads()) });
     const t0 = performance.now();
-    const loader = await readSource(wasm, source, { onProgress, cache, signal });
+    const call = (f) => guard(wasm, 'model', f);
+    const loader = await guardAsync(wasm, 'model', () => readSource(wasm, source, { onProgress, cache, signal }));
     const fromCache = !!loader.fromCache;
     const model = call(() => loader.finish(widen));
     call(() => model.configure(contextSize, exact));
@@ -67,11 +61,16 @@ export class LocalEngine {
     return e;
   }
 
+  /** Run `f` on this model's instance (see trap.js). */
+  #call(f) {
+    return guard(this.#wasm, 'model', f);
+  }
+
   info() {
     return {
-      ...JSON.parse(this.#model.info()),
-      threads: this.#wasm.pool_threads(),
-      threaded: this.#wasm.threaded(),
+      ...JSON.parse(this.#call(() => this.#model.info())),
+      threads: this.#call(() => this.#wasm.pool_threads()),
+      threaded: this.#call(() => this.#wasm.threaded()),
       loadMs: this.loadMs,
       fromCache: this.fromCache,
       cacheError: this.cacheError,
@@ -79,21 +78,21 @@ export class LocalEngine {
   }
 
   encode(text, { addSpecial = true } = {}) {
-    return Array.from(call(() => this.#model.encode(String(text), addSpecial)));
+    return Array.from(this.#call(() => this.#model.encode(String(text), addSpecial)));
   }
 
   decode(ids) {
-    return call(() => this.#model.decode(Uint32Array.from(ids)));
+    return this.#call(() => this.#model.decode(Uint32Array.from(ids)));
   }
 
   applyChatTemplate(messages, { addGenerationPrompt = true, tools, toolChoice } = {}) {
     const opts = JSON.stringify({ tools, toolChoice });
-    return call(() => this.#model.render_chat(JSON.stringify(messages), addGenerationPrompt, opts));
+    return this.#call(() => this.#model.render_chat(JSON.stringify(messages), addGenerationPrompt, opts));
   }
 
   /** Bytes of wasm memory this instance holds (model, cache, scratch). */
   memoryBytes() {
-    return this.#wasm.memory_bytes();
+    return this.#call(() => this.#wasm.memory_bytes());
   }
 
   /**
@@ -106,7 +105,7 @@ export class LocalEngine {
       if (!Array.isArray(input))
         throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
       const opts = JSON.stringify({ tools, toolChoice, parallelToolCalls });
-      return Array.from(call(() => this.#model.encode_chat(JSON.stringify(input), true, !!contentSpecials, opts)));
+      return Array.from(this.#call(() => this.#model.encode_chat(JSON.stringify(input), true, !!contentSpecials, opts)));
     }
     if (tools !== undefined || toolChoice !== undefined)
       throw new TernError('invalid_argument', 'tools are an option of chat, not of generate');
@@ -128,14 +127,14 @@ export class LocalEngine {
     const token = {};
     this.#running = token;
     try {
-      call(() => this.#model.begin(Uint32Array.from(ids), JSON.stringify(opts)));
+      this.#call(() => this.#model.begin(Uint32Array.from(ids), JSON.stringify(opts)));
       for (;;) {
         if (cancelled()) {
-          const ev = this.#model.cancel();
+          const ev = this.#call(() => this.#model.cancel());
           if (ev) yield { ...JSON.parse(ev), seed: opts.seed ?? null, promptIds: ids };
           return;
         }
-        const ev = call(() => this.#model.step());
+        const ev = this.#call(() => this.#model.step());
         if (ev === undefined) return;
         const e = JSON.parse(ev);
         if (e.type === 'done') {
@@ -147,8 +146,8 @@ export class LocalEngine {
       }
     } finally {
       if (this.#running === token) {
-        this.#model.cancel();
         this.#running = null;
+        if (!isLost(this.#wasm)) this.#call(() => this.#model.cancel());
       }
     }
   }
@@ -156,17 +155,18 @@ export class LocalEngine {
   /** A KV cache of `n` positions (0: the default), emptied; the new info. */
   setContextSize(n) {
     if (this.#running) throw new TernError('invalid_argument', 'cannot resize the context during a generation');
-    call(() => this.#model.configure(checkContextSize(n), this.info().exact));
+    this.#call(() => this.#model.configure(checkContextSize(n), this.info().exact));
     return this.info();
   }
 
   /** Forget the cached tokens. */
   reset() {
-    this.#model.reset();
+    this.#call(() => this.#model.reset());
   }
 
+  /** Free the model (on a lost instance there is nothing to free: it goes with the instance). */
   dispose() {
-    this.#model?.free();
+    if (this.#model && !isLost(this.#wasm)) this.#call(() => this.#model.free());
     this.#model = null;
   }
 }

@@ -1,6 +1,7 @@
 // The package's one error type: a message naming what is wrong and a code.
 //   bad_file, unsupported, too_large, invalid_argument, invalid_input,
-//   context_full, fetch_failed, aborted, worker_failed, error
+//   context_full, grammar, fetch_failed, aborted, worker_failed,
+//   model_lost (the wasm instance trapped: load the model again), error
 
 export class TernError extends Error {
   constructor(code, message) {

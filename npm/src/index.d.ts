@@ -14,6 +14,8 @@ export class TernError extends Error {
     | 'fetch_failed'
     | 'aborted'
     | 'worker_failed'
+    /** The wasm instance running the model trapped and was dropped: load the model again. */
+    | 'model_lost'
     | 'error';
 }
 

@@ -193,7 +193,8 @@ class RemoteBackend {
     }
   }
   async dispose() {
-    await this.w.request({ op: 'dispose' })[1];
+    // a lost worker is gone already, and the model with it
+    if (!this.w.lost) await this.w.request({ op: 'dispose' })[1];
     this.w.terminate();
   }
 }

@@ -66,6 +66,18 @@ test('not cross-origin isolated: the single-thread build, same ids', async () =>
   }
 });
 
+test('a trap on the page\'s thread: the model is lost, the next load gets a fresh instance and the same ids', async () => {
+  const page = await env.context.newPage();
+  await page.goto(`${env.base}/npm/test-browser/greedy.html`);
+  await page.waitForFunction(() => window.ready === true);
+  const r = await page.evaluate(([u, n]) => window.trapAndReload(u, n), ['/models/smollm2-135m-instruct-q4_1.gguf', 6]);
+  await page.close();
+  assert.equal(r.error?.code, 'model_lost', JSON.stringify(r.error));
+  assert.match(r.error.message, /trapped \(.*out of bounds.*\).*load the model again/);
+  assert.ok(r.fresh, 'a new instance');
+  assert.deepEqual(r.got, r.want);
+});
+
 test('cache: true keeps the file in the Cache API, the next load reads it from there; cache: false does neither; a full disk is reported', async () => {
   // the smallest served model with a tokenizer (98 MB; Chromium keeps 1 GiB of the disk free)
   const e = await start();
