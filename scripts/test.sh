@@ -27,6 +27,8 @@ mark "models and tools"
 cargo build --locked -p tern-llm-core --no-default-features --target wasm32-unknown-unknown
 # (the wasm crate's tests are wasm32 ones, run below)
 cargo test --locked --release --workspace --exclude tern-llm-wasm
+# which kernels those tests ran on (amx, or why not)
+target/release/tern info "${TERN_MODELS:-$HOME/.cache/tern/models}/smollm2-135m-instruct-q4_1.gguf" | grep '^kernels' >&2
 mark "native tests"
 # the documentation builds without a warning (every public item documented,
 # every link resolves); in the kernels every unsafe block carries its SAFETY

@@ -42,10 +42,26 @@ fn tern_kernels_selects_or_fails() {
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(rows[0]["backends"], format!("CPU/{name}"));
     }
+    // a name no build knows lists the names; one this build knows but this
+    // CPU cannot run says which check failed
     let out =
         std::process::Command::new(tern).env("TERN_KERNELS", "neon-on-x86").args(["info", model]).output().unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("TERN_KERNELS=neon-on-x86 is not available"));
+    let names = tern::kernels::NAMES.join(", ");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("TERN_KERNELS=neon-on-x86 is not a kernel set (one of: {names})")), "{err}");
+    if let Some(missing) = tern::kernels::NAMES.iter().find(|n| !tern::kernels::available().contains(n)) {
+        let out = std::process::Command::new(tern).env("TERN_KERNELS", missing).args(["info", model]).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("TERN_KERNELS={missing} is not available")), "{err}");
+        println!("{}", tern::kernels::why_not(missing));
+    }
+    // `tern info` names the kernels in use
+    let out = std::process::Command::new(tern).args(["info", model]).output().unwrap();
+    let info = String::from_utf8_lossy(&out.stdout);
+    let line = info.lines().find(|l| l.starts_with("kernels")).expect("a kernels line");
+    assert!(line.contains(&format!("{} (available: ", tern::kernels::available()[0])), "{line}");
 }
 
 /// The whole model's logits on `path` (exact?, cache type) are the same
@@ -54,11 +70,15 @@ fn tern_kernels_selects_or_fails() {
 /// them side by side (under qemu for aarch64 each run is an emulated
 /// forward pass; the exact path's f32 arithmetic is the slowest to emulate).
 fn model_logits_identical(path: (bool, tern_core::KvType)) {
+    model_logits_identical_on(&common::smollm2(), "The quick brown fox jumps over the lazy dog.", path)
+}
+
+/// As `model_logits_identical`, for `file` and `text`.
+fn model_logits_identical_on(file: &std::path::Path, text: &str, path: (bool, tern_core::KvType)) {
     use tern_core::{Engine, Logits};
-    let file = common::smollm2();
     assert!(file.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", file.display());
-    let lm = tern::load(&file).unwrap();
-    let prompt = lm.tokenizer().unwrap().encode("The quick brown fox jumps over the lazy dog.", true).unwrap();
+    let lm = tern::load(file).unwrap();
+    let prompt = lm.tokenizer().unwrap().encode(text, true).unwrap();
     let run = |name: &str, threads: usize| {
         let (exact, kv) = path;
         let par = tern::Threads::new(threads);
@@ -79,6 +99,15 @@ fn model_logits_identical(path: (bool, tern_core::KvType)) {
     for (name, threads) in runs {
         assert!(run(name, threads) == reference, "{name} with {threads} threads ({path:?}) differs from scalar");
     }
+}
+
+/// Qwen2.5-Coder Q4_K_M, whose Q5_0 and Q8_0 tensors take the 32-element
+/// formats' prefill kernels (AMX tiles where granted: a prompt of more
+/// than 16 tokens), the default path.
+#[test]
+fn qwen_logits_identical_across_backends_and_threads() {
+    let text = "fn main() { let xs = vec![3, 1, 2]; let total: i32 = xs.iter().sum(); println!(\"{total}\"); }";
+    model_logits_identical_on(&common::qwen(), text, (false, tern_core::KvType::F16));
 }
 
 /// The default path with its f16 cache.

@@ -78,14 +78,16 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     let s = Scalar;
     for &(ty, scales) in TYPES {
         // float rows may have any length: ragged ones too
-        // (576: a row of 18 blocks of 32, its last group of four partial)
+        // (576: a row of 18 blocks of 32, its last group of four partial;
+        // 544: an odd number of blocks, 17)
         let widths: &[usize] = match ty.block().0 {
             1 => &[7, 200, 256, 1536],
-            32 => &[256, 512, 576, 1536],
+            32 => &[256, 512, 544, 576, 1536],
             _ => &[256, 512, 1536],
         };
         for &n_cols in widths {
-            let n_rows = 9;
+            // 37 rows: two tiles of 16 (AMX's) and 5 over; 9 elsewhere
+            let n_rows = if n_cols == 512 { 37 } else { 9 };
             let w = weights(&mut r, ty, scales, n_cols, n_rows);
             // the blocks' scales read from the blocks, and widened beside them
             let wide = quant::wide_scales(ty, &w, n_cols, n_rows).unwrap_or_default();
@@ -122,7 +124,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
                     }
                     for a in acts {
                         // all rows, and a range not starting at 0
-                        for rows in [0..n_rows, 2..7] {
+                        for rows in [0..n_rows, 2..7, 3..n_rows] {
                             let mut got = vec![0.0f32; rows.len() * n_tok];
                             let mut want = got.clone();
                             k.matmul_rows(&m, a, n_tok, rows.clone(), &mut got);

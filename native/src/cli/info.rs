@@ -149,6 +149,7 @@ pub fn run(a: Args) -> Result<()> {
     let loaded_ms = lm.load_time.as_secs_f64() * 1e3;
     let how = if lm.requantized.is_some() { "mmap, float weights quantized" } else { "mmap, no copy of weights" };
     line!(out, "load        {loaded_ms:.1} ms ({how})");
+    line!(out, "kernels     {}", tern::kernels::report()?);
     let _ = std::io::stdout().write_all(out.as_bytes());
     Ok(())
 }

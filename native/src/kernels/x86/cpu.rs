@@ -36,3 +36,86 @@ impl Avx512 {
         Avx2(())
     }
 }
+
+/// AMX-TILE and AMX-INT8, usable by this process (the OS enabled the tile
+/// state and granted it), besides everything `Avx512` proves: its kernels
+/// run int8 tiles where they pay and AVX-512's elsewhere.
+#[derive(Clone, Copy, Debug)]
+pub struct Amx(());
+
+impl Amx {
+    /// The token, if every check passes.
+    pub fn new() -> Option<Amx> {
+        Amx::check().ok()
+    }
+
+    /// The token, or the first check that failed, named. The OS is asked
+    /// once per process (the grant is the process's, for every thread).
+    pub fn check() -> Result<Amx, &'static str> {
+        static GRANTED: std::sync::OnceLock<Result<(), &'static str>> = std::sync::OnceLock::new();
+        Avx512::new().ok_or("the CPU lacks AVX-512 F/BW/VL/VNNI (the AMX kernels' epilogues use it)")?;
+        (*GRANTED.get_or_init(amx_checks)).map(|()| Amx(()))
+    }
+
+    /// The AVX-512 features this token also proves.
+    pub fn avx512(self) -> Avx512 {
+        Avx512(())
+    }
+}
+
+/// CPUID, XCR0 and the OS's grant, in that order.
+fn amx_checks() -> Result<(), &'static str> {
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+    // (CPUID exists on every x86-64 CPU; leaf 0 says the highest leaf)
+    let max_leaf = __cpuid(0).eax;
+    if max_leaf < 7 {
+        return Err("CPUID has no leaf 7 (no AMX)");
+    }
+    let l7 = __cpuid_count(7, 0);
+    if l7.edx & (1 << 24) == 0 {
+        return Err("CPUID reports no AMX-TILE");
+    }
+    if l7.edx & (1 << 25) == 0 {
+        return Err("CPUID reports no AMX-INT8");
+    }
+    // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS enabled the state
+    let osxsave = __cpuid(1).ecx & (1 << 27) != 0;
+    if !osxsave {
+        return Err("the OS has not enabled XSAVE (CPUID.1:ECX.OSXSAVE), so no tile state");
+    }
+    // SAFETY: OSXSAVE is set, so XGETBV may run.
+    let xcr0 = unsafe { xcr0() };
+    if xcr0 & (0b11 << 17) != 0b11 << 17 {
+        return Err("XCR0 has the tile state (XTILECFG, XTILEDATA) disabled: the OS does not support AMX");
+    }
+    request_tile_data()
+}
+
+/// XCR0, the state components the OS enabled.
+#[target_feature(enable = "xsave")]
+unsafe fn xcr0() -> u64 {
+    // SAFETY: the caller checked OSXSAVE, which makes XGETBV legal.
+    unsafe { std::arch::x86_64::_xgetbv(0) }
+}
+
+/// Linux: ask for the tile data state (`arch_prctl(ARCH_REQ_XCOMP_PERM,
+/// XFEATURE_XTILEDATA)`); without the grant the first tile instruction is
+/// a SIGILL.
+#[cfg(target_os = "linux")]
+fn request_tile_data() -> Result<(), &'static str> {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: arch_prctl with these arguments only changes the process's
+    // permitted extended state; it reads and writes no memory of ours.
+    let r = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) };
+    if r != 0 {
+        return Err("Linux refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM)");
+    }
+    Ok(())
+}
+
+/// Elsewhere the tile state is not asked for, so AMX is not used.
+#[cfg(not(target_os = "linux"))]
+fn request_tile_data() -> Result<(), &'static str> {
+    Err("the tile state is asked for on Linux only (this OS: not asked)")
+}

@@ -1,13 +1,14 @@
-//! x86-64 backends: `Avx2` (AVX2, FMA, F16C) and `Avx512` (adding AVX-512
-//! BW/VL and VNNI). Each is a capability token (`cpu.rs`): it exists only
-//! when the CPU has the features, and every kernel entry takes one as its
-//! proof. `matmul` below is the one place that decides which kernel runs
+//! x86-64 backends: `Avx2` (AVX2, FMA, F16C), `Avx512` (adding AVX-512
+//! BW/VL and VNNI) and `Amx` (adding AMX-TILE and AMX-INT8, granted by the
+//! OS). Each is a capability token (`cpu.rs`): it exists only when the CPU
+//! has the features, and every kernel entry takes one as its proof. `matmul` below is the one place that decides which kernel runs
 //! which (activations, weight type, capability); the kernels are arranged
 //! by role:
 //!
 //! - `simd`: helpers every kernel shares (loads, sums, transposes, tiles);
-//! - `legacy` / `legacy_wide` / `legacy_vnni`: the 32-element formats,
-//!   AVX2 / AVX2 prefill in 8-row tiles / VNNI;
+//! - `legacy` / `legacy_wide` / `legacy_vnni` / `legacy_amx`: the
+//!   32-element formats, AVX2 / AVX2 prefill in 8-row tiles / VNNI / AMX
+//!   tiles in prefill (`tiles`: the tile registers);
 //! - `kunpack`, `kquant` / `kquant_wide` / `kquant_vnni`: the K-quants'
 //!   unpacking, their AVX2 kernels / AVX2 and VNNI prefill tiles;
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
@@ -29,17 +30,19 @@ mod kquant_wide;
 mod kunpack;
 mod layout;
 mod legacy;
+mod legacy_amx;
 mod legacy_vnni;
 mod legacy_wide;
 mod reference;
 mod simd;
+mod tiles;
 
 use core::ops::Range;
 
 use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
 use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
-pub use cpu::{Avx2, Avx512};
+pub use cpu::{Amx, Avx2, Avx512};
 use kunpack::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
 use legacy::{Act32, Block32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use simd::WIDE_TILE;
@@ -49,6 +52,7 @@ use simd::WIDE_TILE;
 enum Cpu {
     Avx2(Avx2),
     Avx512(Avx512),
+    Amx(Amx),
 }
 
 impl Cpu {
@@ -56,15 +60,26 @@ impl Cpu {
         match self {
             Cpu::Avx2(t) => t,
             Cpu::Avx512(t) => t.avx2(),
+            Cpu::Amx(t) => t.avx512().avx2(),
         }
     }
     fn avx512(self) -> Option<Avx512> {
         match self {
             Cpu::Avx2(_) => None,
             Cpu::Avx512(t) => Some(t),
+            Cpu::Amx(t) => Some(t.avx512()),
+        }
+    }
+    fn amx(self) -> Option<Amx> {
+        match self {
+            Cpu::Amx(t) => Some(t),
+            _ => None,
         }
     }
 }
+
+/// Fewest tokens for which the AMX kernels run (fewer stay on VNNI).
+const AMX_MIN_TOKENS: usize = 16;
 
 /// `out = W · x` for `rows` (as `scalar::matmul_rows`): the kernel for
 /// these activations, this weight type and this CPU.
@@ -92,8 +107,9 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
     }
 }
 
-/// A 32-element format without a min (Q4_0, Q5_0, Q8_0): VNNI if the CPU
-/// has it (Qwen pp128 +20 %), else AVX2 (prefill in 8-row tiles first).
+/// A 32-element format without a min (Q4_0, Q5_0, Q8_0): AMX tiles in
+/// prefill if granted, VNNI if the CPU has it (Qwen pp128 +20 %), else
+/// AVX2 (prefill in 8-row tiles first).
 fn offset_format<T: Block32>(
     cpu: Cpu,
     w: &QMatrix,
@@ -103,9 +119,10 @@ fn offset_format<T: Block32>(
     rows: Range<usize>,
     out: &mut [f32],
 ) {
-    match cpu.avx512() {
-        Some(vnni) => legacy_vnni::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
-        None => legacy_avx2::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
+    match (cpu.amx(), cpu.avx512()) {
+        (Some(amx), _) if n_tok >= AMX_MIN_TOKENS => legacy_amx::matmul_rows::<T>(amx, w, a, n_tok, rows, out),
+        (_, Some(vnni)) => legacy_vnni::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
+        (_, None) => legacy_avx2::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
     }
 }
 
@@ -209,5 +226,39 @@ impl Kernels for Avx512 {
     }
     fn geglu(&self, g: &mut [f32], u: &[f32]) {
         exp::geglu(self.avx2(), g, u)
+    }
+}
+
+/// AVX-512's kernels, with AMX tiles for the matmuls that have them.
+impl Kernels for Amx {
+    fn name(&self) -> &'static str {
+        "amx"
+    }
+    fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+        matmul(Cpu::Amx(*self), w, x, n_tok, rows, out)
+    }
+    fn transpose(&self, src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
+        self.avx512().transpose(src, n_src, t0, nt, out, stride)
+    }
+    fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
+        self.avx512().quantize_q8_0(x, out)
+    }
+    fn quantize_q8_1(&self, x: &[f32], out: &mut [BlockQ8_1]) {
+        self.avx512().quantize_q8_1(x, out)
+    }
+    fn quantize_q8_k(&self, x: &[f32], out: &mut [BlockQ8K]) {
+        self.avx512().quantize_q8_k(x, out)
+    }
+    fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
+        self.avx512().rms_norm(x, w, eps, o)
+    }
+    fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
+        self.avx512().attention_queries(qs, kv, work, out)
+    }
+    fn swiglu(&self, g: &mut [f32], u: &[f32]) {
+        self.avx512().swiglu(g, u)
+    }
+    fn geglu(&self, g: &mut [f32], u: &[f32]) {
+        self.avx512().geglu(g, u)
     }
 }

@@ -1,0 +1,120 @@
+//! The legacy formats without a min (Q4_0, Q5_0, Q8_0) on AMX tiles, in
+//! prefill: per block of 32, one `tdpbssd` gives the exact integer dots of
+//! 16 weight rows with 16 tokens (signed × signed, so no offset to take
+//! back), and AVX-512 applies the reference's float update to each:
+//! `acc + (dw · da) · isum`, block after block — the scalar bits.
+//!
+//! A call lays its tokens' activations out once in the tiles' VNNI layout
+//! (`pack_tokens`), then for each 16 weight rows unpacks every block of
+//! them once (signed bytes, rows 32 bytes apart) and runs each group of
+//! 16 tokens over all blocks with its 16 rows' sums in registers. Rows
+//! and tokens short of 16 are zeros in the tiles, their sums unused.
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::backend::QMatrix;
+use tern_core::quant::{f16_at, BlockQ8_0, QK8};
+
+use super::cpu::Amx;
+use super::legacy::Block32;
+use super::tiles::{Tiles, BLOCK, B_BYTES, TILE_ROWS};
+
+/// As `scalar::matmul_rows` for format `T` (one without a min), on tiles.
+pub(super) fn matmul_rows<T: Block32>(
+    amx: Amx,
+    w: &QMatrix,
+    a: &[BlockQ8_0],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    // SAFETY: the token proves AVX-512 F/BW/VL, AVX2, FMA and F16C.
+    unsafe { rows_imp::<T>(amx, w, a, n_tok, rows, out) }
+}
+
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let nb = w.n_cols / QK8;
+    let groups = n_tok.div_ceil(TILE_ROWS);
+    // each token group's blocks in the VNNI layout, and their scales
+    let mut b_tiles = vec![[0u8; B_BYTES]; groups * nb];
+    let mut da = vec![[0.0f32; TILE_ROWS]; groups * nb];
+    for g in 0..groups {
+        let toks = g * TILE_ROWS..((g + 1) * TILE_ROWS).min(n_tok);
+        for b in 0..nb {
+            pack_tokens(a, nb, toks.clone(), b, &mut b_tiles[g * nb + b], &mut da[g * nb + b]);
+        }
+    }
+    // one row group's blocks: signed quants (row i at 32·i) and scales
+    let mut w_tiles = vec![[0u8; B_BYTES]; nb];
+    let mut dw = vec![[0.0f32; TILE_ROWS]; nb];
+    let mut c = [0i32; TILE_ROWS * TILE_ROWS];
+    let mut tiles = Tiles::new(amx);
+    for r0 in rows.clone().step_by(TILE_ROWS) {
+        let nr = TILE_ROWS.min(rows.end - r0);
+        for (i, r) in (r0..r0 + nr).enumerate() {
+            let row = w.row(r);
+            for b in 0..nb {
+                let blk = &row[b * T::BYTES..(b + 1) * T::BYTES];
+                let q = _mm256_sub_epi8(T::unsigned_512(blk), _mm256_set1_epi8(T::OFFSET));
+                let dst = &mut w_tiles[b][i * BLOCK..(i + 1) * BLOCK];
+                // SAFETY: 32 bytes into the 32 of `dst`.
+                unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), q) };
+                dw[b][i] = f16_at(blk, T::D_AT);
+            }
+        }
+        if nr < TILE_ROWS {
+            for (t, d) in w_tiles.iter_mut().zip(dw.iter_mut()) {
+                t[nr * BLOCK..].fill(0);
+                d[nr..].fill(0.0);
+            }
+        }
+        for g in 0..groups {
+            let mut acc = [_mm512_setzero_ps(); TILE_ROWS];
+            for b in 0..nb {
+                tiles.block_dot(&w_tiles[b], BLOCK, &b_tiles[g * nb + b], &mut c);
+                // SAFETY: 16 floats of the 16 in `da[..]`.
+                let dav = unsafe { _mm512_loadu_ps(da[g * nb + b].as_ptr()) };
+                for (i, acc) in acc.iter_mut().enumerate() {
+                    let sums = &c[i * TILE_ROWS..(i + 1) * TILE_ROWS];
+                    // SAFETY: 16 i32 of the 16 in `sums`.
+                    let isum = _mm512_cvtepi32_ps(unsafe { _mm512_loadu_si512(sums.as_ptr().cast()) });
+                    let d = _mm512_mul_ps(_mm512_set1_ps(dw[b][i]), dav);
+                    *acc = _mm512_add_ps(*acc, _mm512_mul_ps(d, isum));
+                }
+            }
+            let (t0, nt) = (g * TILE_ROWS, TILE_ROWS.min(n_tok - g * TILE_ROWS));
+            let mask: __mmask16 = ((1u32 << nt) - 1) as u16;
+            for (i, acc) in acc.iter().enumerate().take(nr) {
+                let o = &mut out[(r0 - rows.start + i) * n_tok + t0..][..nt];
+                // SAFETY: the mask writes the first `nt` floats, all in `o`.
+                unsafe { _mm512_mask_storeu_ps(o.as_mut_ptr(), mask, *acc) };
+            }
+        }
+    }
+}
+
+/// Block `b` of tokens `toks` (at most 16) in the VNNI layout: row k
+/// holds each token's quants 4k..4k+4, a token's 4 bytes at 4·t; tokens
+/// past the last are zeros. `d` gets their scales (0 past the last).
+#[inline]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
+fn pack_tokens(a: &[BlockQ8_0], nb: usize, toks: Range<usize>, b: usize, out: &mut [u8; B_BYTES], d: &mut [f32; 16]) {
+    // row t of `m`: token t's 8 words; the layout is its transpose
+    let mut m = [[0u32; BLOCK / 4]; TILE_ROWS];
+    d.fill(0.0);
+    for (i, t) in toks.enumerate() {
+        let blk = &a[t * nb + b];
+        for (k, word) in m[i].iter_mut().enumerate() {
+            let q = &blk.qs[4 * k..4 * k + 4];
+            *word = u32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8]);
+        }
+        d[i] = blk.d;
+    }
+    for k in 0..BLOCK / 4 {
+        for (t, row) in m.iter().enumerate() {
+            out[k * 64 + 4 * t..k * 64 + 4 * t + 4].copy_from_slice(&row[k].to_le_bytes());
+        }
+    }
+}

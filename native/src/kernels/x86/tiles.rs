@@ -1,0 +1,98 @@
+//! AMX tile registers for int8 blocks of 32: the one configuration the
+//! tile kernels use, loaded when a kernel call starts on a thread and
+//! released when it ends (`Tiles`), so no tile state outlives a call or
+//! passes between threads. The instructions are `asm!` (the AMX intrinsics
+//! are not stable Rust): each wrapper names the tile it uses.
+//!
+//! - `tmm0`: C, 16 rows × 16 `i32` sums (a weight row by a token);
+//! - `tmm1`: A, 16 weight rows × 32 `i8` (one block of each row);
+//! - `tmm2`: B, one block of 16 tokens in the VNNI layout: 8 rows of 64
+//!   bytes, row k holding each token's bytes 4k..4k+4.
+//!
+//! `tdpbssd tmm0, tmm1, tmm2` is then one block's exact integer dot of
+//! every weight row with every token.
+
+use core::arch::asm;
+
+use super::cpu::Amx;
+
+/// Rows (weight rows, and tokens) a tile holds.
+pub(super) const TILE_ROWS: usize = 16;
+/// Bytes of one block of quants (the K of one tile product).
+pub(super) const BLOCK: usize = 32;
+/// Bytes of one token block in the VNNI layout (B).
+pub(super) const B_BYTES: usize = TILE_ROWS * BLOCK;
+
+/// The 64-byte tile configuration (palette 1).
+#[repr(C, align(64))]
+struct Config {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    /// Bytes per row of each tile register.
+    colsb: [u16; 16],
+    /// Rows of each tile register.
+    rows: [u8; 16],
+}
+
+const CONFIG: Config = {
+    let mut c = Config { palette: 1, start_row: 0, reserved: [0; 14], colsb: [0; 16], rows: [0; 16] };
+    // C: 16 × 16 i32
+    c.colsb[0] = 64;
+    c.rows[0] = TILE_ROWS as u8;
+    // A: 16 × 32 i8
+    c.colsb[1] = BLOCK as u16;
+    c.rows[1] = TILE_ROWS as u8;
+    // B: 8 × 64 i8
+    c.colsb[2] = 64;
+    c.rows[2] = (BLOCK / 4) as u8;
+    c
+};
+
+/// The tile registers of this thread, configured for one kernel call.
+pub(super) struct Tiles(());
+
+impl Tiles {
+    /// Load the configuration on this thread.
+    pub(super) fn new(_: Amx) -> Tiles {
+        // SAFETY: the token proves the CPU has AMX-TILE and the OS granted
+        // the tile state; CONFIG is a valid palette-1 configuration
+        // (64-byte aligned, every used tile within 16 rows × 64 bytes).
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+        Tiles(())
+    }
+
+    /// One block's sums: C = A · B, A 16 weight rows of 32 bytes from
+    /// `a` (row i at `a + i·stride`), B one token block in the VNNI layout;
+    /// written as 16 rows of 16 `i32` to `c`.
+    #[inline(always)]
+    pub(super) fn block_dot(&mut self, a: &[u8], stride: usize, b: &[u8; B_BYTES], c: &mut [i32; 256]) {
+        assert!(stride >= BLOCK && a.len() >= (TILE_ROWS - 1) * stride + BLOCK);
+        // SAFETY: the tiles are configured (`self` exists only after
+        // ldtilecfg); A reads 16 rows of 32 bytes at `stride` within `a`
+        // (asserted), B 8 rows of 64 bytes of `b`, and C stores 16 rows of
+        // 64 bytes into `c`, all within their slices.
+        unsafe {
+            asm!(
+                "tilezero tmm0",
+                "tileloadd tmm1, [{a} + {stride} * 1]",
+                "tileloadd tmm2, [{b} + {sixty_four} * 1]",
+                "tdpbssd tmm0, tmm1, tmm2",
+                "tilestored [{c} + {sixty_four} * 1], tmm0",
+                a = in(reg) a.as_ptr(),
+                stride = in(reg) stride,
+                b = in(reg) b.as_ptr(),
+                c = in(reg) c.as_mut_ptr(),
+                sixty_four = in(reg) 64usize,
+                options(nostack),
+            )
+        };
+    }
+}
+
+impl Drop for Tiles {
+    fn drop(&mut self) {
+        // SAFETY: releasing the tile state is always allowed once granted.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+}
