@@ -14,11 +14,16 @@ use core::arch::x86_64::*;
 use core::ops::Range;
 
 use tern_core::backend::QMatrix;
-use tern_core::quant::{f16_at, BlockQ8_0, QK8};
+use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Amx;
 use super::legacy::Block32;
-use super::tiles::{Tiles, BLOCK, B_BYTES, TILE_ROWS};
+use super::tiles::{Set, Tiles, BLOCK, B_BYTES, TILE_ROWS};
+
+/// Blocks whose products run ahead of the one whose sums are used.
+const AHEAD: usize = 3;
+/// Buffers of sums: the one in use and those ahead.
+const RING: usize = AHEAD + 1;
 
 /// As `scalar::matmul_rows` for format `T` (one without a min), on tiles.
 pub(super) fn matmul_rows<T: Block32>(
@@ -48,8 +53,11 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
     }
     // one row group's blocks: signed quants (row i at 32·i) and scales
     let mut w_tiles = vec![[0u8; B_BYTES]; nb];
+    let mut dw_bits = vec![[0u16; TILE_ROWS]; nb];
     let mut dw = vec![[0.0f32; TILE_ROWS]; nb];
+    // block b + 1's product runs while block b's sums are stored and used
     let mut c = [0i32; TILE_ROWS * TILE_ROWS];
+    let set = |b: usize| if b % 2 == 0 { Set::Even } else { Set::Odd };
     let mut tiles = Tiles::new(amx);
     for r0 in rows.clone().step_by(TILE_ROWS) {
         let nr = TILE_ROWS.min(rows.end - r0);
@@ -61,19 +69,28 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
                 let dst = &mut w_tiles[b][i * BLOCK..(i + 1) * BLOCK];
                 // SAFETY: 32 bytes into the 32 of `dst`.
                 unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), q) };
-                dw[b][i] = f16_at(blk, T::D_AT);
+                dw_bits[b][i] = u16::from_le_bytes([blk[T::D_AT], blk[T::D_AT + 1]]);
             }
         }
         if nr < TILE_ROWS {
-            for (t, d) in w_tiles.iter_mut().zip(dw.iter_mut()) {
+            for (t, d) in w_tiles.iter_mut().zip(dw_bits.iter_mut()) {
                 t[nr * BLOCK..].fill(0);
-                d[nr..].fill(0.0);
+                d[nr..].fill(0);
             }
+        }
+        // the scales of each block's 16 rows, widened at once (exact)
+        for (bits, d) in dw_bits.iter().zip(dw.iter_mut()) {
+            // SAFETY: 16 u16 read from `bits`, 16 floats written to `d`.
+            unsafe { _mm512_storeu_ps(d.as_mut_ptr(), _mm512_cvtph_ps(_mm256_loadu_si256(bits.as_ptr().cast()))) };
         }
         for g in 0..groups {
             let mut acc = [_mm512_setzero_ps(); TILE_ROWS];
+            tiles.dot(set(0), &w_tiles[0], BLOCK, &b_tiles[g * nb]);
             for b in 0..nb {
-                tiles.block_dot(&w_tiles[b], BLOCK, &b_tiles[g * nb + b], &mut c);
+                if b + 1 < nb {
+                    tiles.dot(set(b + 1), &w_tiles[b + 1], BLOCK, &b_tiles[g * nb + b + 1]);
+                }
+                tiles.store(set(b), &mut c);
                 // SAFETY: 16 floats of the 16 in `da[..]`.
                 let dav = unsafe { _mm512_loadu_ps(da[g * nb + b].as_ptr()) };
                 for (i, acc) in acc.iter_mut().enumerate() {

@@ -4,10 +4,13 @@
 //! passes between threads. The instructions are `asm!` (the AMX intrinsics
 //! are not stable Rust): each wrapper names the tile it uses.
 //!
-//! - `tmm0`: C, 16 rows × 16 `i32` sums (a weight row by a token);
-//! - `tmm1`: A, 16 weight rows × 32 `i8` (one block of each row);
-//! - `tmm2`: B, one block of 16 tokens in the VNNI layout: 8 rows of 64
-//!   bytes, row k holding each token's bytes 4k..4k+4.
+//! Two sets, so that one block's product runs while the last one's sums
+//! are used (`Set::Even`, `Set::Odd`):
+//!
+//! - `tmm0` / `tmm3`: C, 16 rows × 16 `i32` sums (a weight row by a token);
+//! - `tmm1` / `tmm4`: A, 16 weight rows × 32 `i8` (one block of each row);
+//! - `tmm2` / `tmm5`: B, one block of 16 tokens in the VNNI layout: 8 rows
+//!   of 64 bytes, row k holding each token's bytes 4k..4k+4.
 //!
 //! `tdpbssd tmm0, tmm1, tmm2` is then one block's exact integer dot of
 //! every weight row with every token.
@@ -37,17 +40,48 @@ struct Config {
 
 const CONFIG: Config = {
     let mut c = Config { palette: 1, start_row: 0, reserved: [0; 14], colsb: [0; 16], rows: [0; 16] };
-    // C: 16 × 16 i32
-    c.colsb[0] = 64;
-    c.rows[0] = TILE_ROWS as u8;
-    // A: 16 × 32 i8
-    c.colsb[1] = BLOCK as u16;
-    c.rows[1] = TILE_ROWS as u8;
-    // B: 8 × 64 i8
-    c.colsb[2] = 64;
-    c.rows[2] = (BLOCK / 4) as u8;
+    let mut set = 0;
+    while set < 2 {
+        // C: 16 × 16 i32
+        c.colsb[3 * set] = 64;
+        c.rows[3 * set] = TILE_ROWS as u8;
+        // A: 16 × 32 i8
+        c.colsb[3 * set + 1] = BLOCK as u16;
+        c.rows[3 * set + 1] = TILE_ROWS as u8;
+        // B: 8 × 64 i8
+        c.colsb[3 * set + 2] = 64;
+        c.rows[3 * set + 2] = (BLOCK / 4) as u8;
+        set += 1;
+    }
     c
 };
+
+/// Which set of tiles a product uses.
+#[derive(Clone, Copy)]
+pub(super) enum Set {
+    /// `tmm0`, `tmm1`, `tmm2`.
+    Even,
+    /// `tmm3`, `tmm4`, `tmm5`.
+    Odd,
+}
+
+/// One block's product on the tiles of a set: C zeroed, A loaded from
+/// `a` at `stride`, B from `b`, C = A · B.
+macro_rules! dot_on {
+    ($c_t:literal, $a_t:literal, $b_t:literal, $a:expr, $stride:expr, $b:expr) => {
+        asm!(
+            concat!("tilezero ", $c_t),
+            concat!("tileloadd ", $a_t, ", [{a} + {stride} * 1]"),
+            concat!("tileloadd ", $b_t, ", [{b} + {sixty_four} * 1]"),
+            concat!("tdpbssd ", $c_t, ", ", $a_t, ", ", $b_t),
+            a = in(reg) $a,
+            stride = in(reg) $stride,
+            b = in(reg) $b,
+            sixty_four = in(reg) 64usize,
+            options(nostack, readonly),
+        )
+    };
+}
 
 /// The tile registers of this thread, configured for one kernel call.
 pub(super) struct Tiles(());
@@ -62,30 +96,41 @@ impl Tiles {
         Tiles(())
     }
 
-    /// One block's sums: C = A · B, A 16 weight rows of 32 bytes from
-    /// `a` (row i at `a + i·stride`), B one token block in the VNNI layout;
-    /// written as 16 rows of 16 `i32` to `c`.
+    /// Start one block's sums on `set`'s tiles: C = A · B, A 16 weight
+    /// rows of 32 bytes from `a` (row i at `a + i·stride`), B one token
+    /// block in the VNNI layout. The AMX unit runs its instructions in
+    /// order, so a product is started before the last one's sums are
+    /// stored (`store`): the store then overlaps this product.
     #[inline(always)]
-    pub(super) fn block_dot(&mut self, a: &[u8], stride: usize, b: &[u8; B_BYTES], c: &mut [i32; 256]) {
+    pub(super) fn dot(&mut self, set: Set, a: &[u8], stride: usize, b: &[u8; B_BYTES]) {
         assert!(stride >= BLOCK && a.len() >= (TILE_ROWS - 1) * stride + BLOCK);
+        let (a, b) = (a.as_ptr(), b.as_ptr());
         // SAFETY: the tiles are configured (`self` exists only after
         // ldtilecfg); A reads 16 rows of 32 bytes at `stride` within `a`
-        // (asserted), B 8 rows of 64 bytes of `b`, and C stores 16 rows of
-        // 64 bytes into `c`, all within their slices.
+        // (asserted), B 8 rows of 64 bytes of `b`.
         unsafe {
-            asm!(
-                "tilezero tmm0",
-                "tileloadd tmm1, [{a} + {stride} * 1]",
-                "tileloadd tmm2, [{b} + {sixty_four} * 1]",
-                "tdpbssd tmm0, tmm1, tmm2",
-                "tilestored [{c} + {sixty_four} * 1], tmm0",
-                a = in(reg) a.as_ptr(),
-                stride = in(reg) stride,
-                b = in(reg) b.as_ptr(),
-                c = in(reg) c.as_mut_ptr(),
-                sixty_four = in(reg) 64usize,
-                options(nostack),
-            )
+            match set {
+                Set::Even => dot_on!("tmm0", "tmm1", "tmm2", a, stride, b),
+                Set::Odd => dot_on!("tmm3", "tmm4", "tmm5", a, stride, b),
+            }
+        };
+    }
+
+    /// `set`'s sums (C) as 16 rows of 16 `i32` into `c`.
+    #[inline(always)]
+    pub(super) fn store(&mut self, set: Set, c: &mut [i32; 256]) {
+        let c = c.as_mut_ptr();
+        // SAFETY: the tiles are configured; C stores 16 rows of 64 bytes,
+        // the 1024 of `c`.
+        unsafe {
+            match set {
+                Set::Even => {
+                    asm!("tilestored [{c} + {s} * 1], tmm0", c = in(reg) c, s = in(reg) 64usize, options(nostack))
+                }
+                Set::Odd => {
+                    asm!("tilestored [{c} + {s} * 1], tmm3", c = in(reg) c, s = in(reg) 64usize, options(nostack))
+                }
+            }
         };
     }
 }
