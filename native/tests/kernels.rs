@@ -168,3 +168,42 @@ fn logits_bits_match_the_recorded_hash() {
     }
     assert_eq!(got, RECORDED, "logits differ from the recorded x86-64 bits");
 }
+
+/// Tile state is each call's own: many threads, each making many calls of
+/// different shapes and formats on the `amx` backend at once, every result
+/// the scalar reference's bits (a configuration or sums left by one call
+/// or thread would change another's). Skipped, saying why, without AMX.
+#[test]
+fn amx_tile_state_never_leaks_between_threads_or_calls() {
+    use tern_core::backend::{speed::random_matrix, Acts, Kernels, QMatrix, Scalar};
+    use tern_core::quant::{BlockQ8_0, GgmlType, QK8};
+    let Some(amx) = tern::kernels::by_name("amx") else {
+        println!("skipped: {}", tern::kernels::why_not("amx"));
+        return;
+    };
+    let shapes = [(GgmlType::Q8_0, 512usize, 16usize), (GgmlType::Q5_0, 544, 37), (GgmlType::Q4_0, 1024, 20)];
+    let mats: Vec<_> = shapes.iter().map(|&(ty, cols, _)| (ty, cols, random_matrix(ty, cols, 40_000))).collect();
+    std::thread::scope(|s| {
+        for thread in 0..8usize {
+            let mats = &mats;
+            s.spawn(move || {
+                for call in 0..40usize {
+                    let (ty, n_cols, (data, n_rows)) = &mats[(thread + call) % mats.len()];
+                    let n_tok = shapes[(thread + call) % shapes.len()].2 + call % 5;
+                    let w = QMatrix { ty: *ty, data, n_cols: *n_cols, n_rows: *n_rows, scales: &[] };
+                    let x: Vec<f32> =
+                        (0..n_tok * n_cols).map(|i| ((i * 7919 + call) % 2001) as f32 / 1000.0 - 1.0).collect();
+                    let mut a = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
+                    Scalar.quantize_q8_0(&x, &mut a);
+                    let rows = call % 7..(*n_rows).min(40 + call);
+                    let mut got = vec![0.0f32; rows.len() * n_tok];
+                    let mut want = got.clone();
+                    amx.matmul_rows(&w, Acts::Q8_0(&a), n_tok, rows.clone(), &mut got);
+                    Scalar.matmul_rows(&w, Acts::Q8_0(&a), n_tok, rows.clone(), &mut want);
+                    let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
+                    assert!(same, "thread {thread} call {call}: {ty:?} {n_tok} tokens rows {rows:?} differ");
+                }
+            });
+        }
+    });
+}

@@ -20,11 +20,6 @@ use super::cpu::Amx;
 use super::legacy::Block32;
 use super::tiles::{Set, Tiles, BLOCK, B_BYTES, TILE_ROWS};
 
-/// Blocks whose products run ahead of the one whose sums are used.
-const AHEAD: usize = 3;
-/// Buffers of sums: the one in use and those ahead.
-const RING: usize = AHEAD + 1;
-
 /// As `scalar::matmul_rows` for format `T` (one without a min), on tiles.
 pub(super) fn matmul_rows<T: Block32>(
     amx: Amx,
@@ -41,6 +36,11 @@ pub(super) fn matmul_rows<T: Block32>(
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
 fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK8;
+    if nb == 0 {
+        // no columns: every dot is the empty sum, as the reference's
+        out.fill(0.0);
+        return;
+    }
     let groups = n_tok.div_ceil(TILE_ROWS);
     // each token group's blocks in the VNNI layout, and their scales
     let mut b_tiles = vec![[0u8; B_BYTES]; groups * nb];
