@@ -18,7 +18,7 @@ use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Amx;
 use super::legacy::Block32;
-use super::tiles::{Set, Tiles, BLOCK, B_BYTES, TILE_ROWS};
+use super::tiles::{Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
 
 /// As `scalar::matmul_rows` for format `T` (one without a min), on tiles.
 pub(super) fn matmul_rows<T: Block32>(
@@ -43,7 +43,7 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
     }
     let groups = n_tok.div_ceil(TILE_ROWS);
     // each token group's blocks in the VNNI layout, and their scales
-    let mut b_tiles = vec![[0u8; B_BYTES]; groups * nb];
+    let mut b_tiles = vec![TileBytes([0; B_BYTES]); groups * nb];
     let mut da = vec![[0.0f32; TILE_ROWS]; groups * nb];
     for g in 0..groups {
         let toks = g * TILE_ROWS..((g + 1) * TILE_ROWS).min(n_tok);
@@ -52,11 +52,11 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
         }
     }
     // one row group's blocks: signed quants (row i at 32·i) and scales
-    let mut w_tiles = vec![[0u8; B_BYTES]; nb];
+    let mut w_tiles = vec![TileBytes([0; B_BYTES]); nb];
     let mut dw_bits = vec![[0u16; TILE_ROWS]; nb];
     let mut dw = vec![[0.0f32; TILE_ROWS]; nb];
     // block b + 1's product runs while block b's sums are stored and used
-    let mut c = [0i32; TILE_ROWS * TILE_ROWS];
+    let mut c = TileSums([0; TILE_ROWS * TILE_ROWS]);
     let set = |b: usize| if b % 2 == 0 { Set::Even } else { Set::Odd };
     let mut tiles = Tiles::new(amx);
     for r0 in rows.clone().step_by(TILE_ROWS) {
@@ -66,7 +66,7 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
             for b in 0..nb {
                 let blk = &row[b * T::BYTES..(b + 1) * T::BYTES];
                 let q = _mm256_sub_epi8(T::unsigned_512(blk), _mm256_set1_epi8(T::OFFSET));
-                let dst = &mut w_tiles[b][i * BLOCK..(i + 1) * BLOCK];
+                let dst = &mut w_tiles[b].0[i * BLOCK..(i + 1) * BLOCK];
                 // SAFETY: 32 bytes into the 32 of `dst`.
                 unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), q) };
                 dw_bits[b][i] = u16::from_le_bytes([blk[T::D_AT], blk[T::D_AT + 1]]);
@@ -74,7 +74,7 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
         }
         if nr < TILE_ROWS {
             for (t, d) in w_tiles.iter_mut().zip(dw_bits.iter_mut()) {
-                t[nr * BLOCK..].fill(0);
+                t.0[nr * BLOCK..].fill(0);
                 d[nr..].fill(0);
             }
         }
@@ -85,16 +85,16 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
         }
         for g in 0..groups {
             let mut acc = [_mm512_setzero_ps(); TILE_ROWS];
-            tiles.dot(set(0), &w_tiles[0], BLOCK, &b_tiles[g * nb]);
+            tiles.dot(set(0), &w_tiles[0].0, BLOCK, &b_tiles[g * nb]);
             for b in 0..nb {
                 if b + 1 < nb {
-                    tiles.dot(set(b + 1), &w_tiles[b + 1], BLOCK, &b_tiles[g * nb + b + 1]);
+                    tiles.dot(set(b + 1), &w_tiles[b + 1].0, BLOCK, &b_tiles[g * nb + b + 1]);
                 }
                 tiles.store(set(b), &mut c);
                 // SAFETY: 16 floats of the 16 in `da[..]`.
                 let dav = unsafe { _mm512_loadu_ps(da[g * nb + b].as_ptr()) };
                 for (i, acc) in acc.iter_mut().enumerate() {
-                    let sums = &c[i * TILE_ROWS..(i + 1) * TILE_ROWS];
+                    let sums = &c.0[i * TILE_ROWS..(i + 1) * TILE_ROWS];
                     // SAFETY: 16 i32 of the 16 in `sums`.
                     let isum = _mm512_cvtepi32_ps(unsafe { _mm512_loadu_si512(sums.as_ptr().cast()) });
                     let d = _mm512_mul_ps(_mm512_set1_ps(dw[b][i]), dav);
@@ -115,23 +115,57 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
 /// Block `b` of tokens `toks` (at most 16) in the VNNI layout: row k
 /// holds each token's quants 4k..4k+4, a token's 4 bytes at 4·t; tokens
 /// past the last are zeros. `d` gets their scales (0 past the last).
+///
+/// The 16 tokens' 8 words are a 16 × 8 matrix of `u32` whose transpose is
+/// the layout: tokens i and i + 8 share a register (one in each half), and
+/// each half is transposed as an 8 × 8 matrix, so row k comes out as
+/// tokens 0..8 then 8..16.
 #[inline]
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
-fn pack_tokens(a: &[BlockQ8_0], nb: usize, toks: Range<usize>, b: usize, out: &mut [u8; B_BYTES], d: &mut [f32; 16]) {
-    // row t of `m`: token t's 8 words; the layout is its transpose
-    let mut m = [[0u32; BLOCK / 4]; TILE_ROWS];
+fn pack_tokens(a: &[BlockQ8_0], nb: usize, toks: Range<usize>, b: usize, out: &mut TileBytes, d: &mut [f32; 16]) {
+    let n = toks.len();
+    debug_assert!(n <= TILE_ROWS);
     d.fill(0.0);
-    for (i, t) in toks.enumerate() {
-        let blk = &a[t * nb + b];
-        for (k, word) in m[i].iter_mut().enumerate() {
-            let q = &blk.qs[4 * k..4 * k + 4];
-            *word = u32::from_le_bytes([q[0] as u8, q[1] as u8, q[2] as u8, q[3] as u8]);
+    let quants = |i: usize| -> __m256i {
+        if i >= n {
+            return _mm256_setzero_si256();
         }
-        d[i] = blk.d;
+        let q = &a[(toks.start + i) * nb + b].qs;
+        // SAFETY: 32 bytes, the 32 quants of the block.
+        unsafe { _mm256_loadu_si256(q.as_ptr().cast()) }
+    };
+    for (i, d) in d.iter_mut().enumerate().take(n) {
+        *d = a[(toks.start + i) * nb + b].d;
     }
-    for k in 0..BLOCK / 4 {
-        for (t, row) in m.iter().enumerate() {
-            out[k * 64 + 4 * t..k * 64 + 4 * t + 4].copy_from_slice(&row[k].to_le_bytes());
+    let r: [__m512i; 8] =
+        core::array::from_fn(|i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(quants(i)), quants(i + 8)));
+    let t = |x: usize, y: usize, hi: bool| {
+        if hi { _mm512_unpackhi_epi32(r[x], r[y]) } else { _mm512_unpacklo_epi32(r[x], r[y]) }
+    };
+    let (t0, t1, t2, t3) = (t(0, 1, false), t(0, 1, true), t(2, 3, false), t(2, 3, true));
+    let (t4, t5, t6, t7) = (t(4, 5, false), t(4, 5, true), t(6, 7, false), t(6, 7, true));
+    let u = [
+        _mm512_unpacklo_epi64(t0, t2),
+        _mm512_unpackhi_epi64(t0, t2),
+        _mm512_unpacklo_epi64(t1, t3),
+        _mm512_unpackhi_epi64(t1, t3),
+        _mm512_unpacklo_epi64(t4, t6),
+        _mm512_unpackhi_epi64(t4, t6),
+        _mm512_unpacklo_epi64(t5, t7),
+        _mm512_unpackhi_epi64(t5, t7),
+    ];
+    // words k (from u[k]'s 128-bit lanes 0 and 2, beside u[k + 4]'s) and
+    // k + 4 (lanes 1 and 3)
+    let lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    let hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    for k in 0..4 {
+        let row_k = _mm512_permutex2var_epi64(u[k], lo, u[k + 4]);
+        let row_k4 = _mm512_permutex2var_epi64(u[k], hi, u[k + 4]);
+        let (dst, dst4) = out.0.split_at_mut((k + 4) * 64);
+        // SAFETY: 64 bytes into each of rows k and k + 4 of the 512.
+        unsafe {
+            _mm512_storeu_si512(dst[k * 64..].as_mut_ptr().cast(), row_k);
+            _mm512_storeu_si512(dst4.as_mut_ptr().cast(), row_k4);
         }
     }
 }
