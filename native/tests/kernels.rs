@@ -110,6 +110,14 @@ fn qwen_logits_identical_across_backends_and_threads() {
     model_logits_identical_on(&common::qwen(), text, (false, tern_core::KvType::F16));
 }
 
+/// Gemma 3 270M Q4_K_M (Q4_K, Q6_K and Q8_0 matrices), the default path.
+#[test]
+fn gemma3_logits_identical_across_backends_and_threads() {
+    let file = tern::models_dir().join("gemma-3-270m-q4_k_m.gguf");
+    let text = "The tide came in slowly over the flat grey sand, and the gulls rose crying from the pools.";
+    model_logits_identical_on(&file, text, (false, tern_core::KvType::F16));
+}
+
 /// The default path with its f16 cache.
 #[test]
 fn model_logits_identical_across_backends_and_threads_f16_cache() {
@@ -176,12 +184,18 @@ fn logits_bits_match_the_recorded_hash() {
 #[test]
 fn amx_tile_state_never_leaks_between_threads_or_calls() {
     use tern_core::backend::{speed::random_matrix, Acts, Kernels, QMatrix, Scalar};
-    use tern_core::quant::{BlockQ8_0, GgmlType, QK8};
+    use tern_core::quant::{BlockQ8K, BlockQ8_0, GgmlType, QK8, QK_K};
     let Some(amx) = tern::kernels::by_name("amx") else {
         println!("skipped: {}", tern::kernels::why_not("amx"));
         return;
     };
-    let shapes = [(GgmlType::Q8_0, 512usize, 16usize), (GgmlType::Q5_0, 544, 37), (GgmlType::Q4_0, 1024, 20)];
+    let shapes = [
+        (GgmlType::Q8_0, 512usize, 16usize),
+        (GgmlType::Q5_0, 544, 37),
+        (GgmlType::Q4_0, 1024, 20),
+        (GgmlType::Q4_K, 512, 33),
+        (GgmlType::Q6_K, 768, 16),
+    ];
     let mats: Vec<_> = shapes.iter().map(|&(ty, cols, _)| (ty, cols, random_matrix(ty, cols, 40_000))).collect();
     std::thread::scope(|s| {
         for thread in 0..8usize {
@@ -194,12 +208,19 @@ fn amx_tile_state_never_leaks_between_threads_or_calls() {
                     let x: Vec<f32> =
                         (0..n_tok * n_cols).map(|i| ((i * 7919 + call) % 2001) as f32 / 1000.0 - 1.0).collect();
                     let mut a = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
-                    Scalar.quantize_q8_0(&x, &mut a);
+                    let mut ak = vec![BlockQ8K::ZERO; n_tok * n_cols / QK_K];
+                    let acts = if ty.block().0 == QK_K {
+                        Scalar.quantize_q8_k(&x, &mut ak);
+                        Acts::Q8K(&ak)
+                    } else {
+                        Scalar.quantize_q8_0(&x, &mut a);
+                        Acts::Q8_0(&a)
+                    };
                     let rows = call % 7..(*n_rows).min(40 + call);
                     let mut got = vec![0.0f32; rows.len() * n_tok];
                     let mut want = got.clone();
-                    amx.matmul_rows(&w, Acts::Q8_0(&a), n_tok, rows.clone(), &mut got);
-                    Scalar.matmul_rows(&w, Acts::Q8_0(&a), n_tok, rows.clone(), &mut want);
+                    amx.matmul_rows(&w, acts, n_tok, rows.clone(), &mut got);
+                    Scalar.matmul_rows(&w, acts, n_tok, rows.clone(), &mut want);
                     let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
                     assert!(same, "thread {thread} call {call}: {ty:?} {n_tok} tokens rows {rows:?} differ");
                 }

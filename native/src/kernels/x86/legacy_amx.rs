@@ -18,7 +18,7 @@ use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Amx;
 use super::legacy::Block32;
-use super::tiles::{Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
+use super::tiles::{vnni_layout, Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
 
 /// As `scalar::matmul_rows` for format `T` (one without a min), on tiles.
 pub(super) fn matmul_rows<T: Block32>(
@@ -112,60 +112,14 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
     }
 }
 
-/// Block `b` of tokens `toks` (at most 16) in the VNNI layout: row k
-/// holds each token's quants 4k..4k+4, a token's 4 bytes at 4·t; tokens
-/// past the last are zeros. `d` gets their scales (0 past the last).
-///
-/// The 16 tokens' 8 words are a 16 × 8 matrix of `u32` whose transpose is
-/// the layout: tokens i and i + 8 share a register (one in each half), and
-/// each half is transposed as an 8 × 8 matrix, so row k comes out as
-/// tokens 0..8 then 8..16.
+/// Block `b` of tokens `toks` (at most 16) in the VNNI layout (`tiles`),
+/// tokens past the last zeros; `d` gets their scales (0 past the last).
 #[inline]
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl")]
 fn pack_tokens(a: &[BlockQ8_0], nb: usize, toks: Range<usize>, b: usize, out: &mut TileBytes, d: &mut [f32; 16]) {
-    let n = toks.len();
-    debug_assert!(n <= TILE_ROWS);
     d.fill(0.0);
-    let quants = |i: usize| -> __m256i {
-        if i >= n {
-            return _mm256_setzero_si256();
-        }
-        let q = &a[(toks.start + i) * nb + b].qs;
-        // SAFETY: 32 bytes, the 32 quants of the block.
-        unsafe { _mm256_loadu_si256(q.as_ptr().cast()) }
-    };
-    for (i, d) in d.iter_mut().enumerate().take(n) {
-        *d = a[(toks.start + i) * nb + b].d;
+    for (d, t) in d.iter_mut().zip(toks.clone()) {
+        *d = a[t * nb + b].d;
     }
-    let r: [__m512i; 8] =
-        core::array::from_fn(|i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(quants(i)), quants(i + 8)));
-    let t = |x: usize, y: usize, hi: bool| {
-        if hi { _mm512_unpackhi_epi32(r[x], r[y]) } else { _mm512_unpacklo_epi32(r[x], r[y]) }
-    };
-    let (t0, t1, t2, t3) = (t(0, 1, false), t(0, 1, true), t(2, 3, false), t(2, 3, true));
-    let (t4, t5, t6, t7) = (t(4, 5, false), t(4, 5, true), t(6, 7, false), t(6, 7, true));
-    let u = [
-        _mm512_unpacklo_epi64(t0, t2),
-        _mm512_unpackhi_epi64(t0, t2),
-        _mm512_unpacklo_epi64(t1, t3),
-        _mm512_unpackhi_epi64(t1, t3),
-        _mm512_unpacklo_epi64(t4, t6),
-        _mm512_unpackhi_epi64(t4, t6),
-        _mm512_unpacklo_epi64(t5, t7),
-        _mm512_unpackhi_epi64(t5, t7),
-    ];
-    // words k (from u[k]'s 128-bit lanes 0 and 2, beside u[k + 4]'s) and
-    // k + 4 (lanes 1 and 3)
-    let lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
-    let hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
-    for k in 0..4 {
-        let row_k = _mm512_permutex2var_epi64(u[k], lo, u[k + 4]);
-        let row_k4 = _mm512_permutex2var_epi64(u[k], hi, u[k + 4]);
-        let (dst, dst4) = out.0.split_at_mut((k + 4) * 64);
-        // SAFETY: 64 bytes into each of rows k and k + 4 of the 512.
-        unsafe {
-            _mm512_storeu_si512(dst[k * 64..].as_mut_ptr().cast(), row_k);
-            _mm512_storeu_si512(dst4.as_mut_ptr().cast(), row_k4);
-        }
-    }
+    *out = vnni_layout(|i| (i < toks.len()).then(|| &a[(toks.start + i) * nb + b].qs));
 }

@@ -9,8 +9,9 @@
 //! - `legacy` / `legacy_wide` / `legacy_vnni` / `legacy_amx`: the
 //!   32-element formats, AVX2 / AVX2 prefill in 8-row tiles / VNNI / AMX
 //!   tiles in prefill (`tiles`: the tile registers);
-//! - `kunpack`, `kquant` / `kquant_wide` / `kquant_vnni`: the K-quants'
-//!   unpacking, their AVX2 kernels / AVX2 and VNNI prefill tiles;
+//! - `kunpack`, `kquant` / `kquant_wide` / `kquant_vnni` / `kquant_amx`:
+//!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
+//!   tiles / AMX tiles in prefill;
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
 //!   rows by four tokens in AVX-512 registers;
 //! - `attention`, `exp`: attention and the exponential (softmax, SiLU);
@@ -25,6 +26,7 @@ mod exact;
 mod exact512;
 mod exp;
 mod kquant;
+mod kquant_amx;
 mod kquant_vnni;
 mod kquant_wide;
 mod kunpack;
@@ -143,11 +145,15 @@ fn legacy_avx2<T: Block32, A: Act32>(
     legacy::matmul_rows::<T, A>(avx2, w, x, a, n_tok, rows, out)
 }
 
-/// A K-quant: prefill with AVX-512 in 8-row VNNI tiles, then wide 4-row
+/// A K-quant: prefill on AMX tiles where granted, else with AVX-512 in
+/// 8-row VNNI tiles, then wide 4-row
 /// tiles; with AVX2 alone in 8-row tiles, then 4-row ones; decode always
 /// AVX2's rows (measured: Qwen tg 1 thread
 /// 38 vs 28 tok/s with the narrow kernels).
 fn k_quant<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    if let Some(amx) = cpu.amx().filter(|_| n_tok >= AMX_MIN_TOKENS) {
+        return kquant_amx::matmul_rows::<K>(amx, w, a, n_tok, rows, out);
+    }
     match cpu.avx512() {
         Some(t) if n_tok >= WIDE_TILE => {
             let done = kquant_vnni::groups8::<K>(t, w, a, n_tok, rows.clone(), out);
