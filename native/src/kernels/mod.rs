@@ -114,10 +114,11 @@ pub fn select() -> Result<&'static dyn Kernels> {
 /// AMX is not granted) why not: `tern info`'s `kernels` line.
 pub fn report() -> Result<String> {
     let k = select()?;
-    let mut s = format!("{} (available: {})", k.name(), available().join(", "));
+    let s = format!("{} (available: {})", k.name(), available().join(", "));
     #[cfg(target_arch = "x86_64")]
-    if let Err(why) = x86::Amx::check() {
-        s += &format!("; no amx: {why}");
-    }
+    let s = match x86::Amx::check() {
+        Err(why) => format!("{s}; no amx: {why}"),
+        Ok(_) => s,
+    };
     Ok(s)
 }

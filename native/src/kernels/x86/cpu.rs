@@ -64,14 +64,18 @@ impl Amx {
 }
 
 /// CPUID, XCR0 and the OS's grant, in that order.
+// (CPUID's intrinsics are safe functions from Rust 1.94 on, unsafe in the
+// minimum Rust this crate declares)
+#[allow(unused_unsafe)]
 fn amx_checks() -> Result<(), &'static str> {
     use std::arch::x86_64::{__cpuid, __cpuid_count};
-    // (CPUID exists on every x86-64 CPU; leaf 0 says the highest leaf)
-    let max_leaf = __cpuid(0).eax;
+    // SAFETY: CPUID exists on every x86-64 CPU; leaf 0 says the highest leaf.
+    let max_leaf = unsafe { __cpuid(0) }.eax;
     if max_leaf < 7 {
         return Err("CPUID has no leaf 7 (no AMX)");
     }
-    let l7 = __cpuid_count(7, 0);
+    // SAFETY: leaf 7 exists (checked above).
+    let l7 = unsafe { __cpuid_count(7, 0) };
     if l7.edx & (1 << 24) == 0 {
         return Err("CPUID reports no AMX-TILE");
     }
@@ -79,7 +83,8 @@ fn amx_checks() -> Result<(), &'static str> {
         return Err("CPUID reports no AMX-INT8");
     }
     // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS enabled the state
-    let osxsave = __cpuid(1).ecx & (1 << 27) != 0;
+    // SAFETY: leaf 1 exists on every x86-64 CPU.
+    let osxsave = unsafe { __cpuid(1) }.ecx & (1 << 27) != 0;
     if !osxsave {
         return Err("the OS has not enabled XSAVE (CPUID.1:ECX.OSXSAVE), so no tile state");
     }
