@@ -20,7 +20,7 @@ use tern_core::quant::{BlockQ8K, QK_K};
 
 use super::cpu::Amx;
 use super::kunpack::KQuant;
-use super::tiles::{vnni_layout, Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
+use super::tiles::{store_sums, vnni_layout, Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
 
 /// Runs of 32 in a super-block.
 const RUNS: usize = QK_K / BLOCK;
@@ -119,13 +119,7 @@ fn rows_imp<K: KQuant>(amx: Amx, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows
                     *acc = _mm512_add_ps(*acc, t);
                 }
             }
-            let (t0, nt) = (g * TILE_ROWS, TILE_ROWS.min(n_tok - g * TILE_ROWS));
-            let mask: __mmask16 = ((1u32 << nt) - 1) as u16;
-            for (i, acc) in acc.iter().enumerate().take(nr) {
-                let o = &mut out[(r0 - rows.start + i) * n_tok + t0..][..nt];
-                // SAFETY: the mask writes the first `nt` floats, all in `o`.
-                unsafe { _mm512_mask_storeu_ps(o.as_mut_ptr(), mask, *acc) };
-            }
+            store_sums(&acc, nr, &mut out[(r0 - rows.start) * n_tok..], n_tok, g * TILE_ROWS);
         }
     }
 }

@@ -18,7 +18,7 @@ use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Amx;
 use super::legacy::Block32;
-use super::tiles::{vnni_layout, Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
+use super::tiles::{store_sums, vnni_layout, Set, TileBytes, TileSums, Tiles, BLOCK, B_BYTES, TILE_ROWS};
 
 /// As `scalar::matmul_rows` for format `T` (one without a min), on tiles.
 pub(super) fn matmul_rows<T: Block32>(
@@ -101,13 +101,7 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
                     *acc = _mm512_add_ps(*acc, _mm512_mul_ps(d, isum));
                 }
             }
-            let (t0, nt) = (g * TILE_ROWS, TILE_ROWS.min(n_tok - g * TILE_ROWS));
-            let mask: __mmask16 = ((1u32 << nt) - 1) as u16;
-            for (i, acc) in acc.iter().enumerate().take(nr) {
-                let o = &mut out[(r0 - rows.start + i) * n_tok + t0..][..nt];
-                // SAFETY: the mask writes the first `nt` floats, all in `o`.
-                unsafe { _mm512_mask_storeu_ps(o.as_mut_ptr(), mask, *acc) };
-            }
+            store_sums(&acc, nr, &mut out[(r0 - rows.start) * n_tok..], n_tok, g * TILE_ROWS);
         }
     }
 }

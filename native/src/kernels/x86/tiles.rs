@@ -249,3 +249,17 @@ pub(super) fn vnni_layout<'a>(row: impl Fn(usize) -> Option<&'a [i8; 32]>) -> Ti
     }
     out
 }
+
+/// The first `nr` of 16 rows' sums, each 16 tokens from token `t0` (fewer
+/// at the end), into `out` (row i's token t at `i·n_tok + t`).
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) fn store_sums(acc: &[__m512; TILE_ROWS], nr: usize, out: &mut [f32], n_tok: usize, t0: usize) {
+    let nt = TILE_ROWS.min(n_tok - t0);
+    let mask: __mmask16 = ((1u32 << nt) - 1) as u16;
+    for (i, acc) in acc.iter().enumerate().take(nr) {
+        let o = &mut out[i * n_tok + t0..][..nt];
+        // SAFETY: the mask writes the first `nt` floats, all in `o`.
+        unsafe { _mm512_mask_storeu_ps(o.as_mut_ptr(), mask, *acc) };
+    }
+}
