@@ -374,3 +374,19 @@ fn hostile_servers_leave_nothing_broken_in_the_cache() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{:?}", t0.elapsed());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_file_list_dripped_past_the_metadata_deadline_fails() {
+    let hub = Hub::start();
+    // a listing that would take 5 s at a byte every 50 ms; 1 s allowed
+    let listing = format!(r#"{{"siblings":[{{"rfilename":"m-Q8_0.gguf"}}],"pad":"{}"}}"#, "x".repeat(60));
+    hub.route("/api/models/o/slow", Route::Drip(listing.into_bytes(), std::time::Duration::from_millis(50)));
+    let dir = tempdir("deadline");
+    let t0 = std::time::Instant::now();
+    let e = fetcher(&hub, &dir).metadata_deadline(std::time::Duration::from_secs(1)).get("o/slow:Q8_0");
+    let e = e.unwrap_err().to_string();
+    let took = t0.elapsed();
+    assert!(e.contains("/api/models/o/slow") && e.to_lowercase().contains("timeout"), "{e}");
+    assert!(took < std::time::Duration::from_secs(3), "the deadline did not hold: {took:?}");
+    assert_eq!(files_in(&dir), Vec::<String>::new());
+}

@@ -34,6 +34,8 @@ pub(crate) struct Client {
     token: Option<String>,
     /// A download bringing fewer bytes than this in this time has stalled.
     pub(crate) min_rate: (u64, Duration),
+    /// How long a metadata call may take in all.
+    pub(crate) metadata_deadline: Duration,
 }
 
 /// A response, the URL that gave it, and the SHA-256 a hop declared
@@ -58,7 +60,7 @@ impl Client {
             .new_agent();
         let hub_origin = hub_endpoint.parse::<Uri>().ok().and_then(|u| token_origin(&u));
         let min_rate = (MIN_BYTES, STALL_WINDOW);
-        Client { agent, hub_origin, token, min_rate }
+        Client { agent, hub_origin, token, min_rate, metadata_deadline: METADATA_DEADLINE }
     }
 
     /// GET `url` (from byte `from` on, if above 0), following redirects.
@@ -104,9 +106,10 @@ impl Client {
     }
 
     /// GET a small document (an API answer): at most `limit` bytes.
-    /// All of it within [`METADATA_DEADLINE`].
+    /// All of it within `metadata_deadline` ([`METADATA_DEADLINE`] unless
+    /// set otherwise).
     pub(crate) fn get_small(&self, url: &str, limit: u64) -> Result<(u16, Vec<u8>)> {
-        let deadline = Instant::now() + METADATA_DEADLINE;
+        let deadline = Instant::now() + self.metadata_deadline;
         let mut got = self.get_by(url, 0, Some(deadline)).map_err(|t| fetch(t.detail))?;
         let status = got.response.status().as_u16();
         let body = got

@@ -45,6 +45,7 @@ pub struct Fetcher {
     files_host: String,
     token: Option<String>,
     min_rate: (u64, std::time::Duration),
+    metadata_deadline: std::time::Duration,
 }
 
 impl Default for Fetcher {
@@ -70,6 +71,7 @@ impl Fetcher {
             files_host: var("TERN_PYPI_FILES").unwrap_or_else(|| mirror::DEFAULT_FILES_HOST.into()),
             token: var("HF_TOKEN"),
             min_rate: (http::MIN_BYTES, http::STALL_WINDOW),
+            metadata_deadline: http::METADATA_DEADLINE,
         }
     }
 
@@ -77,6 +79,13 @@ impl Fetcher {
     /// and is resumed (5 tries in all); by default 16 KiB in 30 s.
     pub fn min_rate(mut self, bytes: u64, per: std::time::Duration) -> Self {
         self.min_rate = (bytes, per);
+        self
+    }
+
+    /// A metadata call (the hub's file list: redirects, headers and body)
+    /// that has not ended in `limit` fails; by default 60 s.
+    pub fn metadata_deadline(mut self, limit: std::time::Duration) -> Self {
+        self.metadata_deadline = limit;
         self
     }
 
@@ -137,6 +146,7 @@ impl Fetcher {
     fn client(&self) -> Client {
         let mut c = Client::new(&self.endpoint, self.token.clone());
         c.min_rate = self.min_rate;
+        c.metadata_deadline = self.metadata_deadline;
         c
     }
 
