@@ -406,7 +406,8 @@ fn grammars_nested_past_the_limit_are_refused_and_the_deepest_accepted_fit_a_sma
 /// compiling, so a server answers 400 before any token: a rule of 3000
 /// alternatives (its parser holds 2000 items in a row), and a schema
 /// pattern whose regex is past its size limit (built only once the string
-/// is reached). Each failed at the first token or two before.
+/// is reached), in a schema or in a Lark `%json` block. Each failed at the
+/// first token or two before.
 #[test]
 fn grammar_limits_met_late_are_compile_errors() {
     let lm = load(MODELS[1].1);
@@ -420,6 +421,12 @@ fn grammar_limits_met_late_are_compile_errors() {
         (
             Grammar::json_schema(r#"{"type":"object","patternProperties":{"(.{0,100}){0,100}":{"type":"integer"}}}"#)
                 .unwrap(),
+            "past llguidance's limits",
+        ),
+        (
+            Grammar::Lark(
+                "start: \"id=\" x\nx: %json {\"type\":\"string\",\"pattern\":\"^(.{0,1000}){0,1000}$\"}\n".into(),
+            ),
             "past llguidance's limits",
         ),
     ];

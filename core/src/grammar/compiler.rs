@@ -70,8 +70,10 @@ impl GrammarCompiler {
     /// any token is generated.
     pub fn compile(&self, g: &Grammar) -> Result<Box<dyn Constraint>> {
         super::shape::check(g)?;
-        if let Grammar::JsonSchema(v) = g {
-            self.check_patterns(v)?;
+        match g {
+            Grammar::JsonSchema(v) => self.check_patterns(v)?,
+            Grammar::Lark(src) => super::shape::lark_schemas(src).iter().try_for_each(|v| self.check_patterns(v))?,
+            _ => {}
         }
         let top = match g {
             Grammar::JsonObject => TopLevelGrammar::from_json_schema(json_options(json!({"type": "object"}))),

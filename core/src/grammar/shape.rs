@@ -150,6 +150,8 @@ struct Rule<'a> {
     groups: usize,
     refs: Vec<&'a str>,
     schemas: usize,
+    /// The `%json` schemas in its body.
+    json: Vec<Value>,
     /// The most alternatives in one of its groups (the top level counts).
     alternatives: usize,
 }
@@ -164,6 +166,12 @@ fn widest_rule(src: &str) -> Option<(&str, usize)> {
         .into_iter()
         .find(|(n, r)| is_rule(n) && r.alternatives > MAX_RULE_ALTERNATIVES)
         .map(|(n, r)| (n, r.alternatives))
+}
+
+/// The `%json` schemas of a Lark grammar's rules (none if its nesting is
+/// past the bound: [`check`] says so first).
+pub(super) fn lark_schemas(src: &str) -> Vec<Value> {
+    lark_rules(src).map(|rules| rules.into_values().flat_map(|r| r.json).collect()).unwrap_or_default()
 }
 
 /// The height of a Lark grammar: the longest chain of references from any
@@ -268,10 +276,11 @@ fn lark_rules(src: &str) -> core::result::Result<BTreeMap<&str, Rule<'_>>, TooDe
                 i = end;
                 if matches!(kw, "json" | "llguidance" | "regex") {
                     let (v, n) = json_prefix(&src[i..]);
-                    if let (Some(v), "json") = (&v, kw) {
-                        let h = schema_height(v, 0)?;
+                    if let (Some(v), "json") = (v, kw) {
+                        let h = schema_height(&v, 0)?;
                         if let Some(r) = current.and_then(|c| rules.get_mut(c)) {
                             r.schemas = r.schemas.max(h);
+                            r.json.push(v);
                         }
                     }
                     i += n.max(1);
