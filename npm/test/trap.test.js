@@ -85,3 +85,33 @@ test('a Worker whose instance trapped is terminated, and later requests are mode
   engine.cancel(1);
   assert.equal(w.posted.length, sent, 'nothing more is sent to a lost worker');
 });
+
+test('a pool thread that traps sets the lost flag, and the thread waiting on it says model_lost instead of spinning', { timeout: 120_000 }, async () => {
+  // the pool worker's side: the flag is set in the shared memory, the trap rethrown
+  const { runHelper } = await import('../src/helper.js');
+  const shared = new SharedArrayBuffer(64);
+  const trap = new WebAssembly.RuntimeError('memory access out of bounds');
+  const glue = { pool_lost_flag: () => 16, run_thread: () => { throw trap; } };
+  assert.throws(() => runHelper(glue, shared), (e) => e === trap);
+  assert.deepEqual([...new Int32Array(shared)], [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  assert.throws(() => runHelper({ ...glue, pool_lost_flag: () => 0 }, new SharedArrayBuffer(8)), (e) => e === trap);
+
+  // the caller's side, on the real threaded build: with the flag set (as a
+  // pool worker's trap sets it), the next region traps the caller
+  const local = await loadModel(SMOLLM2, { worker: false, threads: 2 });
+  const want = await greedy(local);
+  const real = await loadWasm();
+  const flag = real.pool_lost_flag();
+  if (flag === 0) {
+    console.log('# skipped the caller side: no wasm threads here');
+  } else {
+    assert.equal(flag % 4, 0);
+    const { memory } = await real.default();
+    Atomics.store(new Int32Array(memory.buffer), flag >>> 2, 1);
+    await assert.rejects(greedy(local), (e) => lost(e) && /unreachable/.test(e.message));
+    const fresh = await loadModel(SMOLLM2, { worker: false, threads: 2 });
+    assert.deepEqual(await greedy(fresh), want);
+    await fresh.dispose();
+  }
+  await local.dispose();
+});

@@ -6,6 +6,7 @@
 //! machine takes fewer of them.
 #![warn(missing_docs)]
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use tern_core::parallel::Parallel;
@@ -49,6 +50,16 @@ impl Threads {
     pub fn spinning_beside(pool: rayon::ThreadPool) -> Threads {
         let n = pool.current_num_threads() + 1;
         Threads { n, pool: Some(pool), regions: Some(Arc::new(Regions::new(n))) }
+    }
+
+    /// For a pool [spinning beside](Threads::spinning_beside) its caller:
+    /// the flag to set (nonzero) when one of its threads died without
+    /// unwinding (a wasm trap on a pool worker). A caller waiting on that
+    /// thread's part, and every later region, then panics — in wasm, a
+    /// trap its JS can see — instead of spinning for ever. `None` for
+    /// rayon's own pools (a panic there unwinds to the caller).
+    pub fn lost_flag(&self) -> Option<&AtomicU32> {
+        self.regions.as_deref().map(|r| &r.lost)
     }
 }
 

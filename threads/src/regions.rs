@@ -8,7 +8,7 @@
 //! `SPIN_ROUNDS` loads returns to rayon (and sleeps), and the next region
 //! spawns it again.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 /// A region's work: `f(first chunk, run of chunks)`.
@@ -41,7 +41,13 @@ pub(crate) struct Regions {
     busy: AtomicBool,
     /// Helpers spinning or spawned.
     helpers: AtomicUsize,
+    /// Nonzero once a helper died without unwinding (a wasm trap, said by
+    /// the pool worker's JS): nothing waits on a part it claimed.
+    pub(crate) lost: AtomicU32,
 }
+
+/// What a poster says when a helper of its pool was lost.
+const LOST: &str = "a thread of the pool trapped and was lost: the pool cannot run another region";
 
 impl Regions {
     pub fn new(n: usize) -> Regions {
@@ -53,6 +59,7 @@ impl Regions {
             done: AtomicUsize::new(0),
             busy: AtomicBool::new(false),
             helpers: AtomicUsize::new(0),
+            lost: AtomicU32::new(0),
         }
     }
 
@@ -67,6 +74,7 @@ impl Regions {
         chunk_len: usize,
         f: Part,
     ) -> bool {
+        self.check_lost();
         if self.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return false;
         }
@@ -97,8 +105,19 @@ impl Regions {
             match self.current.try_lock() {
                 Ok(g) => return g,
                 Err(TryLockError::Poisoned(e)) => return e.into_inner(),
-                Err(TryLockError::WouldBlock) => std::hint::spin_loop(),
+                Err(TryLockError::WouldBlock) => {
+                    self.check_lost();
+                    std::hint::spin_loop()
+                }
             }
+        }
+    }
+
+    /// Panic if a helper was lost (it may have died holding the region's
+    /// lock or with a part claimed: waiting for it would never end).
+    fn check_lost(&self) {
+        if self.lost.load(Ordering::Relaxed) != 0 {
+            panic!("{LOST}");
         }
     }
 
@@ -145,7 +164,7 @@ impl Regions {
                     break;
                 }
                 rounds += 1;
-                if rounds == SPIN_ROUNDS {
+                if rounds == SPIN_ROUNDS || self.lost.load(Ordering::Relaxed) != 0 {
                     self.helpers.fetch_sub(1, Ordering::AcqRel);
                     return;
                 }
@@ -168,6 +187,12 @@ impl Drop for Posted<'_> {
             c.claimed
         };
         while self.0.done.load(Ordering::Acquire) < claimed {
+            if self.0.lost.load(Ordering::Relaxed) != 0 {
+                // (its part may still be written by no one: the poster's
+                // output is garbage, and the panic says so)
+                self.0.busy.store(false, Ordering::Release);
+                panic!("{LOST}");
+            }
             std::hint::spin_loop();
         }
     }

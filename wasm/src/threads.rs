@@ -51,6 +51,15 @@ pub fn run_thread() -> Result<(), JsValue> {
     Ok(())
 }
 
+/// Where, in the shared memory, the pool's lost flag is (a byte offset,
+/// 4-aligned; 0: no pool). A pool worker whose thread traps stores 1 there
+/// (`Atomics.store`), without calling into the instance again: the thread
+/// waiting on its part then traps too, instead of spinning for ever.
+#[wasm_bindgen]
+pub fn pool_lost_flag() -> u32 {
+    POOL.get().and_then(Threads::lost_flag).map_or(0, |f| f as *const _ as usize as u32)
+}
+
 /// The pool forward passes run on (serial until `init_pool`).
 pub fn pool() -> &'static dyn Parallel {
     match POOL.get() {
