@@ -71,29 +71,43 @@ fn amx_checks() -> Result<(), &'static str> {
     use std::arch::x86_64::{__cpuid, __cpuid_count};
     // SAFETY: CPUID exists on every x86-64 CPU; leaf 0 says the highest leaf.
     let max_leaf = unsafe { __cpuid(0) }.eax;
-    if max_leaf < 7 {
-        return Err("CPUID has no leaf 7 (no AMX)");
-    }
-    // SAFETY: leaf 7 exists (checked above).
-    let l7 = unsafe { __cpuid_count(7, 0) };
-    if l7.edx & (1 << 24) == 0 {
-        return Err("CPUID reports no AMX-TILE");
-    }
-    if l7.edx & (1 << 25) == 0 {
-        return Err("CPUID reports no AMX-INT8");
-    }
-    // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS enabled the state
+    // SAFETY: leaf 7 is read only if it exists.
+    let leaf7_edx = if max_leaf >= 7 { unsafe { __cpuid_count(7, 0) }.edx } else { 0 };
     // SAFETY: leaf 1 exists on every x86-64 CPU.
     let osxsave = unsafe { __cpuid(1) }.ecx & (1 << 27) != 0;
-    if !osxsave {
-        return Err("the OS has not enabled XSAVE (CPUID.1:ECX.OSXSAVE), so no tile state");
+    // SAFETY: XGETBV runs only with OSXSAVE set, which makes it legal.
+    let xcr0 = osxsave.then(|| unsafe { xcr0() });
+    judge(CpuFacts { max_leaf, leaf7_edx, xcr0 })?;
+    request_tile_data()
+}
+
+/// What the CPU says of AMX: CPUID's highest leaf, leaf 7's EDX, and XCR0
+/// (`None` if the OS has not enabled XSAVE, CPUID.1:ECX.OSXSAVE).
+struct CpuFacts {
+    max_leaf: u32,
+    leaf7_edx: u32,
+    xcr0: Option<u64>,
+}
+
+/// The first of the CPU's checks that fails, named.
+fn judge(f: CpuFacts) -> Result<(), &'static str> {
+    if f.max_leaf < 7 {
+        return Err("CPUID has no leaf 7 (no AMX)");
     }
-    // SAFETY: OSXSAVE is set, so XGETBV may run.
-    let xcr0 = unsafe { xcr0() };
+    if f.leaf7_edx & (1 << 24) == 0 {
+        return Err("CPUID reports no AMX-TILE");
+    }
+    if f.leaf7_edx & (1 << 25) == 0 {
+        return Err("CPUID reports no AMX-INT8");
+    }
+    let Some(xcr0) = f.xcr0 else {
+        return Err("the OS has not enabled XSAVE (CPUID.1:ECX.OSXSAVE), so no tile state");
+    };
+    // XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS enabled the state
     if xcr0 & (0b11 << 17) != 0b11 << 17 {
         return Err("XCR0 has the tile state (XTILECFG, XTILEDATA) disabled: the OS does not support AMX");
     }
-    request_tile_data()
+    Ok(())
 }
 
 /// XCR0, the state components the OS enabled.
@@ -123,4 +137,29 @@ fn request_tile_data() -> Result<(), &'static str> {
 #[cfg(not(target_os = "linux"))]
 fn request_tile_data() -> Result<(), &'static str> {
     Err("the tile state is asked for on Linux only (this OS: not asked)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{judge, CpuFacts};
+
+    /// Each check, failing alone, is the one named (the OS's grant is
+    /// asked for only once these pass).
+    #[test]
+    fn each_failed_amx_check_is_named() {
+        let ok = || CpuFacts { max_leaf: 0x20, leaf7_edx: 0b11 << 24, xcr0: Some(0b11 << 17 | 0xe7) };
+        assert_eq!(judge(ok()), Ok(()));
+        let cases = [
+            (CpuFacts { max_leaf: 6, ..ok() }, "no leaf 7"),
+            (CpuFacts { leaf7_edx: 1 << 25, ..ok() }, "no AMX-TILE"),
+            (CpuFacts { leaf7_edx: 1 << 24, ..ok() }, "no AMX-INT8"),
+            (CpuFacts { xcr0: None, ..ok() }, "OSXSAVE"),
+            (CpuFacts { xcr0: Some(1 << 17 | 0xe7), ..ok() }, "XTILEDATA) disabled"),
+            (CpuFacts { xcr0: Some(1 << 18 | 0xe7), ..ok() }, "XTILEDATA) disabled"),
+        ];
+        for (facts, want) in cases {
+            let got = judge(facts).unwrap_err();
+            assert!(got.contains(want), "{got:?} does not name {want:?}");
+        }
+    }
 }
