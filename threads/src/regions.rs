@@ -113,10 +113,15 @@ impl Regions {
         }
     }
 
-    /// Panic if a helper was lost (it may have died holding the region's
+    /// Whether a helper was lost (it may have died holding the region's
     /// lock or with a part claimed: waiting for it would never end).
+    fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Relaxed) != 0
+    }
+
+    /// Panic if a helper was lost.
     fn check_lost(&self) {
-        if self.lost.load(Ordering::Relaxed) != 0 {
+        if self.is_lost() {
             panic!("{LOST}");
         }
     }
@@ -164,7 +169,7 @@ impl Regions {
                     break;
                 }
                 rounds += 1;
-                if rounds == SPIN_ROUNDS || self.lost.load(Ordering::Relaxed) != 0 {
+                if rounds == SPIN_ROUNDS || self.is_lost() {
                     self.helpers.fetch_sub(1, Ordering::AcqRel);
                     return;
                 }
@@ -187,11 +192,11 @@ impl Drop for Posted<'_> {
             c.claimed
         };
         while self.0.done.load(Ordering::Acquire) < claimed {
-            if self.0.lost.load(Ordering::Relaxed) != 0 {
-                // (its part may still be written by no one: the poster's
-                // output is garbage, and the panic says so)
+            if self.0.is_lost() {
+                // (its part may be written by no one: the poster's output
+                // is garbage, and the panic says so)
                 self.0.busy.store(false, Ordering::Release);
-                panic!("{LOST}");
+                self.0.check_lost();
             }
             std::hint::spin_loop();
         }
