@@ -15,6 +15,7 @@
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
 //!   rows by four tokens in AVX-512 registers;
 //! - `attention`, `exp`: attention and the exponential (softmax, SiLU);
+//! - `quantize`: the activations' 8-bit blocks in AVX-512;
 //! - `reference`: core's scalar kernels compiled with AVX2 for the rest.
 //!
 //! Every kernel equals the scalar reference bit for bit (the conformance
@@ -35,6 +36,7 @@ mod legacy;
 mod legacy_amx;
 mod legacy_vnni;
 mod legacy_wide;
+mod quantize;
 mod reference;
 mod simd;
 mod tiles;
@@ -213,13 +215,13 @@ impl Kernels for Avx512 {
         layout::transpose(self.avx2(), src, n_src, t0, nt, out, stride)
     }
     fn quantize_q8_0(&self, x: &[f32], out: &mut [BlockQ8_0]) {
-        reference::quantize_q8_0(self.avx2(), x, out)
+        quantize::rows_q8_0(*self, x, out)
     }
     fn quantize_q8_1(&self, x: &[f32], out: &mut [BlockQ8_1]) {
-        reference::quantize_q8_1(self.avx2(), x, out)
+        quantize::rows_q8_1(*self, x, out)
     }
     fn quantize_q8_k(&self, x: &[f32], out: &mut [BlockQ8K]) {
-        reference::quantize_q8_k(self.avx2(), x, out)
+        quantize::rows_q8_k(*self, x, out)
     }
     fn rms_norm(&self, x: &[f32], w: &[f32], eps: f32, o: &mut [f32]) {
         reference::rms_norm(self.avx2(), x, w, eps, o)
