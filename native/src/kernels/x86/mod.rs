@@ -82,7 +82,10 @@ impl Cpu {
     }
 }
 
-/// Fewest tokens for which the AMX kernels run (fewer stay on VNNI).
+/// Fewest tokens for which the AMX kernels run (fewer stay on VNNI): the
+/// measured crossover (bench/NOTES A3, Qwen Q4_K_M, 1 thread, every matmul
+/// on tiles against VNNI): pp4 −40 %, pp8 −28 %, pp12 −13 %, pp16 equal,
+/// pp24 +5 %.
 const AMX_MIN_TOKENS: usize = 16;
 
 /// `out = W · x` for `rows` (as `scalar::matmul_rows`): the kernel for
