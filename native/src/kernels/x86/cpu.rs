@@ -78,8 +78,11 @@ fn amx_checks() -> Result<(), &'static str> {
     // SAFETY: XGETBV runs only with OSXSAVE set, which makes it legal.
     let xcr0 = osxsave.then(|| unsafe { xcr0() });
     judge(CpuFacts { max_leaf, leaf7_edx, xcr0 })?;
-    request_tile_data()
+    request_tile_data(XFEATURE_XTILEDATA)
 }
+
+/// The state component of the tiles' data, as `arch_prctl` numbers it.
+const XFEATURE_XTILEDATA: i64 = 18;
 
 /// What the CPU says of AMX: CPUID's highest leaf, leaf 7's EDX, and XCR0
 /// (`None` if the OS has not enabled XSAVE, CPUID.1:ECX.OSXSAVE).
@@ -117,16 +120,16 @@ unsafe fn xcr0() -> u64 {
     unsafe { std::arch::x86_64::_xgetbv(0) }
 }
 
-/// Linux: ask for the tile data state (`arch_prctl(ARCH_REQ_XCOMP_PERM,
-/// XFEATURE_XTILEDATA)`); without the grant the first tile instruction is
-/// a SIGILL.
+/// Linux: ask for state component `feature` (`arch_prctl(ARCH_REQ_XCOMP_PERM,
+/// XFEATURE_XTILEDATA)` for the tiles); without the grant the first tile
+/// instruction is a SIGILL.
 #[cfg(target_os = "linux")]
-fn request_tile_data() -> Result<(), &'static str> {
+fn request_tile_data(feature: i64) -> Result<(), &'static str> {
     const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
-    const XFEATURE_XTILEDATA: libc::c_long = 18;
     // SAFETY: arch_prctl with these arguments only changes the process's
-    // permitted extended state; it reads and writes no memory of ours.
-    let r = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) };
+    // permitted extended state (or refuses); it reads and writes no memory
+    // of ours.
+    let r = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, feature as libc::c_long) };
     if r != 0 {
         return Err("Linux refused the tile data permission (arch_prctl ARCH_REQ_XCOMP_PERM)");
     }
@@ -135,13 +138,23 @@ fn request_tile_data() -> Result<(), &'static str> {
 
 /// Elsewhere the tile state is not asked for, so AMX is not used.
 #[cfg(not(target_os = "linux"))]
-fn request_tile_data() -> Result<(), &'static str> {
+fn request_tile_data(_feature: i64) -> Result<(), &'static str> {
     Err("the tile state is asked for on Linux only (this OS: not asked)")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{judge, CpuFacts};
+    use super::{judge, request_tile_data, CpuFacts};
+
+    /// The OS's refusal is an error naming it: Linux refuses a state
+    /// component that is not a dynamic one (63: none is), through the same
+    /// call that asks for the tiles.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_refused_permission_is_named() {
+        let got = request_tile_data(63).unwrap_err();
+        assert!(got.contains("Linux refused"), "{got:?}");
+    }
 
     /// Each check, failing alone, is the one named (the OS's grant is
     /// asked for only once these pass).
