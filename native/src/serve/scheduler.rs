@@ -22,12 +22,13 @@ use std::time::{Duration, Instant};
 use tern_core::backend::KV_BLOCK;
 use tern_core::generate::{prefill_start, reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab};
 use tern_core::generate::{Constraint, Sampled, Sequence, TokenLogprob};
-use tern_core::{Engine, PrefixCache, Session};
+use tern_core::model::Scratch;
+use tern_core::{Engine, Model, PrefixCache, Session};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::encode::{EncodeJob, Queue};
 use super::metrics::Metrics;
-use crate::{IdsOnly, Loaded};
+use crate::{Buffer, IdsOnly, Loaded};
 
 /// What a request hears from the engine.
 pub enum Update {
@@ -74,14 +75,21 @@ pub struct Limits {
     pub kv_type: tern_core::KvType,
 }
 
+/// Where a running sequence is.
+enum Phase {
+    /// Prompt tokens in the cache so far.
+    Prefill { next: usize },
+    /// The last sampled token, to be fed next.
+    Decode { pending: u32 },
+}
+
+/// A request running in a slot.
 struct Active {
     job: Job,
     seq: Sequence,
-    /// Prompt tokens in the cache so far.
-    next: usize,
-    /// The last sampled token, to be fed next (once prefilled).
-    pending: [u32; 1],
-    prefilled: bool,
+    phase: Phase,
+    /// Tokens this pass feeds it (`plan`); 0 when it sits this pass out.
+    step: usize,
     last_token: Instant,
     /// Positions it may come to hold: prompt and completion, within the context.
     cap: usize,
@@ -89,239 +97,366 @@ struct Active {
     indexed: usize,
 }
 
+impl Active {
+    /// The tokens this pass feeds it.
+    fn tokens(&self) -> &[u32] {
+        match &self.phase {
+            Phase::Prefill { next } => &self.job.prompt[*next..*next + self.step],
+            Phase::Decode { pending } => core::slice::from_ref(pending),
+        }
+    }
+}
+
 struct Slot {
     session: Session,
     active: Option<Active>,
 }
 
+impl Slot {
+    /// Its running sequence if this pass feeds it.
+    fn stepped(&mut self) -> Option<(&mut Session, &mut Active)> {
+        let a = self.active.as_mut().filter(|a| a.step > 0)?;
+        Some((&mut self.session, a))
+    }
+}
+
+/// What one pass did to a sequence. (Moved once a token: boxing the
+/// running one would cost an allocation a sequence for nothing.)
+#[allow(clippy::large_enum_variant)]
+enum Outcome {
+    /// It runs on.
+    Running(Active),
+    /// It ended: its result goes to the client.
+    Done(Job, GenerationResult),
+    /// Sampling failed: the error goes to the client.
+    Failed(Job, String),
+}
+
 /// Run the engine until the channel closes or a drain completes.
 pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics>, rx: Receiver<Msg>) {
-    let model = &lm.model;
     let eog = lm.eog();
     let ids_only = IdsOnly(&eog);
     let vocab: &dyn Vocab = match &lm.tokenizer {
         Some(t) => t,
         None => &ids_only,
     };
-    let mut slots: Vec<Slot> = (0..limits.slots)
+    let model = &lm.model;
+    let slots = (0..limits.slots)
         .map(|_| Slot { session: model.session_kv(limits.n_ctx, limits.n_batch, limits.kv_type), active: None })
         .collect();
-    let mut scratch = model.batch_scratch(limits.n_batch);
-    let mut cache = PrefixCache::new();
-    let mut waiting: VecDeque<Job> = VecDeque::new();
-    let mut encodes = Queue::default();
-    let mut logits = Vec::new();
-    let mut drain: Option<Instant> = None;
-    let nv = model.config.n_vocab;
-    // per-step lists, kept across steps: (slot), (slot, tokens)
-    let mut order: Vec<usize> = Vec::with_capacity(limits.slots);
-    let mut work: Vec<(usize, usize)> = Vec::with_capacity(limits.slots);
+    let mut s = Scheduler {
+        model,
+        engine,
+        vocab,
+        metrics: &metrics,
+        slots,
+        scratch: model.batch_scratch(limits.n_batch),
+        cache: PrefixCache::new(),
+        waiting: VecDeque::new(),
+        encodes: Queue::default(),
+        logits: Vec::new(),
+        drain: None,
+        limits,
+    };
+    s.run(&rx)
+}
 
-    loop {
-        // take requests; block only when there is nothing to run
-        let idle = slots.iter().all(|s| s.active.is_none()) && waiting.is_empty() && encodes.is_empty();
-        let first = if idle && drain.is_none() {
+/// The engine thread's state between passes.
+struct Scheduler<'a> {
+    model: &'a Model<Buffer>,
+    engine: Engine<'a>,
+    vocab: &'a dyn Vocab,
+    metrics: &'a Metrics,
+    limits: Limits,
+    slots: Vec<Slot>,
+    scratch: Scratch,
+    cache: PrefixCache,
+    waiting: VecDeque<Job>,
+    encodes: Queue,
+    logits: Vec<f32>,
+    /// When a drain cancels what still runs.
+    drain: Option<Instant>,
+}
+
+/// Whether the loop goes on.
+enum Flow {
+    Go,
+    Stop,
+}
+
+impl Scheduler<'_> {
+    /// The steps of one pass, until the channel closes or a drain ends.
+    fn run(&mut self, rx: &Receiver<Msg>) {
+        loop {
+            if let Flow::Stop = self.receive(rx) {
+                return;
+            }
+            if let Flow::Stop = self.drain() {
+                return;
+            }
+            self.drop_departed();
+            self.encode();
+            self.admit();
+            self.publish();
+            if !self.plan() {
+                continue;
+            }
+            if !self.forward() {
+                continue;
+            }
+            self.index_prefixes();
+            self.publish();
+            self.deliver();
+            self.publish();
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.slots.iter().all(|s| s.active.is_none()) && self.waiting.is_empty() && self.encodes.is_empty()
+    }
+
+    /// Take requests; block (a second at a time) only when there is
+    /// nothing to run. Stops when the channel has closed.
+    fn receive(&mut self, rx: &Receiver<Msg>) -> Flow {
+        let first = if self.idle() && self.drain.is_none() {
             match rx.recv_timeout(Duration::from_secs(1)) {
                 Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return Flow::Stop,
             }
         } else {
             None
         };
         for m in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             match m {
-                Msg::Job(j) if drain.is_none() => waiting.push_back(j),
-                Msg::Job(j) => finish(j, None, &metrics),
-                Msg::Encode(j) if drain.is_none() => encodes.push(j),
+                Msg::Job(j) if self.drain.is_none() => self.waiting.push_back(j),
+                Msg::Job(j) => finish(j, None, self.metrics),
+                Msg::Encode(j) if self.drain.is_none() => self.encodes.push(j),
                 Msg::Encode(j) => {
                     let _ = j.reply.send(Err("the server is shutting down".into()));
                 }
-                Msg::Drain(d) => drain = Some(Instant::now() + d),
+                Msg::Drain(d) => self.drain = Some(Instant::now() + d),
             }
         }
-        if let Some(deadline) = drain {
-            // what was admitted runs on; past the deadline it is cancelled
-            if Instant::now() >= deadline {
-                for j in waiting.drain(..) {
-                    finish(j, None, &metrics);
-                }
-                for s in slots.iter_mut() {
-                    cancel(s, &metrics);
-                }
-                encodes.cancel("the server is shutting down");
-            }
-            if waiting.is_empty() && encodes.is_empty() && slots.iter().all(|s| s.active.is_none()) {
-                return;
-            }
-        }
+        Flow::Go
+    }
 
-        // clients that went away: their sequences end, their cache is freed
-        for s in slots.iter_mut() {
+    /// While draining, what was admitted runs on; past the deadline it is
+    /// cancelled. Stops once nothing is left.
+    fn drain(&mut self) -> Flow {
+        let Some(deadline) = self.drain else { return Flow::Go };
+        if Instant::now() >= deadline {
+            for j in self.waiting.drain(..) {
+                finish(j, None, self.metrics);
+            }
+            for s in self.slots.iter_mut() {
+                cancel(s, self.metrics);
+            }
+            self.encodes.cancel("the server is shutting down");
+        }
+        if self.idle() {
+            Flow::Stop
+        } else {
+            Flow::Go
+        }
+    }
+
+    /// Clients that went away: their sequences end, their cache is freed
+    /// (a queued request whose client left is cancelled, and counted so).
+    fn drop_departed(&mut self) {
+        for s in self.slots.iter_mut() {
             if s.active.as_ref().is_some_and(|a| a.job.events.is_closed()) {
-                cancel(s, &metrics);
+                cancel(s, self.metrics);
             }
         }
-        // (a queued request whose client left is cancelled, and counted so)
-        let before = waiting.len();
-        waiting.retain(|j| !j.events.is_closed());
-        metrics.cancelled.fetch_add((before - waiting.len()) as u64, Relaxed);
-        encodes.drop_closed();
+        let before = self.waiting.len();
+        self.waiting.retain(|j| !j.events.is_closed());
+        self.metrics.cancelled.fetch_add((before - self.waiting.len()) as u64, Relaxed);
+        self.encodes.drop_closed();
+    }
 
-        // one encoder batch between forward passes
-        let (inputs, tokens) = encodes.step(&engine, limits.n_batch);
+    /// One encoder batch between forward passes.
+    fn encode(&mut self) {
+        let (inputs, tokens) = self.encodes.step(&self.engine, self.limits.n_batch);
         if inputs > 0 {
-            metrics.encoder_batches.fetch_add(1, Relaxed);
-            metrics.encoder_inputs.fetch_add(inputs as u64, Relaxed);
-            metrics.encoder_tokens.fetch_add(tokens as u64, Relaxed);
+            self.metrics.encoder_batches.fetch_add(1, Relaxed);
+            self.metrics.encoder_inputs.fetch_add(inputs as u64, Relaxed);
+            self.metrics.encoder_tokens.fetch_add(tokens as u64, Relaxed);
         }
+    }
 
-        // admit into free slots, preferring the longest cached prefix; a
-        // longer one in another slot (running or not) is copied over, and a
-        // prompt whose prefix another slot is still prefilling waits for it
-        // rather than computing it again (a burst sharing a system prompt)
+    /// Admit into free slots, preferring the longest cached prefix; a
+    /// longer one in another slot (running or not) is copied over, and a
+    /// prompt whose prefix another slot is still prefilling waits for it
+    /// rather than computing it again (a burst sharing a system prompt).
+    fn admit(&mut self) {
+        let (limits, slots, cache) = (&self.limits, &mut self.slots, &mut self.cache);
         let mut k = 0;
-        while k < waiting.len() {
-            let prompt = &waiting[k].prompt;
+        while k < self.waiting.len() {
+            let prompt = &self.waiting[k].prompt;
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
             let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(prompt)) else { break };
-            if limits.prefix_cache
-                && coming_prefix(&slots, prompt) > cached_prefix(&slots, &cache, prompt) + limits.chunk
+            if limits.prefix_cache && coming_prefix(slots, prompt) > cached_prefix(slots, cache, prompt) + limits.chunk
             {
                 k += 1;
                 continue;
             }
             if limits.prefix_cache {
-                let copied = take_longest_prefix(&mut slots, &mut cache, i, prompt);
-                metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
+                let copied = take_longest_prefix(slots, cache, i, prompt);
+                self.metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
             } else {
                 slots[i].session.truncate(0);
             }
             let keep = prefill_start(&mut slots[i].session, prompt);
-            let cap = (prompt.len() + waiting[k].cfg.max_tokens).min(limits.n_ctx);
-            if !fits(&mut slots, i, cap, limits.kv_blocks, &cache) {
+            let cap = (prompt.len() + self.waiting[k].cfg.max_tokens).min(limits.n_ctx);
+            if !fits(slots, i, cap, limits.kv_blocks, cache) {
                 // (the oldest request waits for blocks: none overtakes it)
                 slots[i].session.truncate(0);
                 break;
             }
-            let mut job = waiting.remove(k).expect("k is in the queue");
-            let s = &mut slots[i];
+            let Some(mut job) = self.waiting.remove(k) else { break };
             let mut seq = Sequence::new(&job.cfg, job.prompt.len(), keep, crate::clock);
             if let Some(c) = job.constraint.take() {
                 seq.constrain(c);
             }
-            let now = Instant::now();
-            let indexed = keep / KV_BLOCK;
-            s.active =
-                Some(Active { job, seq, next: keep, pending: [0], prefilled: false, last_token: now, cap, indexed });
+            let phase = Phase::Prefill { next: keep };
+            let (last_token, indexed) = (Instant::now(), keep / KV_BLOCK);
+            slots[i].active = Some(Active { job, seq, phase, step: 0, last_token, cap, indexed });
         }
-        publish(&slots, &cache, waiting.len(), &metrics);
+    }
 
-        // the batch: every decode, then prefill chunks in admission order
-        let mut budget = limits.n_batch;
-        order.clear();
-        order.extend((0..slots.len()).filter(|&i| slots[i].active.is_some()));
-        order.sort_by_key(|&i| (slots[i].active.as_ref().is_some_and(|a| !a.prefilled), arrival(&slots[i])));
-        work.clear();
-        for &i in &order {
-            let a = slots[i].active.as_ref().expect("active");
-            let n = if a.prefilled { 1 } else { (a.job.prompt.len() - a.next).min(limits.chunk) };
-            let n = n.min(budget);
-            if n == 0 {
-                continue;
-            }
-            budget -= n;
-            work.push((i, n));
-        }
-        if work.is_empty() {
-            continue;
-        }
-        work.sort_by_key(|w| w.0); // the order items (and logits rows) take
-        make_room(&slots, &work, &mut cache, limits.kv_blocks, &metrics);
-        let result = {
-            let mut items: Vec<(&mut Session, &[u32])> = Vec::with_capacity(work.len());
-            let mut want = work.iter().peekable();
-            for (i, s) in slots.iter_mut().enumerate() {
-                let Some(&(_, n)) = want.next_if(|w| w.0 == i) else { continue };
-                let a = s.active.as_ref().expect("active");
-                let toks = if a.prefilled { &a.pending[..] } else { &a.job.prompt[a.next..a.next + n] };
-                items.push((&mut s.session, toks));
-            }
-            model.forward_batch(&engine, &mut scratch, &mut items, &mut logits)
-        };
-        metrics.steps.fetch_add(1, Relaxed);
-        metrics.batch_tokens.fetch_add(work.iter().map(|w| w.1 as u64).sum(), Relaxed);
-        if let Err(e) = result {
-            for &(i, _) in &work {
-                if let Some(a) = slots[i].active.take() {
-                    let _ = a.job.events.send(Update::Error(e.to_string()));
-                    metrics.errors.fetch_add(1, Relaxed);
-                }
-                slots[i].session.truncate(0);
-            }
-            continue;
-        }
-        // (the cache now holds the step's tokens: say so before any client
-        // hears of them; full blocks go to the prefix cache as they fill)
-        if limits.prefix_cache {
-            for &(i, _) in &work {
-                let s = &mut slots[i];
-                let a = s.active.as_mut().expect("active");
-                if s.session.n_past() / KV_BLOCK > a.indexed {
-                    a.indexed = s.session.n_past() / KV_BLOCK;
-                    cache.insert(&s.session, a.indexed * KV_BLOCK);
-                }
-            }
-        }
-        publish(&slots, &cache, waiting.len(), &metrics);
-
-        for (row, &(i, n)) in work.iter().enumerate() {
-            let s = &mut slots[i];
-            let a = s.active.as_mut().expect("active");
-            if !a.prefilled {
-                a.next += n;
-                if a.next < a.job.prompt.len() {
-                    continue;
-                }
-                a.prefilled = true;
-                a.seq.prefilled(&mut s.session);
-                if a.job.cfg.max_tokens == 0 {
-                    let r = a.seq.finish(FinishReason::Length);
-                    let a = s.active.take().expect("active");
-                    finish(a.job, Some(r), &metrics);
-                    retire(s, &mut cache, limits.prefix_cache);
-                    continue;
-                }
-            }
-            let row = &logits[row * nv..(row + 1) * nv];
-            let Sampled { id, text, logprob, end } = match a.seq.sample(&mut s.session, Some(row), vocab) {
-                Ok(x) => x,
-                Err(e) => {
-                    let a = s.active.take().expect("active");
-                    let _ = a.job.events.send(Update::Error(e.to_string()));
-                    metrics.errors.fetch_add(1, Relaxed);
-                    s.session.truncate(0);
-                    continue;
-                }
+    /// The pass's tokens: every decode, then prefill chunks in admission
+    /// order, within the token budget. False if there is nothing to run.
+    fn plan(&mut self) -> bool {
+        let mut running: Vec<&mut Active> = self.slots.iter_mut().filter_map(|s| s.active.as_mut()).collect();
+        running.sort_by_key(|a| (matches!(a.phase, Phase::Prefill { .. }), a.job.arrived));
+        let mut budget = self.limits.n_batch;
+        for a in running {
+            let n = match a.phase {
+                Phase::Decode { .. } => 1,
+                Phase::Prefill { next } => (a.job.prompt.len() - next).min(self.limits.chunk),
             };
-            let now = Instant::now();
-            if a.seq.n_generated() == 1 {
-                metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
-            } else {
-                metrics.itl.observe((now - a.last_token).as_secs_f64());
-            }
-            a.last_token = now;
-            a.pending = [id];
-            if !text.is_empty() || logprob.is_some() {
-                let _ = a.job.events.send(Update::Token { text, logprob });
-            }
-            if let Some(r) = end {
-                let a = s.active.take().expect("active");
-                finish(a.job, Some(r), &metrics);
-                retire(s, &mut cache, limits.prefix_cache);
+            a.step = n.min(budget);
+            budget -= a.step;
+        }
+        budget < self.limits.n_batch
+    }
+
+    /// Evict what only the prefix cache holds until the blocks held and
+    /// those the pass allocates fit the budget; then run the pass (logits
+    /// rows in slot order). False if it failed: its sequences end with the
+    /// error.
+    fn forward(&mut self) -> bool {
+        let c = self.cache.counts(self.slots.iter().map(|s| &s.session));
+        let step: usize =
+            self.slots.iter_mut().filter_map(Slot::stepped).map(|(s, a)| s.kv_blocks_to_write(a.step)).sum();
+        let mut over = (c.in_use + c.cached + step).saturating_sub(self.limits.kv_blocks);
+        while over > 0 && self.cache.evict() {
+            self.metrics.evictions.fetch_add(1, Relaxed);
+            over -= 1;
+        }
+        let mut items: Vec<(&mut Session, &[u32])> =
+            self.slots.iter_mut().filter_map(Slot::stepped).map(|(s, a)| (s, a.tokens())).collect();
+        let tokens: usize = items.iter().map(|(_, t)| t.len()).sum();
+        let result = self.model.forward_batch(&self.engine, &mut self.scratch, &mut items, &mut self.logits);
+        self.metrics.steps.fetch_add(1, Relaxed);
+        self.metrics.batch_tokens.fetch_add(tokens as u64, Relaxed);
+        let Err(e) = result else { return true };
+        for s in self.slots.iter_mut() {
+            if let Some(a) = s.active.take_if(|a| a.step > 0) {
+                let _ = a.job.events.send(Update::Error(e.to_string()));
+                self.metrics.errors.fetch_add(1, Relaxed);
+                s.session.truncate(0);
             }
         }
-        publish(&slots, &cache, waiting.len(), &metrics);
+        false
+    }
+
+    /// The cache now holds the pass's tokens: its full blocks go to the
+    /// prefix cache before any client hears of them.
+    fn index_prefixes(&mut self) {
+        if !self.limits.prefix_cache {
+            return;
+        }
+        for (session, a) in self.slots.iter_mut().filter_map(Slot::stepped) {
+            if session.n_past() / KV_BLOCK > a.indexed {
+                a.indexed = session.n_past() / KV_BLOCK;
+                self.cache.insert(session, a.indexed * KV_BLOCK);
+            }
+        }
+    }
+
+    /// Each fed sequence takes its logits row: prompts advance, the
+    /// prefilled sample a token and hear it, the ended retire.
+    fn deliver(&mut self) {
+        let nv = self.model.config.n_vocab;
+        let mut row = 0;
+        for s in self.slots.iter_mut() {
+            let Some(a) = s.active.take_if(|a| a.step > 0) else { continue };
+            let logits = &self.logits[row * nv..(row + 1) * nv];
+            row += 1;
+            match advance(a, &mut s.session, logits, self.vocab, self.metrics) {
+                Outcome::Running(a) => s.active = Some(a),
+                Outcome::Done(job, r) => {
+                    finish(job, Some(r), self.metrics);
+                    retire(s, &mut self.cache, self.limits.prefix_cache);
+                }
+                Outcome::Failed(job, e) => {
+                    let _ = job.events.send(Update::Error(e));
+                    self.metrics.errors.fetch_add(1, Relaxed);
+                    s.session.truncate(0);
+                }
+            }
+        }
+    }
+
+    /// Queue depth, running sequences, the cache positions they hold, and
+    /// where the KV blocks are.
+    fn publish(&self) {
+        let (slots, metrics) = (&self.slots, self.metrics);
+        let running = slots.iter().filter(|s| s.active.is_some());
+        metrics.queue_depth.store(self.waiting.len() as u64, Relaxed);
+        metrics.active.store(running.clone().count() as u64, Relaxed);
+        metrics.kv_used.store(running.map(|s| s.session.n_past() as u64).sum(), Relaxed);
+        let c = self.cache.counts(slots.iter().map(|s| &s.session));
+        metrics.blocks_in_use.store(c.in_use as u64, Relaxed);
+        metrics.blocks_shared.store(c.shared as u64, Relaxed);
+        metrics.blocks_cached.store(c.cached as u64, Relaxed);
+    }
+}
+
+/// One pass's end for a fed sequence, given its logits row.
+fn advance(mut a: Active, session: &mut Session, logits: &[f32], vocab: &dyn Vocab, metrics: &Metrics) -> Outcome {
+    if let Phase::Prefill { next } = a.phase {
+        let next = next + a.step;
+        if next < a.job.prompt.len() {
+            a.phase = Phase::Prefill { next };
+            return Outcome::Running(a);
+        }
+        a.seq.prefilled(session);
+        if a.job.cfg.max_tokens == 0 {
+            let r = a.seq.finish(FinishReason::Length);
+            return Outcome::Done(a.job, r);
+        }
+    }
+    let Sampled { id, text, logprob, end } = match a.seq.sample(session, Some(logits), vocab) {
+        Ok(x) => x,
+        Err(e) => return Outcome::Failed(a.job, e.to_string()),
+    };
+    let now = Instant::now();
+    if a.seq.n_generated() == 1 {
+        metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
+    } else {
+        metrics.itl.observe((now - a.last_token).as_secs_f64());
+    }
+    a.last_token = now;
+    a.phase = Phase::Decode { pending: id };
+    if !text.is_empty() || logprob.is_some() {
+        let _ = a.job.events.send(Update::Token { text, logprob });
+    }
+    match end {
+        Some(r) => Outcome::Done(a.job, r),
+        None => Outcome::Running(a),
     }
 }
 
@@ -335,7 +470,8 @@ fn cached_prefix(slots: &[Slot], cache: &PrefixCache, prompt: &[u32]) -> usize {
 /// The longest prefix of `prompt` a slot still prefilling will hold once
 /// its prompt is in.
 fn coming_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
-    let prefilling = slots.iter().filter_map(|s| s.active.as_ref().filter(|a| !a.prefilled));
+    let prefilling = slots.iter().filter_map(|s| s.active.as_ref());
+    let prefilling = prefilling.filter(|a| matches!(a.phase, Phase::Prefill { .. }));
     prefilling.map(|a| reusable_prefix(&a.job.prompt, prompt)).max().unwrap_or(0)
 }
 
@@ -395,18 +531,6 @@ fn fits(slots: &mut [Slot], i: usize, cap: usize, kv_blocks: usize, cache: &Pref
     need(slots) <= kv_blocks
 }
 
-/// Before a step: evict what only the prefix cache holds until the blocks
-/// held and those the step allocates fit the budget.
-fn make_room(slots: &[Slot], work: &[(usize, usize)], cache: &mut PrefixCache, kv_blocks: usize, metrics: &Metrics) {
-    let c = cache.counts(slots.iter().map(|s| &s.session));
-    let step: usize = work.iter().map(|&(i, n)| slots[i].session.kv_blocks_to_write(n)).sum();
-    let mut over = (c.in_use + c.cached + step).saturating_sub(kv_blocks);
-    while over > 0 && cache.evict() {
-        metrics.evictions.fetch_add(1, Relaxed);
-        over -= 1;
-    }
-}
-
 /// A sequence has ended: its blocks go to the prefix cache and the slot
 /// drops them (a slot with window rings, which cannot share them, keeps
 /// its cache for a next prompt that starts the same).
@@ -417,23 +541,6 @@ fn retire(s: &mut Slot, cache: &mut PrefixCache, prefix_cache: bool) {
     if s.session.shares_blocks() || !prefix_cache {
         s.session.truncate(0);
     }
-}
-
-/// Queue depth, running sequences, the cache positions they hold, and
-/// where the KV blocks are.
-fn publish(slots: &[Slot], cache: &PrefixCache, waiting: usize, metrics: &Metrics) {
-    let running = slots.iter().filter(|s| s.active.is_some());
-    metrics.queue_depth.store(waiting as u64, Relaxed);
-    metrics.active.store(running.clone().count() as u64, Relaxed);
-    metrics.kv_used.store(running.map(|s| s.session.n_past() as u64).sum(), Relaxed);
-    let c = cache.counts(slots.iter().map(|s| &s.session));
-    metrics.blocks_in_use.store(c.in_use as u64, Relaxed);
-    metrics.blocks_shared.store(c.shared as u64, Relaxed);
-    metrics.blocks_cached.store(c.cached as u64, Relaxed);
-}
-
-fn arrival(s: &Slot) -> Instant {
-    s.active.as_ref().map_or_else(Instant::now, |a| a.job.arrived)
 }
 
 /// End a job: its result (None: it never ran, cancelled).
