@@ -17,7 +17,6 @@ use core::sync::atomic::Ordering;
 
 use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
-use crate::sampler::Sampler;
 
 mod constraint;
 mod logprobs;
@@ -244,14 +243,6 @@ impl<B: AsRef<[u8]>> Iterator for Generator<'_, B> {
     fn next(&mut self) -> Option<Self::Item> {
         let parts = Parts { model: self.model, engine: &self.engine, vocab: self.vocab, session: self.session };
         self.state.next(parts)
-    }
-}
-
-impl Session {
-    /// Sample from the last logits this session computed, with its RNG.
-    pub fn sample_last(&mut self, sampler: &mut Sampler) -> u32 {
-        let (logits, rng, history) = self.sampling_parts();
-        sampler.sample(logits, history, rng)
     }
 }
 

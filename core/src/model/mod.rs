@@ -446,9 +446,4 @@ impl Session {
         let start = self.logits.len().saturating_sub(self.n_vocab);
         (&self.logits[start..], &mut self.rng, &self.tokens)
     }
-
-    /// Sample from `logits` with this session's RNG and token history.
-    pub fn sample_with(&mut self, sampler: &mut crate::sampler::Sampler, logits: &[f32]) -> u32 {
-        sampler.sample(logits, &self.tokens, &mut self.rng)
-    }
 }
