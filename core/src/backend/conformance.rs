@@ -29,25 +29,25 @@ impl Rand {
     }
 }
 
-/// Weight types with kernels, and the byte offsets of their f16 scales.
-const TYPES: &[(GgmlType, &[usize])] = &[
-    (GgmlType::F32, &[]),
-    (GgmlType::F16, &[]),
-    (GgmlType::BF16, &[]),
-    (GgmlType::Q4_0, &[0]),
-    (GgmlType::Q4_1, &[0, 2]),
-    (GgmlType::Q5_0, &[0]),
-    (GgmlType::Q5_1, &[0, 2]),
-    (GgmlType::Q8_0, &[0]),
-    (GgmlType::Q2_K, &[80, 82]),
-    (GgmlType::Q3_K, &[108]),
-    (GgmlType::Q4_K, &[0, 2]),
-    (GgmlType::Q5_K, &[0, 2]),
-    (GgmlType::Q6_K, &[208]),
+/// Weight types with kernels.
+const TYPES: &[GgmlType] = &[
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
 ];
 
 /// Random weights of `ty`: random bytes, valid finite scales.
-fn weights(r: &mut Rand, ty: GgmlType, scales: &[usize], n_cols: usize, n_rows: usize) -> Vec<u8> {
+fn weights(r: &mut Rand, ty: GgmlType, n_cols: usize, n_rows: usize) -> Vec<u8> {
     let n = n_cols * n_rows;
     match ty {
         GgmlType::F32 => (0..n).flat_map(|_| r.f32(1.0).to_le_bytes()).collect(),
@@ -57,7 +57,7 @@ fn weights(r: &mut Rand, ty: GgmlType, scales: &[usize], n_cols: usize, n_rows: 
             let (bs, ts) = ty.block();
             let mut b: Vec<u8> = (0..n / bs * ts).map(|_| r.next() as u8).collect();
             for blk in b.chunks_exact_mut(ts) {
-                for &o in scales {
+                for &o in quant::f16_fields(ty) {
                     blk[o..o + 2].copy_from_slice(&f16::from_f32(r.f32(0.05)).to_le_bytes());
                 }
             }
@@ -76,7 +76,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     transposes(k)?;
     let mut r = Rand(0x9E37_79B9_7F4A_7C15);
     let s = Scalar;
-    for &(ty, scales) in TYPES {
+    for &ty in TYPES {
         // float rows may have any length: ragged ones too
         // (576: a row of 18 blocks of 32, its last group of four partial;
         // 544: an odd number of blocks, 17)
@@ -88,7 +88,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
         for &n_cols in widths {
             // 37 rows: two tiles of 16 (AMX's) and 5 over; 9 elsewhere
             let n_rows = if n_cols == 512 { 37 } else { 9 };
-            let w = weights(&mut r, ty, scales, n_cols, n_rows);
+            let w = weights(&mut r, ty, n_cols, n_rows);
             // the blocks' scales read from the blocks, and widened beside them
             let wide = quant::wide_scales(ty, &w, n_cols, n_rows).unwrap_or_default();
             for scales in [&[][..], &wide[..]].into_iter().take(if wide.is_empty() { 1 } else { 2 }) {

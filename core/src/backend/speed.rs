@@ -51,14 +51,7 @@ pub fn random_matrix(ty: GgmlType, n_cols: usize, bytes: usize) -> (Vec<u8>, usi
             *b = *v;
         }
     }
-    let fields: &[usize] = match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
-        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
-        GgmlType::Q2_K => &[80, 82],
-        GgmlType::Q3_K => &[108],
-        GgmlType::Q6_K => &[208],
-        _ => &[],
-    };
+    let fields = crate::quant::f16_fields(ty);
     for blk in data.chunks_exact_mut(ts) {
         for &o in fields {
             blk[o..o + 2].copy_from_slice(&0x211Fu16.to_le_bytes());

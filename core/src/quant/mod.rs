@@ -35,6 +35,24 @@ pub fn bf16_at(b: &[u8], i: usize) -> f32 {
     half::bf16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
 
+/// Byte offsets of a block's f16 scales and mins (each block layout's
+/// own constants); empty for the float types.
+pub fn f16_fields(ty: GgmlType) -> &'static [usize] {
+    match ty {
+        GgmlType::Q4_0 => &[q4_0::D],
+        GgmlType::Q4_1 => &[q4_1::D, q4_1::M],
+        GgmlType::Q5_0 => &[q5_0::D],
+        GgmlType::Q5_1 => &[q5_1::D, q5_1::M],
+        GgmlType::Q8_0 => &[q8_0::D],
+        GgmlType::Q2_K => &[q2_k::D, q2_k::DMIN],
+        GgmlType::Q3_K => &[q3_k::D],
+        GgmlType::Q4_K => &[q4_k::D, q4_k::DMIN],
+        GgmlType::Q5_K => &[q5_k::D, q5_k::DMIN],
+        GgmlType::Q6_K => &[q6_k::D],
+        _ => &[],
+    }
+}
+
 /// Unpack one 32-element block of a legacy format; None for other types.
 #[inline]
 pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
