@@ -41,7 +41,8 @@ impl SamplerConfig {
     /// Every parameter in its range, none NaN: an error naming the first
     /// that is not (`temperature` in [0, 100], probabilities in [0, 1],
     /// `repeat_penalty` in (0, 100], presence/frequency in [-100, 100],
-    /// biases not NaN nor +inf).
+    /// biases not NaN nor +inf). The one rule of every front end (the
+    /// CLI, the server, wasm): `Error::InvalidField` names the field.
     pub fn validate(&self) -> Result<()> {
         let ranges = [
             ("temperature", self.temperature, 0.0, 100.0),
@@ -54,11 +55,13 @@ impl SamplerConfig {
         ];
         for (name, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {
-                return Err(Error::InvalidArgument { what: alloc::format!("{name} {v} is outside [{lo}, {hi}]") });
+                let what = alloc::format!("{name} {v} is outside [{lo}, {hi}]");
+                return Err(Error::InvalidField { field: name.into(), what });
             }
         }
         if let Some(&(id, b)) = self.logit_bias.iter().find(|(_, b)| b.is_nan() || *b == f32::INFINITY) {
-            return Err(Error::InvalidArgument { what: alloc::format!("logit bias {b} for token {id}") });
+            let what = alloc::format!("logit bias {b} for token {id}");
+            return Err(Error::InvalidField { field: "logit_bias".into(), what });
         }
         Ok(())
     }

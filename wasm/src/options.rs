@@ -75,18 +75,34 @@ fn tools_of(obj: &Map<String, Value>) -> Result<Option<ToolRequest>, JsValue> {
             false => Ok(None),
         };
     };
-    let r = ToolRequest::parse(t, obj.get("toolChoice"), obj.get("parallelToolCalls")).map_err(|e| match e {
+    let r = ToolRequest::parse(t, obj.get("toolChoice"), obj.get("parallelToolCalls")).map_err(option_error)?;
+    Ok(Some(r).filter(|r| r.choice != ToolChoice::None))
+}
+
+/// Core's error about an option, the option named as JavaScript spells it
+/// (`top_p` → `topP`).
+fn option_error(e: tern_core::Error) -> JsValue {
+    match e {
         tern_core::Error::InvalidField { field, what } => {
-            let field = match field.as_str() {
-                "tool_choice" => "toolChoice".into(),
-                "parallel_tool_calls" => "parallelToolCalls".into(),
-                _ => field,
-            };
+            let mut up = false;
+            let field: String = field
+                .chars()
+                .filter_map(|c| match (c, up) {
+                    ('_', _) => {
+                        up = true;
+                        None
+                    }
+                    (c, true) => {
+                        up = false;
+                        Some(c.to_ascii_uppercase())
+                    }
+                    (c, false) => Some(c),
+                })
+                .collect();
             js_error("invalid_argument", &format!("option {field}: {what}"))
         }
         e => js_error("invalid_argument", &e.to_string()),
-    })?;
-    Ok(Some(r).filter(|r| r.choice != ToolChoice::None))
+    }
 }
 
 /// `json`: the options object; `eog`: the model's end-of-generation ids
@@ -163,7 +179,7 @@ pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefau
         s.logit_bias.extend(eog.iter().map(|&t| (t, f32::NEG_INFINITY)));
     }
     c.sampler = s;
-    c.validate().map_err(|e| js_error("invalid_argument", &e.to_string()))?;
+    c.validate().map_err(option_error)?;
     let tools = tools_of(&obj)?;
     let forced = tools.as_ref().map(ToolRequest::grammar).transpose().map_err(crate::errors::from_core)?.flatten();
     if let Some(g) = forced {

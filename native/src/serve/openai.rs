@@ -61,6 +61,11 @@ fn num(v: &Value, k: &str, lo: f64, hi: f64) -> Result<f32, ApiError> {
     }
 }
 
+/// A number, its range left to the one rule (`SamplerConfig::validate`).
+fn float(v: &Value, k: &str) -> Result<f32, ApiError> {
+    v.as_f64().map(|x| x as f32).ok_or_else(|| ApiError::invalid(k, format!("{k} must be a number, got {v}")))
+}
+
 fn count(v: &Value, k: &str) -> Result<usize, ApiError> {
     v.as_u64()
         .map(|n| n as usize)
@@ -173,13 +178,13 @@ impl Request {
                 "messages" | "prompt" | "model" | "user" | "metadata" | "store" | "service_tier" => {}
                 "tools" | "tool_choice" | "parallel_tool_calls" if chat => {}
                 "max_tokens" | "max_completion_tokens" | "n_predict" => r.max_tokens = Some(count(v, k)?),
-                "temperature" => s.temperature = num(v, k, 0.0, 2.0)?,
-                "top_p" => s.top_p = num(v, k, 0.0, 1.0)?,
+                "temperature" => s.temperature = float(v, k)?,
+                "top_p" => s.top_p = float(v, k)?,
                 "top_k" => s.top_k = count(v, k)?,
-                "min_p" => s.min_p = num(v, k, 0.0, 1.0)?,
-                "presence_penalty" => s.presence_penalty = num(v, k, -2.0, 2.0)?,
-                "frequency_penalty" => s.frequency_penalty = num(v, k, -2.0, 2.0)?,
-                "repeat_penalty" => s.repeat_penalty = num(v, k, 0.0, 10.0)?,
+                "min_p" => s.min_p = float(v, k)?,
+                "presence_penalty" => s.presence_penalty = float(v, k)?,
+                "frequency_penalty" => s.frequency_penalty = float(v, k)?,
+                "repeat_penalty" => s.repeat_penalty = float(v, k)?,
                 "seed" => {
                     s.seed = Some(v.as_i64().ok_or_else(|| ApiError::invalid(k, "seed must be an integer"))? as u64)
                 }
@@ -256,6 +261,7 @@ impl Request {
         } else if m.get("tool_choice").is_some_and(|c| !c.is_null()) {
             return Err(ApiError::invalid("tool_choice", "tool_choice needs tools"));
         }
+        r.sampler.validate().map_err(|e| ApiError::core("body", e))?;
         match (want_logprobs, top) {
             (true, t) => r.logprobs = Some(t.unwrap_or(0)),
             (false, Some(t)) if t > 0 => {
