@@ -389,3 +389,36 @@ fn sliding_window_ring_equals_a_dense_recompute() {
     r.restore(&lm.model.config, &saved).unwrap();
     assert!(bits_equal(r.forward(&lm.model, &e, &seq[40..41], Logits::Last).unwrap(), &next), "restored ring");
 }
+
+/// A directory without a tokenizer runs on ids: `Bundle::vocab` gives
+/// tokens no text, and generation ends at generation_config.json's end id
+/// (here made the second greedy token, so a generation of 8 stops at 2).
+#[test]
+fn a_directory_without_a_tokenizer_generates_ids_and_stops_at_its_end_id() {
+    use tern_core::generate::{FinishReason, GenerateConfig, Generator, Vocab};
+    use tern_core::sampler::SamplerConfig;
+    let o = oracle("tiny-llama");
+    let run = |dir: &Path| {
+        let lm = load_path(dir);
+        assert!(lm.tokenizer.is_none());
+        let vocab = lm.vocab();
+        let mut s = lm.model.session(64, 512);
+        let cfg = GenerateConfig { max_tokens: 8, sampler: SamplerConfig::greedy(), ..Default::default() };
+        let r = Generator::new(&lm.model, engine(false), &vocab, &mut s, &o.input, cfg).run(|_, _| {}).unwrap();
+        assert!(r.tokens.iter().all(|&t| vocab.token_bytes(t).is_empty()));
+        r
+    };
+    let dir = hfdir::copy("tiny-llama", "no-tokenizer-eos");
+    // an end id greedy decoding does not produce: all 8 tokens
+    let unused = (0..).find(|t| !o.generated.contains(t)).unwrap();
+    hfdir::edit_json(&dir.join("generation_config.json"), |v| v["eos_token_id"] = unused.into());
+    let all = run(&dir);
+    assert_eq!(all.tokens, o.generated, "greedy ids without a tokenizer");
+    assert_eq!(all.finish_reason, FinishReason::Length);
+    // the second token as the end id: the generation stops there
+    hfdir::edit_json(&dir.join("generation_config.json"), |v| v["eos_token_id"] = o.generated[1].into());
+    let cut = run(&dir);
+    assert_eq!(cut.tokens, o.generated[..2], "ends at the end id (kept, as an end token is)");
+    assert_eq!(cut.finish_reason, FinishReason::Stop);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use crate::chat::ChatTemplate;
 use crate::error::{Error, Result};
+use crate::generate::Vocab;
 use crate::grammar::GrammarCompiler;
 use crate::hf::{self, CheckpointInfo, GenerationDefaults};
 use crate::model::Model;
@@ -102,11 +103,45 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         }
     }
 
+    /// What generation reads of the vocabulary: the tokenizer's, or — a
+    /// model without one runs on ids — no text and the end ids of
+    /// generation_config.json.
+    pub fn vocab(&self) -> BundleVocab<'_> {
+        match &self.tokenizer {
+            Some(t) => BundleVocab::Tokenizer(t),
+            None => BundleVocab::IdsOnly(&self.defaults.eos_token_ids),
+        }
+    }
+
     /// The bundle with its model rewritten by `f` (quantized or widened
     /// at load), and what `f` reported.
     pub fn map_model<T>(self, f: impl FnOnce(Model<B>) -> Result<(Model<B>, T)>) -> Result<(Bundle<B>, T)> {
         let Bundle { model, tokenizer, defaults, source, template, grammar } = self;
         let (model, t) = f(model)?;
         Ok((Bundle { model, tokenizer, defaults, source, template, grammar }, t))
+    }
+}
+
+/// A bundle's vocabulary as generation reads it (`Bundle::vocab`).
+#[derive(Clone, Copy)]
+pub enum BundleVocab<'a> {
+    /// The model's tokenizer.
+    Tokenizer(&'a Tokenizer),
+    /// No tokenizer: tokens have no text; these ids end generation.
+    IdsOnly(&'a [u32]),
+}
+
+impl Vocab for BundleVocab<'_> {
+    fn token_bytes(&self, id: u32) -> &[u8] {
+        match self {
+            BundleVocab::Tokenizer(t) => t.token_bytes(id),
+            BundleVocab::IdsOnly(_) => &[],
+        }
+    }
+    fn is_eog(&self, id: u32) -> bool {
+        match self {
+            BundleVocab::Tokenizer(t) => t.is_eog(id),
+            BundleVocab::IdsOnly(eog) => eog.contains(&id),
+        }
     }
 }

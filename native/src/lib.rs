@@ -49,7 +49,7 @@ use std::time::Instant;
 
 pub use embed::Embedder;
 pub use error::{Error, Result};
-pub use load::{load, load_with, Buffer, IdsOnly, LoadOptions, Loaded};
+pub use load::{load, load_with, Buffer, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};
 pub use tern_core;
 pub use tern_core::generate::{Event, GenerationResult, TokenLogprob};

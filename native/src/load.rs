@@ -140,16 +140,3 @@ fn load_dir(dir: &Path) -> Result<Bundle<Buffer>> {
     }
     Ok(b)
 }
-
-/// The vocabulary of a model without a tokenizer: it runs on ids, with no
-/// text; its end ids come from generation_config.json.
-pub struct IdsOnly<'a>(pub &'a [u32]);
-
-impl tern_core::generate::Vocab for IdsOnly<'_> {
-    fn token_bytes(&self, _: u32) -> &[u8] {
-        &[]
-    }
-    fn is_eog(&self, id: u32) -> bool {
-        self.0.contains(&id)
-    }
-}

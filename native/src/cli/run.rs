@@ -4,7 +4,6 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use tern::IdsOnly;
 use tern::{limits, Error, Result, Threads};
 use tern_core::chat::Message;
 use tern_core::generate::{Event, Generator, Vocab};
@@ -107,12 +106,8 @@ pub fn run(a: Args) -> Result<()> {
         Some(g) => Some(lm.grammar()?.compile(&g)?),
         None => None,
     };
-    let ids_only = IdsOnly(&eog);
-    let vocab: &dyn Vocab = match &lm.tokenizer {
-        Some(t) => t,
-        None => &ids_only,
-    };
-    let mut gen = Generator::new(&lm.model, engine, vocab, &mut session, &prompt, cfg).with_clock(tern::clock);
+    let vocab = lm.vocab();
+    let mut gen = Generator::new(&lm.model, engine, &vocab, &mut session, &prompt, cfg).with_clock(tern::clock);
     if let Some(c) = constraint {
         gen = gen.with_constraint(c);
     }
@@ -165,7 +160,7 @@ pub fn run(a: Args) -> Result<()> {
             },
         });
         if a.logprobs.is_some() {
-            j["logprobs"] = logprobs_json(&result.logprobs, vocab);
+            j["logprobs"] = logprobs_json(&result.logprobs, &vocab);
         }
         println!("{j}");
     } else {

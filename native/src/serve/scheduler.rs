@@ -28,7 +28,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::encode::{EncodeJob, Queue};
 use super::metrics::Metrics;
-use crate::{Buffer, IdsOnly, Loaded};
+use crate::{Buffer, Loaded};
 
 /// What a request hears from the engine.
 pub enum Update {
@@ -134,12 +134,7 @@ enum Outcome {
 
 /// Run the engine until the channel closes or a drain completes.
 pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics>, rx: Receiver<Msg>) {
-    let eog = lm.eog();
-    let ids_only = IdsOnly(&eog);
-    let vocab: &dyn Vocab = match &lm.tokenizer {
-        Some(t) => t,
-        None => &ids_only,
-    };
+    let vocab = lm.vocab();
     let model = &lm.model;
     let slots = (0..limits.slots)
         .map(|_| Slot { session: model.session_kv(limits.n_ctx, limits.n_batch, limits.kv_type), active: None })
@@ -147,7 +142,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
     let mut s = Scheduler {
         model,
         engine,
-        vocab,
+        vocab: &vocab,
         metrics: &metrics,
         slots,
         scratch: model.batch_scratch(limits.n_batch),
