@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use crate::chat::ChatTemplate;
 use crate::error::{Error, Result};
 use crate::generate::Vocab;
-use crate::grammar::GrammarCompiler;
+use crate::grammar::{GrammarCompiler, LazyCompiler};
 use crate::hf::{self, CheckpointInfo, GenerationDefaults};
 use crate::model::Model;
 use crate::tokenizer::Tokenizer;
@@ -40,7 +40,7 @@ pub struct Bundle<B> {
     /// The compiled chat template, or why there is none.
     template: core::result::Result<ChatTemplate, Error>,
     /// The grammar compiler, once a constrained generation asked for it.
-    grammar: std::sync::OnceLock<GrammarCompiler>,
+    grammar: LazyCompiler,
 }
 
 impl<B: AsRef<[u8]>> Bundle<B> {
@@ -69,7 +69,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             Some(t) => ChatTemplate::of(t),
             None => Err(Error::Template { detail: "the model has no tokenizer, so no chat template".into() }),
         };
-        Bundle { model, tokenizer, defaults, source, template, grammar: std::sync::OnceLock::new() }
+        Bundle { model, tokenizer, defaults, source, template, grammar: LazyCompiler::default() }
     }
 
     /// The tokenizer, or an error saying the model has none.
@@ -88,11 +88,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// The grammar compiler for this model's vocabulary, built on first use
     /// (about half a second for a 150k-token vocabulary; then shared).
     pub fn grammar(&self) -> Result<&GrammarCompiler> {
-        if let Some(g) = self.grammar.get() {
-            return Ok(g);
-        }
-        let g = GrammarCompiler::new(self.tokenizer()?, self.model.config.n_vocab)?;
-        Ok(self.grammar.get_or_init(|| g))
+        self.grammar.get(self.tokenizer()?, self.model.config.n_vocab)
     }
 
     /// End-of-generation ids: the tokenizer's, else generation_config's.

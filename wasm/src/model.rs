@@ -7,7 +7,7 @@ use serde_json::json;
 use tern_core::bundle::{Bundle, Source};
 use tern_core::chat::{messages_from_json, ChatTemplate, Message};
 use tern_core::generate::{Event, Generation, GenerationResult, Parts, TokenLogprob};
-use tern_core::grammar::GrammarCompiler;
+use tern_core::grammar::LazyCompiler;
 use tern_core::model::Widened;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::tools::{calls_json, parse_tool_calls};
@@ -51,7 +51,7 @@ pub struct TernModel {
     file_bytes: usize,
     widened: Option<(Widened, usize)>,
     /// Built at the first constrained generation (~0.5 s for 150k tokens).
-    grammar: Option<GrammarCompiler>,
+    grammar: LazyCompiler,
     /// Whether the running generation's reply may call tools; generations
     /// begun so far (numbering their calls' ids).
     tools: bool,
@@ -113,7 +113,7 @@ impl TernModel {
             gen: None,
             file_bytes,
             widened,
-            grammar: None,
+            grammar: LazyCompiler::default(),
             tools: false,
             n_begun: 0,
         })
@@ -254,10 +254,7 @@ impl TernModel {
         }
         let mut gen = Generation::new(&prompt, cfg).with_clock(clock);
         if let Some(g) = grammar {
-            if self.grammar.is_none() {
-                self.grammar = Some(GrammarCompiler::new(&self.tok, n_vocab).map_err(from_core)?);
-            }
-            let compiler = self.grammar.as_ref().expect("built above");
+            let compiler = self.grammar.get(&self.tok, n_vocab).map_err(from_core)?;
             gen = gen.with_constraint(compiler.compile(&g).map_err(from_core)?);
         }
         self.gen = Some(gen);

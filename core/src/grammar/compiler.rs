@@ -130,3 +130,21 @@ fn collect_patterns<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         _ => {}
     }
 }
+
+/// A compiler built on first use (about half a second for a 150k-token
+/// vocabulary) and then shared: the one cache of `Bundle::grammar` and of
+/// the bindings.
+#[derive(Default)]
+pub struct LazyCompiler(std::sync::OnceLock<GrammarCompiler>);
+
+impl LazyCompiler {
+    /// The compiler for `tok`'s vocabulary over `n_vocab` logits, built
+    /// now if it was not yet (always for the same tokenizer).
+    pub fn get(&self, tok: &Tokenizer, n_vocab: usize) -> Result<&GrammarCompiler> {
+        if let Some(g) = self.0.get() {
+            return Ok(g);
+        }
+        let g = GrammarCompiler::new(tok, n_vocab)?;
+        Ok(self.0.get_or_init(|| g))
+    }
+}

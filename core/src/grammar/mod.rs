@@ -25,7 +25,7 @@ mod vocab;
 
 use alloc::string::{String, ToString};
 
-pub use compiler::GrammarCompiler;
+pub use compiler::{GrammarCompiler, LazyCompiler};
 pub use gbnf::gbnf_to_lark;
 pub use shape::{MAX_GRAMMAR_DEPTH, MAX_RULE_ALTERNATIVES};
 
