@@ -3,7 +3,7 @@
 //! `avx512`, `amx` on x86-64; `neon`, `dotprod`, `i8mm` on aarch64). Every
 //! backend equals the scalar reference bit for bit.
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(target_arch = "aarch64")]
 mod arm;

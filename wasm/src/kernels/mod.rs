@@ -1,7 +1,7 @@
 //! The kernel backend of the wasm build: SIMD128 where the module was
 //! compiled with it (the package always is), the scalar reference otherwise.
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;

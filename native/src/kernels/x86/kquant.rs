@@ -87,7 +87,8 @@ fn row_decode<K: KQuant>(row: &[u8], a: &[BlockQ8K], nb: usize) -> f32 {
     let mut acc = 0.0f32;
     for (b, ab) in a.iter().enumerate().take(nb) {
         let blk = &row[b * ts..(b + 1) * ts];
-        let (vs, vm) = kdot(&K::unpack(blk), ab);
+        // SAFETY: this fn enables AVX2.
+        let (vs, vm) = kdot(&unsafe { K::unpack(blk) }, ab);
         let s = hsum4(vs, vm, vs, vm);
         let (isum, imin) = (_mm_extract_epi32::<0>(s), _mm_extract_epi32::<1>(s));
         acc += match K::DMIN_AT {
@@ -115,10 +116,14 @@ macro_rules! rows_k {
                 let o = b * ts;
                 prefetch(rws, o + PREFETCH);
                 let kb = [
-                    K::unpack(&rws[0][o..o + ts]),
-                    K::unpack(&rws[1][o..o + ts]),
-                    K::unpack(&rws[2][o..o + ts]),
-                    K::unpack(&rws[3][o..o + ts]),
+                    // SAFETY: this fn's features include AVX2.
+                    unsafe { K::unpack(&rws[0][o..o + ts]) },
+                    // SAFETY: this fn's features include AVX2.
+                    unsafe { K::unpack(&rws[1][o..o + ts]) },
+                    // SAFETY: this fn's features include AVX2.
+                    unsafe { K::unpack(&rws[2][o..o + ts]) },
+                    // SAFETY: this fn's features include AVX2.
+                    unsafe { K::unpack(&rws[3][o..o + ts]) },
                 ];
                 let d = f16x4!(rws, o + K::D_AT);
                 let dmin = match K::DMIN_AT {

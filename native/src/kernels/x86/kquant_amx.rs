@@ -125,16 +125,14 @@ fn rows_imp<K: KQuant>(amx: Amx, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows
 }
 
 /// `isum[i] += sc[i] · c[i]`: row i's dots weighed by its scale.
-#[inline(always)]
+#[inline]
+#[target_feature(enable = "avx512f")]
 fn weigh(isum: &mut [__m512i; TILE_ROWS], sc: &[i32; TILE_ROWS], c: &TileSums) {
     for (i, isum) in isum.iter_mut().enumerate() {
         let row = &c.0[i * TILE_ROWS..(i + 1) * TILE_ROWS];
-        // SAFETY: AVX-512 F is held by every caller (`rows_imp`); 16 i32
-        // of the 16 in `row`.
-        unsafe {
-            let dots = _mm512_loadu_si512(row.as_ptr().cast());
-            *isum = _mm512_add_epi32(*isum, _mm512_mullo_epi32(_mm512_set1_epi32(sc[i]), dots));
-        }
+        // SAFETY: 16 i32 of the 16 in `row`.
+        let dots = unsafe { _mm512_loadu_si512(row.as_ptr().cast()) };
+        *isum = _mm512_add_epi32(*isum, _mm512_mullo_epi32(_mm512_set1_epi32(sc[i]), dots));
     }
 }
 
@@ -158,7 +156,8 @@ fn unpack_rows<K: KQuant>(w: &QMatrix, rows: Range<usize>, b: usize, out: &mut R
     let n = rows.len();
     for (i, r) in rows.enumerate() {
         let blk = &w.row(r)[b * ts..(b + 1) * ts];
-        let kb = K::unpack(blk);
+        // SAFETY: this fn enables AVX2.
+        let kb = unsafe { K::unpack(blk) };
         for (run, q) in out.runs.iter_mut().zip(kb.q) {
             let dst = &mut run.0[i * BLOCK..(i + 1) * BLOCK];
             // SAFETY: 32 bytes into the 32 of `dst`.

@@ -75,12 +75,15 @@ const fn chunk<K: KQuant>() -> usize {
 /// One run's dot for the 8 rows: columns `qr` with the token's 32
 /// activations `qa`, each chunk's i16 sum times its scale (`mult`, the
 /// run's two 16-groups' scales).
+///
+/// # Safety
+/// The CPU has AVX2.
 #[inline(always)]
 // indexed loops with constant bounds unroll fully
 #[allow(clippy::needless_range_loop)]
-fn run_dot<K: KQuant>(qr: &[__m256i; 8], qa: &[i8; 32], mult: [__m256i; 2]) -> __m256i {
+unsafe fn run_dot<K: KQuant>(qr: &[__m256i; 8], qa: &[i8; 32], mult: [__m256i; 2]) -> __m256i {
     let c = chunk::<K>();
-    // SAFETY: only reached from AVX2 target_feature functions.
+    // SAFETY: the caller guarantees AVX2.
     unsafe {
         let mut s = _mm256_setzero_si256();
         for k0 in (0..8).step_by(c) {
@@ -107,7 +110,8 @@ fn tile<K: KQuant>(sbs: &[Across], a: &[BlockQ8K], t0: usize, nt: usize) -> [__m
             let mult = [x.mult[2 * r], x.mult[2 * r + 1]];
             for (j, isum) in isum.iter_mut().enumerate().take(nt) {
                 let qa: &[i8; 32] = a[(t0 + j) * nb + b].qs[32 * r..32 * r + 32].try_into().expect("a run is 32 bytes");
-                *isum = _mm256_add_epi32(*isum, run_dot::<K>(&qr, qa, mult));
+                // SAFETY: this fn enables AVX2.
+                *isum = _mm256_add_epi32(*isum, unsafe { run_dot::<K>(&qr, qa, mult) });
             }
         }
         for (j, (acc, isum)) in acc.iter_mut().zip(isum).enumerate().take(nt) {

@@ -23,7 +23,7 @@ pub(super) struct KBlock {
     pub(super) sc: __m256i,
 }
 
-/// A K-quant format's layout and unpacking (AVX2 held by every caller).
+/// A K-quant format's layout and unpacking.
 pub(super) trait KQuant {
     const TYPE: GgmlType;
     /// Whether 16-groups 2r and 2r + 1 share a scale (one per 32-run).
@@ -36,7 +36,11 @@ pub(super) trait KQuant {
     /// where `minw` undoes an offset instead (the update is then
     /// `(d·da)·(isum − imin)`, the reference's `− (0·da)·0` being a no-op).
     const DMIN_AT: Option<usize>;
-    fn unpack(b: &[u8]) -> KBlock;
+    /// The super-block's quants and scales.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    unsafe fn unpack(b: &[u8]) -> KBlock;
 }
 
 pub(super) struct Q2K;
@@ -52,8 +56,8 @@ impl KQuant for Q2K {
     const D_AT: usize = q2_k::D;
     const DMIN_AT: Option<usize> = Some(q2_k::DMIN);
     #[inline(always)]
-    fn unpack(b: &[u8]) -> KBlock {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unpack(b: &[u8]) -> KBlock {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unpack`).
         unsafe { unpack_q2_k(b) }
     }
 }
@@ -65,8 +69,8 @@ impl KQuant for Q3K {
     const D_AT: usize = q3_k::D;
     const DMIN_AT: Option<usize> = None;
     #[inline(always)]
-    fn unpack(b: &[u8]) -> KBlock {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unpack(b: &[u8]) -> KBlock {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unpack`).
         unsafe { unpack_q3_k(b) }
     }
 }
@@ -78,8 +82,8 @@ impl KQuant for Q4K {
     const D_AT: usize = q4_k::D;
     const DMIN_AT: Option<usize> = Some(q4_k::DMIN);
     #[inline(always)]
-    fn unpack(b: &[u8]) -> KBlock {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unpack(b: &[u8]) -> KBlock {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unpack`).
         unsafe { unpack_q4_k(b) }
     }
 }
@@ -91,8 +95,8 @@ impl KQuant for Q5K {
     const D_AT: usize = q5_k::D;
     const DMIN_AT: Option<usize> = Some(q5_k::DMIN);
     #[inline(always)]
-    fn unpack(b: &[u8]) -> KBlock {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unpack(b: &[u8]) -> KBlock {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unpack`).
         unsafe { unpack_q5_k(b) }
     }
 }
@@ -104,8 +108,8 @@ impl KQuant for Q6K {
     const D_AT: usize = q6_k::D;
     const DMIN_AT: Option<usize> = None;
     #[inline(always)]
-    fn unpack(b: &[u8]) -> KBlock {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unpack(b: &[u8]) -> KBlock {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unpack`).
         unsafe { unpack_q6_k(b) }
     }
 }
@@ -335,7 +339,8 @@ pub(super) fn across<K: KQuant>(rws: &[&[u8]; ROWS], o: usize) -> Across {
     let (mut minw, mut sc_lo, mut sc_hi) =
         ([_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS], [_mm256_setzero_si256(); ROWS]);
     for i in 0..ROWS {
-        let kb = K::unpack(&rws[i][o..o + ts]);
+        // SAFETY: this fn enables AVX2.
+        let kb = unsafe { K::unpack(&rws[i][o..o + ts]) };
         for (run, q) in runs.iter_mut().zip(kb.q) {
             run[i] = q;
         }

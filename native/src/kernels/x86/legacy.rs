@@ -27,11 +27,19 @@ pub(super) trait Block32 {
     /// one).
     const D_AT: usize;
     const M_AT: usize;
-    fn unsigned(b: &[u8]) -> __m256i;
+    /// The block's 32 quants as unsigned bytes.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    unsafe fn unsigned(b: &[u8]) -> __m256i;
     /// The same with AVX-512 BW/VL at hand.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and AVX-512 BW/VL.
     #[inline(always)]
-    fn unsigned_512(b: &[u8]) -> __m256i {
-        Self::unsigned(b)
+    unsafe fn unsigned_512(b: &[u8]) -> __m256i {
+        // SAFETY: the caller's guarantee includes AVX2.
+        unsafe { Self::unsigned(b) }
     }
 }
 
@@ -85,8 +93,8 @@ impl Block32 for Q4_0 {
     const D_AT: usize = q4_0::D;
     const M_AT: usize = q4_0::D;
     #[inline(always)]
-    fn unsigned(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX2 (every caller is an AVX2 target_feature fn).
+    unsafe fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`).
         unsafe { nibbles(b, q4_0::QS) }
     }
 }
@@ -97,8 +105,8 @@ impl Block32 for Q4_1 {
     const D_AT: usize = q4_1::D;
     const M_AT: usize = q4_1::M;
     #[inline(always)]
-    fn unsigned(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`).
         unsafe { nibbles(b, q4_1::QS) }
     }
 }
@@ -109,13 +117,14 @@ impl Block32 for Q5_0 {
     const D_AT: usize = q5_0::D;
     const M_AT: usize = q5_0::D;
     #[inline(always)]
-    fn unsigned(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`).
         unsafe { five_bits(b, q5_0::QS, u32_at(b, q5_0::QH)) }
     }
     #[inline(always)]
-    fn unsigned_512(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX-512 BW/VL.
+    unsafe fn unsigned_512(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX-512 BW/VL (the contract of
+        // `unsigned_512`).
         unsafe { add_fifth_bits(nibbles(b, q5_0::QS), u32_at(b, q5_0::QH)) }
     }
 }
@@ -126,13 +135,14 @@ impl Block32 for Q5_1 {
     const D_AT: usize = q5_1::D;
     const M_AT: usize = q5_1::M;
     #[inline(always)]
-    fn unsigned(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`).
         unsafe { five_bits(b, q5_1::QS, u32_at(b, q5_1::QH)) }
     }
     #[inline(always)]
-    fn unsigned_512(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX-512 BW/VL.
+    unsafe fn unsigned_512(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX-512 BW/VL (the contract of
+        // `unsigned_512`).
         unsafe { add_fifth_bits(nibbles(b, q5_1::QS), u32_at(b, q5_1::QH)) }
     }
 }
@@ -143,8 +153,8 @@ impl Block32 for Q8_0 {
     const D_AT: usize = q8_0::D;
     const M_AT: usize = q8_0::D;
     #[inline(always)]
-    fn unsigned(b: &[u8]) -> __m256i {
-        // SAFETY: callers hold AVX2.
+    unsafe fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`).
         unsafe { _mm256_xor_si256(load32_at(b, q8_0::QS), _mm256_set1_epi8(-128)) }
     }
 }
@@ -157,7 +167,10 @@ pub(super) trait Act32 {
     /// `t + m * s` for Q8_1; `t` for Q8_0 (which has no such term).
     fn with_offset(&self, t: __m128, m: __m128) -> __m128;
     /// The same on 8 rows.
-    fn with_offset8(&self, t: __m256, m: __m256) -> __m256;
+    ///
+    /// # Safety
+    /// The CPU has AVX.
+    unsafe fn with_offset8(&self, t: __m256, m: __m256) -> __m256;
 }
 
 impl Act32 for BlockQ8_0 {
@@ -172,7 +185,7 @@ impl Act32 for BlockQ8_0 {
         t
     }
     #[inline(always)]
-    fn with_offset8(&self, t: __m256, _: __m256) -> __m256 {
+    unsafe fn with_offset8(&self, t: __m256, _: __m256) -> __m256 {
         t
     }
 }
@@ -186,12 +199,12 @@ impl Act32 for BlockQ8_1 {
     }
     #[inline(always)]
     fn with_offset(&self, t: __m128, m: __m128) -> __m128 {
-        // SAFETY: only reached from AVX2 target_feature functions.
+        // SAFETY: SSE, which every x86-64 CPU has.
         unsafe { _mm_add_ps(t, _mm_mul_ps(m, _mm_set1_ps(self.s))) }
     }
     #[inline(always)]
-    fn with_offset8(&self, t: __m256, m: __m256) -> __m256 {
-        // SAFETY: only reached from AVX2 target_feature functions.
+    unsafe fn with_offset8(&self, t: __m256, m: __m256) -> __m256 {
+        // SAFETY: the caller guarantees AVX (the contract of `with_offset8`).
         unsafe { _mm256_add_ps(t, _mm256_mul_ps(m, _mm256_set1_ps(self.s))) }
     }
 }
@@ -218,10 +231,14 @@ macro_rules! rows_32 {
                 let o = b * ts;
                 prefetch(rws, o + PREFETCH);
                 let w = [
-                    $weights::<T>(&rws[0][o..o + ts]),
-                    $weights::<T>(&rws[1][o..o + ts]),
-                    $weights::<T>(&rws[2][o..o + ts]),
-                    $weights::<T>(&rws[3][o..o + ts]),
+                    // SAFETY: this fn's features include those `$weights` needs.
+                    unsafe { $weights::<T>(&rws[0][o..o + ts]) },
+                    // SAFETY: as above.
+                    unsafe { $weights::<T>(&rws[1][o..o + ts]) },
+                    // SAFETY: as above.
+                    unsafe { $weights::<T>(&rws[2][o..o + ts]) },
+                    // SAFETY: as above.
+                    unsafe { $weights::<T>(&rws[3][o..o + ts]) },
                 ];
                 let dw = f16x4!(rws, o + T::D_AT);
                 // the rows' mins, for the formats that have them
@@ -229,13 +246,12 @@ macro_rules! rows_32 {
                 for (j, acc) in acc.iter_mut().enumerate().take(nt) {
                     let ab = &a[(t0 + j) * nb + b];
                     let av = load32(ab.qs());
-                    let c = $corr::<T>(av);
-                    let p = [
-                        $dot::<T>(w[0], av, c),
-                        $dot::<T>(w[1], av, c),
-                        $dot::<T>(w[2], av, c),
-                        $dot::<T>(w[3], av, c),
-                    ];
+                    // SAFETY: this fn's features include those `$corr` and
+                    // `$dot` need.
+                    let p = unsafe {
+                        let c = $corr::<T>(av);
+                        [$dot::<T>(w[0], av, c), $dot::<T>(w[1], av, c), $dot::<T>(w[2], av, c), $dot::<T>(w[3], av, c)]
+                    };
                     let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
                     let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
                     let t = ab.with_offset(t, m);
@@ -252,12 +268,15 @@ rows_32!(rows_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
 
 /// AVX2: the block's signed weights (sign trick in the dot) or, for the
 /// formats with a min, its unsigned quants.
+///
+/// # Safety
+/// The CPU has AVX2.
 #[inline(always)]
-fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
-    let u = T::unsigned(b);
-    // SAFETY: only reached from AVX2 target_feature functions. (Q8_0's
-    // offset −128 wraps back: (q ^ 0x80) − 0x80 = q.)
+unsafe fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
+    // SAFETY: the caller guarantees AVX2. (Q8_0's offset −128 wraps back:
+    // (q ^ 0x80) − 0x80 = q.)
     unsafe {
+        let u = T::unsigned(b);
         if T::OFFSET == 0 {
             u
         } else {
@@ -271,9 +290,12 @@ fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
 fn no_corr<T: Block32>(_: __m256i) {}
 
 /// AVX2: exact dot of 32 weights with 32 activations, as 8 partial i32 sums.
+///
+/// # Safety
+/// The CPU has AVX2.
 #[inline(always)]
-fn dot32<T: Block32>(w: __m256i, a: __m256i, _: ()) -> __m256i {
-    // SAFETY: only reached from AVX2 target_feature functions.
+unsafe fn dot32<T: Block32>(w: __m256i, a: __m256i, _: ()) -> __m256i {
+    // SAFETY: the caller guarantees AVX2.
     unsafe { dot32_avx2(w, T::OFFSET != 0, a) }
 }
 

@@ -65,7 +65,8 @@ fn rows_imp<T: Block32>(amx: Amx, w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, ro
             let row = w.row(r);
             for b in 0..nb {
                 let blk = &row[b * T::BYTES..(b + 1) * T::BYTES];
-                let q = _mm256_sub_epi8(T::unsigned_512(blk), _mm256_set1_epi8(T::OFFSET));
+                // SAFETY: this fn enables AVX2 and AVX-512 BW/VL.
+                let q = _mm256_sub_epi8(unsafe { T::unsigned_512(blk) }, _mm256_set1_epi8(T::OFFSET));
                 let dst = &mut w_tiles[b].0[i * BLOCK..(i + 1) * BLOCK];
                 // SAFETY: 32 bytes into the 32 of `dst`.
                 unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), q) };

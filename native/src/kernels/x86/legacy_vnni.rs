@@ -74,15 +74,22 @@ fn rows_imp<T: Block32>(w: &QMatrix, x: Acts, a: &[BlockQ8_0], n_tok: usize, row
 rows_32!(rows_vnni, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni", weights_vnni, corr_vnni, dot32_vnni);
 
 /// VNNI: unsigned quants straight into `vpdpbusd` (u8 × i8).
+///
+/// # Safety
+/// The CPU has AVX2 and AVX-512 BW/VL.
 #[inline(always)]
-fn weights_vnni<T: Block32>(b: &[u8]) -> __m256i {
-    T::unsigned_512(b)
+unsafe fn weights_vnni<T: Block32>(b: &[u8]) -> __m256i {
+    // SAFETY: the caller guarantees what `unsigned_512` needs.
+    unsafe { T::unsigned_512(b) }
 }
 
 /// VNNI: `OFFSET · Σ a` as 8 partial sums, once per token and block.
+///
+/// # Safety
+/// The CPU has AVX2, AVX-512 VL and VNNI.
 #[inline(always)]
-fn corr_vnni<T: Block32>(a: __m256i) -> __m256i {
-    // SAFETY: only reached from VNNI target_feature functions.
+unsafe fn corr_vnni<T: Block32>(a: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees AVX2, AVX-512 VL and VNNI.
     unsafe { corr_vnni_imp(T::OFFSET, a) }
 }
 
@@ -96,9 +103,12 @@ fn corr_vnni_imp(offset: i8, a: __m256i) -> __m256i {
 }
 
 /// VNNI: `Σ u·a − OFFSET·Σ a`, the same exact integers as the AVX2 dot.
+///
+/// # Safety
+/// The CPU has AVX2, AVX-512 VL and VNNI.
 #[inline(always)]
-fn dot32_vnni<T: Block32>(u: __m256i, a: __m256i, c: __m256i) -> __m256i {
-    // SAFETY: only reached from VNNI target_feature functions.
+unsafe fn dot32_vnni<T: Block32>(u: __m256i, a: __m256i, c: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees AVX2, AVX-512 VL and VNNI.
     unsafe { dot32_vnni_imp(u, a, c) }
 }
 
@@ -137,7 +147,7 @@ fn groups8<T: Block32, const NT: usize>(
 fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0]) -> Vec<i32> {
     a.iter()
         .map(|ab| {
-            let c = corr_vnni::<T>(load32(&ab.qs));
+            let c = corr_vnni_imp(T::OFFSET, load32(&ab.qs));
             let s = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256::<1>(c));
             let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
             let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s));
@@ -165,7 +175,8 @@ fn tile_transposed<T: Block32, const NT: usize>(
     for b in 0..nb {
         let o = b * ts;
         prefetch(rws, o + PREFETCH);
-        let v = transpose8(&core::array::from_fn(|i| weights_vnni::<T>(&rws[i][o..o + ts])));
+        // SAFETY: this fn enables AVX2 and AVX-512 BW/VL.
+        let v = transpose8(&core::array::from_fn(|i| unsafe { weights_vnni::<T>(&rws[i][o..o + ts]) }));
         let dw = f16x8!(rws, o + T::D_AT);
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ta = (t0 + j) * nb + b;
@@ -196,13 +207,14 @@ fn tile8<T: Block32, const NT: usize>(
     for b in 0..nb {
         let o = b * ts;
         prefetch(rws, o + PREFETCH);
-        let w: [__m256i; ROWS] = core::array::from_fn(|i| weights_vnni::<T>(&rws[i][o..o + ts]));
+        // SAFETY: this fn enables AVX2 and AVX-512 BW/VL.
+        let w: [__m256i; ROWS] = core::array::from_fn(|i| unsafe { weights_vnni::<T>(&rws[i][o..o + ts]) });
         let dw = f16x8!(rws, o + T::D_AT);
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ab = &a[(t0 + j) * nb + b];
             let av = load32(&ab.qs);
-            let c = corr_vnni::<T>(av);
-            let p: [__m256i; ROWS] = core::array::from_fn(|i| dot32_vnni::<T>(w[i], av, c));
+            let c = corr_vnni_imp(T::OFFSET, av);
+            let p: [__m256i; ROWS] = core::array::from_fn(|i| dot32_vnni_imp(w[i], av, c));
             let isum = _mm256_cvtepi32_ps(hsum8(&p));
             let t = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab.d)), isum);
             *acc = _mm256_add_ps(*acc, t);

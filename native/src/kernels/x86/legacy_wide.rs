@@ -86,7 +86,8 @@ struct Columns {
 #[target_feature(enable = "avx2,fma,f16c")]
 fn columns<T: Block32>(rws: &[&[u8]; ROWS], o: usize) -> Columns {
     let ts = T::BYTES;
-    let v = transpose8(&core::array::from_fn(|i| T::unsigned(&rws[i][o..o + ts])));
+    // SAFETY: this fn enables AVX2.
+    let v = transpose8(&core::array::from_fn(|i| unsafe { T::unsigned(&rws[i][o..o + ts]) }));
     let dw = f16x8!(rws, o + T::D_AT);
     if T::OFFSET == -128 {
         // (q ^ 0x80) ^ 0x80 = q: the signed quants
@@ -123,7 +124,8 @@ fn tile_unsigned<T: Block32, A: Act32>(
                 s = _mm256_add_epi32(s, _mm256_set1_epi32(neg_corr[ta]));
             }
             let t = _mm256_mul_ps(_mm256_mul_ps(*dw, _mm256_set1_ps(ab.d())), _mm256_cvtepi32_ps(s));
-            *acc = _mm256_add_ps(*acc, ab.with_offset8(t, *m));
+            // SAFETY: this fn enables AVX2.
+            *acc = _mm256_add_ps(*acc, unsafe { ab.with_offset8(t, *m) });
         }
     }
     acc
