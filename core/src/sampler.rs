@@ -143,7 +143,7 @@ impl Rng {
 
 /// A token the chain is still considering.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Its id.
     pub id: u32,
     /// Its logit, as modified so far.
@@ -247,7 +247,7 @@ impl Sampler {
 }
 
 /// The candidate where the cumulative probability passes `u`.
-pub fn draw(c: &[Candidate], u: f64) -> u32 {
+pub(crate) fn draw(c: &[Candidate], u: f64) -> u32 {
     let mut cum = 0.0f64;
     for x in c {
         cum += x.p as f64;
@@ -259,7 +259,7 @@ pub fn draw(c: &[Candidate], u: f64) -> u32 {
 }
 
 /// (token, occurrences) among the last `last_n` tokens, sorted by token.
-pub fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n: usize) {
+pub(crate) fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n: usize) {
     counts.clear();
     counts.extend(history[history.len().saturating_sub(last_n)..].iter().map(|&t| (t, 1)));
     counts.sort_unstable();
@@ -274,7 +274,7 @@ pub fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n: usize
 
 /// Repetition (÷/× `repeat`), presence (−once) and frequency (−per count)
 /// penalties on candidates still indexed by token id.
-pub fn apply_penalties(c: &mut [Candidate], counts: &[(u32, u32)], repeat: f32, presence: f32, frequency: f32) {
+pub(crate) fn apply_penalties(c: &mut [Candidate], counts: &[(u32, u32)], repeat: f32, presence: f32, frequency: f32) {
     for &(id, n) in counts {
         if let Some(x) = c.get_mut(id as usize).filter(|x| x.id == id) {
             if repeat != 1.0 {
@@ -286,7 +286,7 @@ pub fn apply_penalties(c: &mut [Candidate], counts: &[(u32, u32)], repeat: f32, 
 }
 
 /// Sort by logit and keep the best `k` (0 = all).
-pub fn top_k(c: &mut Vec<Candidate>, k: usize) {
+pub(crate) fn top_k(c: &mut Vec<Candidate>, k: usize) {
     if k > 0 && k < c.len() {
         c.select_nth_unstable_by(k - 1, by_logit);
         c.truncate(k);
@@ -295,7 +295,7 @@ pub fn top_k(c: &mut Vec<Candidate>, k: usize) {
 }
 
 /// Probabilities of sorted candidates (by logit, descending).
-pub fn softmax(c: &mut [Candidate]) {
+pub(crate) fn softmax(c: &mut [Candidate]) {
     let Some(max) = c.first().map(|x| x.logit) else {
         return;
     };
@@ -310,7 +310,7 @@ pub fn softmax(c: &mut [Candidate]) {
 }
 
 /// Keep the smallest prefix whose probability reaches `p`.
-pub fn top_p(c: &mut Vec<Candidate>, p: f32) {
+pub(crate) fn top_p(c: &mut Vec<Candidate>, p: f32) {
     if p >= 1.0 || c.is_empty() {
         return;
     }
@@ -332,7 +332,7 @@ fn mass_prefix(c: &[Candidate], p: f32) -> usize {
 
 /// Locally typical sampling (Meister et al.): order by |surprise −
 /// entropy|, keep the smallest such set reaching probability `p`.
-pub fn typical(c: &mut Vec<Candidate>, p: f32) {
+pub(crate) fn typical(c: &mut Vec<Candidate>, p: f32) {
     if p >= 1.0 || c.len() < 2 {
         return;
     }
@@ -345,7 +345,7 @@ pub fn typical(c: &mut Vec<Candidate>, p: f32) {
 }
 
 /// Keep candidates with probability at least `p` × the best one's.
-pub fn min_p(c: &mut Vec<Candidate>, p: f32) {
+pub(crate) fn min_p(c: &mut Vec<Candidate>, p: f32) {
     if p <= 0.0 || c.is_empty() {
         return;
     }

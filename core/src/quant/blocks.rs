@@ -157,25 +157,25 @@ pub fn quantize_q8_k(x: &[f32], out: &mut BlockQ8K) {
 
 /// Exact integer inner product of two 8-bit vectors.
 #[inline]
-pub fn idot(a: &[i8], b: &[i8]) -> i32 {
+pub(crate) fn idot(a: &[i8], b: &[i8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
 }
 
 /// One 32-element block: `(d*dy) * Σ q*qy`, plus `m * s` for the offset formats.
 #[inline]
-pub fn dot_32_q8_0(w: &Unpacked32, a: &BlockQ8_0) -> f32 {
+pub(crate) fn dot_32_q8_0(w: &Unpacked32, a: &BlockQ8_0) -> f32 {
     (w.d * a.d) * idot(&w.q, &a.qs) as f32
 }
 
 /// As `dot_32_q8_0`, plus `m * s`.
 #[inline]
-pub fn dot_32_q8_1(w: &Unpacked32, a: &BlockQ8_1) -> f32 {
+pub(crate) fn dot_32_q8_1(w: &Unpacked32, a: &BlockQ8_1) -> f32 {
     (w.d * a.d) * idot(&w.q, &a.qs) as f32 + w.m * a.s
 }
 
 /// One super-block: `(d*dy) * Σ_g sc_g Σ q*qy - (dmin*dy) * Σ_g mn_g bsum_g`.
 #[inline]
-pub fn dot_k_q8_k(w: &UnpackedK, a: &BlockQ8K) -> f32 {
+pub(crate) fn dot_k_q8_k(w: &UnpackedK, a: &BlockQ8K) -> f32 {
     let mut isum = 0i32;
     let mut imin = 0i32;
     for g in 0..16 {

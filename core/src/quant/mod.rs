@@ -114,7 +114,7 @@ pub fn unpack_k(ty: GgmlType, b: &[u8]) -> Option<UnpackedK> {
 
 /// Dequantize one block's worth of elements: `x = d * q + m`.
 #[inline]
-pub fn dequantize_32(u: &Unpacked32, out: &mut [f32]) {
+pub(crate) fn dequantize_32(u: &Unpacked32, out: &mut [f32]) {
     for (o, &q) in out.iter_mut().zip(&u.q) {
         *o = u.d * q as f32 + u.m;
     }
@@ -122,7 +122,7 @@ pub fn dequantize_32(u: &Unpacked32, out: &mut [f32]) {
 
 /// Dequantize a super-block: `x = (d * sc) * q - (dmin * mn)` per group of 16.
 #[inline]
-pub fn dequantize_k(u: &UnpackedK, out: &mut [f32]) {
+pub(crate) fn dequantize_k(u: &UnpackedK, out: &mut [f32]) {
     for g in 0..16 {
         let dl = u.d * u.sc[g] as f32;
         let ml = u.dmin * u.mn[g] as f32;
@@ -133,7 +133,7 @@ pub fn dequantize_k(u: &UnpackedK, out: &mut [f32]) {
 }
 
 /// Whether tern can dequantize (and so compute with) this type.
-pub fn is_supported(ty: GgmlType) -> bool {
+pub(crate) fn is_supported(ty: GgmlType) -> bool {
     ty.vec_dot_type().is_some()
 }
 

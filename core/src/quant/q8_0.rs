@@ -23,7 +23,7 @@ pub(crate) fn unpack(b: &[u8]) -> Unpacked32 {
 
 /// Quantize a row (a multiple of 32 values) and append its blocks to `out`
 /// (weights quantized at load; the scale rounding as activations').
-pub fn quantize_row(x: &[f32], out: &mut alloc::vec::Vec<u8>) {
+pub(crate) fn quantize_row(x: &[f32], out: &mut alloc::vec::Vec<u8>) {
     let mut b = super::BlockQ8_0::ZERO;
     for chunk in x.chunks_exact(32) {
         super::quantize_q8_0(chunk, &mut b);
