@@ -52,7 +52,7 @@ impl TernEncoder {
 
     /// Whether it scores pairs (a cross-encoder) rather than embeds.
     pub fn reranks(&self) -> bool {
-        self.inner.encoder().is_ok_and(|enc| enc.weights.classifier.is_some())
+        self.inner.encoder().is_ok_and(|enc| enc.scores_pairs())
     }
 
     /// The texts' vectors, one after another (`texts.length × dim`).

@@ -22,7 +22,7 @@ pub use decoder::{Decoder, Progress};
 pub use embedder::{check_count, Body, Embedder, Pair, MAX_INPUTS};
 pub use forward::Seq;
 pub use pooling::{l2_normalize, Pooling, PoolingMode};
-pub use weights::EncoderWeights;
+pub(crate) use weights::EncoderWeights;
 
 use crate::backend::QMatrix;
 use crate::error::{Error, Result};
@@ -38,7 +38,7 @@ pub struct Encoder<B> {
     /// Hyper-parameters.
     pub config: EncoderConfig,
     /// Where each weight is.
-    pub weights: EncoderWeights,
+    pub(crate) weights: EncoderWeights,
     /// How hidden states become one vector (None: a cross-encoder, which
     /// scores pairs instead).
     pub pooling: Option<Pooling>,
@@ -55,6 +55,14 @@ impl EncoderView<'_> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
         let data = &self.bufs[t.buf][t.start..t.start + t.len];
         QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &[] }
+    }
+}
+
+impl<B> Encoder<B> {
+    /// Whether it is a cross-encoder: a classification head scores pairs
+    /// (rerank), instead of pooling one input's states into a vector.
+    pub fn scores_pairs(&self) -> bool {
+        self.weights.classifier.is_some()
     }
 }
 
