@@ -196,7 +196,7 @@ impl Drop for Posted<'_> {
                 // (its part may be written by no one: the poster's output
                 // is garbage, and the panic says so)
                 self.0.busy.store(false, Ordering::Release);
-                self.0.check_lost();
+                panic!("{LOST}");
             }
             std::hint::spin_loop();
         }
