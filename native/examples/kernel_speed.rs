@@ -5,8 +5,9 @@
 
 use std::time::Instant;
 
-use tern_core::backend::speed::{random_matrix, time_matmul, TYPES};
+use tern_core::backend::speed::{random_matrix, time_matmul};
 use tern_core::backend::QMatrix;
+use tern_core::backend::KERNEL_TYPES;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,7 +18,7 @@ fn main() {
     let x: Vec<f32> = (0..64 * n_cols).map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0).collect();
     println!("| type | backend | decode GB/s | prefill 64 tok: row·tok/µs |");
     println!("| --- | --- | ---: | ---: |");
-    for ty in TYPES.into_iter().filter(|t| wanted.is_empty() || wanted.iter().any(|w| w == t.name())) {
+    for ty in KERNEL_TYPES.into_iter().filter(|t| wanted.is_empty() || wanted.iter().any(|w| w == t.name())) {
         let (data, n_rows) = random_matrix(ty, n_cols, 64 << 20);
         let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[] };
         for name in tern::kernels::available() {

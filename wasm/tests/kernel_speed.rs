@@ -5,7 +5,8 @@
 //!   cargo test --release -p tern-llm-wasm --target wasm32-unknown-unknown \
 //!     --test kernel_speed -- --include-ignored --nocapture
 
-use tern_core::backend::speed::{random_matrix, time_matmul, TYPES};
+use tern_core::backend::speed::{random_matrix, time_matmul};
+use tern_core::backend::KERNEL_TYPES;
 use tern_core::backend::{Kernels, QMatrix, Scalar};
 use tern_core::quant::{wide_scales, GgmlType};
 use wasm_bindgen::prelude::*;
@@ -25,7 +26,7 @@ fn kernel_speed() {
     let x: Vec<f32> = (0..16 * n_cols).map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0).collect();
     let backends: [&dyn Kernels; 2] = [tern_wasm::kernels::backend(), &Scalar];
     console_log!("| type | backend | decode GB/s | prefill 16 tok: row·tok/µs |");
-    for ty in TYPES {
+    for ty in KERNEL_TYPES {
         let (data, n_rows) = random_matrix(ty, n_cols, 16 << 20);
         let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[] };
         for k in backends {

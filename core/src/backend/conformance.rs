@@ -29,23 +29,6 @@ impl Rand {
     }
 }
 
-/// Weight types with kernels.
-const TYPES: &[GgmlType] = &[
-    GgmlType::F32,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q8_0,
-    GgmlType::Q2_K,
-    GgmlType::Q3_K,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-];
-
 /// Random weights of `ty`: random bytes, valid finite scales.
 fn weights(r: &mut Rand, ty: GgmlType, n_cols: usize, n_rows: usize) -> Vec<u8> {
     let n = n_cols * n_rows;
@@ -76,7 +59,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     transposes(k)?;
     let mut r = Rand(0x9E37_79B9_7F4A_7C15);
     let s = Scalar;
-    for &ty in TYPES {
+    for ty in super::KERNEL_TYPES {
         // float rows may have any length: ragged ones too
         // (576: a row of 18 blocks of 32, its last group of four partial;
         // 544: an odd number of blocks, 17)

@@ -11,6 +11,23 @@
 
 mod cached;
 pub mod conformance;
+
+/// Every weight type with a kernel (the conformance suite checks each).
+pub const KERNEL_TYPES: [GgmlType; 13] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
 pub mod scalar;
 #[cfg(feature = "testing")]
 pub mod speed;

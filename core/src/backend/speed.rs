@@ -8,23 +8,6 @@ use alloc::vec::Vec;
 use super::{Acts, Kernels, QMatrix};
 use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
-/// Every weight type with a kernel.
-pub const TYPES: [GgmlType; 13] = [
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q8_0,
-    GgmlType::Q2_K,
-    GgmlType::Q3_K,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::F32,
-];
-
 fn rand(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
     *seed ^= *seed >> 7;
