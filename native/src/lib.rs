@@ -32,7 +32,7 @@
 //!
 //! Underneath, for servers and bindings that schedule work themselves:
 //! [`load()`] gives the model, tokenizer and chat template ([`Loaded`]);
-//! `tern_core`'s `Session`, `generate` and `Engine` run it.
+//! [`runtime`]'s `Session`, `Generator` and `Engine` run it.
 #![warn(missing_docs)]
 
 mod embed;
@@ -51,11 +51,28 @@ pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use load::{load, load_with, Buffer, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};
-pub use tern_core;
-pub use tern_core::generate::{Event, GenerationResult, TokenLogprob};
+pub use tern_core::chat::Message;
+pub use tern_core::generate::{CancelFlag, Event, FinishReason, GenerationResult, Timings, TokenLogprob, Usage};
 pub use tern_core::grammar::Grammar;
+pub use tern_core::sampler::SamplerConfig;
+pub use tern_core::tokenizer::Tokenizer;
+pub use tern_core::tools::{parse_tool_calls, Tool, ToolCall, ToolChoice};
 use tern_core::Engine;
 pub use tern_threads::Threads;
+
+/// What runs underneath [`Model`], for servers and bindings that schedule
+/// work themselves (tern-llm-core's, re-exported): a [`Loaded`] bundle's
+/// model opens sessions (`Model::session`), an `Engine` (from
+/// [`engine()`]) runs their forward passes, a `Generator` turns one into
+/// events, `Conversation` keeps a chat's turns in a session's cache, and a
+/// kernel backend implements `Kernels` (checked by `conformance`).
+pub mod runtime {
+    pub use tern_core::backend::{conformance, Kernels};
+    pub use tern_core::bundle::{Bundle, BundleVocab};
+    pub use tern_core::conversation::Conversation;
+    pub use tern_core::generate::{Constraint, GenerateConfig, Generator, Vocab};
+    pub use tern_core::{Engine, KvType, Logits, Model, PrefixCache, Session};
+}
 
 /// Where models are kept: `$TERN_MODELS`, else `~/.cache/tern/models`
 /// (where [`fetch::Fetcher`] puts them).

@@ -339,7 +339,7 @@ impl<'m> Chat<'m> {
     /// # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
     /// #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
     /// #     .join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-    /// use tern::tern_core::tools::{parse_tool_calls, Tool, ToolChoice};
+    /// use tern::{parse_tool_calls, Tool, ToolChoice};
     /// let model = tern::Model::load(&path)?;
     /// let weather = Tool {
     ///     name: "get_weather".into(),
