@@ -178,6 +178,9 @@ describe('SmolLM2 in a worker', () => {
       [{ temperature: NaN }, /temperature: expected a finite number, not NaN/],
       [{ topP: Infinity }, /topP: expected a finite number/],
       [{ stop: ['a', 'b', 'c', 'd', 'e'] }, /stop: expected an array of up to 4 strings/],
+      // core's one rule for the sampler's values, the option named as JS spells it
+      [{ topP: 5 }, /option topP: top_p 5 is outside \[0, 1\]/],
+      [{ repeatPenalty: 0 }, /option repeatPenalty: repeat_penalty 0 is outside/],
     ]) {
       await assert.rejects(model.generate('x', opts).result, (e) => {
         assert.equal(e.code, 'invalid_argument', e.message);

@@ -84,25 +84,28 @@ fn tools_of(obj: &Map<String, Value>) -> Result<Option<ToolRequest>, JsValue> {
 fn option_error(e: tern_core::Error) -> JsValue {
     match e {
         tern_core::Error::InvalidField { field, what } => {
-            let mut up = false;
-            let field: String = field
-                .chars()
-                .filter_map(|c| match (c, up) {
-                    ('_', _) => {
-                        up = true;
-                        None
-                    }
-                    (c, true) => {
-                        up = false;
-                        Some(c.to_ascii_uppercase())
-                    }
-                    (c, false) => Some(c),
-                })
-                .collect();
+            let field = camel_case(&field);
             js_error("invalid_argument", &format!("option {field}: {what}"))
         }
         e => js_error("invalid_argument", &e.to_string()),
     }
+}
+
+/// `top_p` → `topP`.
+fn camel_case(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut up = false;
+    for c in snake.chars() {
+        match c {
+            '_' => up = true,
+            c if up => {
+                out.push(c.to_ascii_uppercase());
+                up = false;
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `json`: the options object; `eog`: the model's end-of-generation ids

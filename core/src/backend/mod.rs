@@ -11,6 +11,16 @@
 
 mod cached;
 pub mod conformance;
+pub mod scalar;
+#[cfg(feature = "testing")]
+pub mod speed;
+pub mod tiles;
+
+use core::ops::Range;
+
+pub use cached::{q8_0_at, BlockRows, Cached, KvBlock, KvRows, KvType, Runs, KV_BLOCK};
+
+use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 /// Every weight type with a kernel (the conformance suite checks each).
 pub const KERNEL_TYPES: [GgmlType; 13] = [
@@ -28,16 +38,6 @@ pub const KERNEL_TYPES: [GgmlType; 13] = [
     GgmlType::Q5_K,
     GgmlType::Q6_K,
 ];
-pub mod scalar;
-#[cfg(feature = "testing")]
-pub mod speed;
-pub mod tiles;
-
-use core::ops::Range;
-
-pub use cached::{q8_0_at, BlockRows, Cached, KvBlock, KvRows, KvType, Runs, KV_BLOCK};
-
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 /// A weight matrix: `n_rows` rows of `n_cols` elements of type `ty`.
 #[derive(Clone, Copy, Debug)]

@@ -150,7 +150,8 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         waiting: VecDeque::new(),
         encodes: Queue::default(),
         logits: Vec::new(),
-        drain: None,
+        order: Vec::with_capacity(limits.slots),
+        drain_at: None,
         limits,
     };
     s.run(&rx)
@@ -169,8 +170,11 @@ struct Scheduler<'a> {
     waiting: VecDeque<Job>,
     encodes: Queue,
     logits: Vec<f32>,
+    /// The running slots in the order `plan` feeds them (kept across
+    /// passes, so a pass allocates nothing for it).
+    order: Vec<usize>,
     /// When a drain cancels what still runs.
-    drain: Option<Instant>,
+    drain_at: Option<Instant>,
 }
 
 /// Whether the loop goes on.
@@ -213,7 +217,7 @@ impl Scheduler<'_> {
     /// Take requests; block (a second at a time) only when there is
     /// nothing to run. Stops when the channel has closed.
     fn receive(&mut self, rx: &Receiver<Msg>) -> Flow {
-        let first = if self.idle() && self.drain.is_none() {
+        let first = if self.idle() && self.drain_at.is_none() {
             match rx.recv_timeout(Duration::from_secs(1)) {
                 Ok(m) => Some(m),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -224,13 +228,13 @@ impl Scheduler<'_> {
         };
         for m in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             match m {
-                Msg::Job(j) if self.drain.is_none() => self.waiting.push_back(j),
+                Msg::Job(j) if self.drain_at.is_none() => self.waiting.push_back(j),
                 Msg::Job(j) => finish(j, None, self.metrics),
-                Msg::Encode(j) if self.drain.is_none() => self.encodes.push(j),
+                Msg::Encode(j) if self.drain_at.is_none() => self.encodes.push(j),
                 Msg::Encode(j) => {
                     let _ = j.reply.send(Err("the server is shutting down".into()));
                 }
-                Msg::Drain(d) => self.drain = Some(Instant::now() + d),
+                Msg::Drain(d) => self.drain_at = Some(Instant::now() + d),
             }
         }
         Flow::Go
@@ -239,7 +243,7 @@ impl Scheduler<'_> {
     /// While draining, what was admitted runs on; past the deadline it is
     /// cancelled. Stops once nothing is left.
     fn drain(&mut self) -> Flow {
-        let Some(deadline) = self.drain else { return Flow::Go };
+        let Some(deadline) = self.drain_at else { return Flow::Go };
         if Instant::now() >= deadline {
             for j in self.waiting.drain(..) {
                 finish(j, None, self.metrics);
@@ -323,10 +327,14 @@ impl Scheduler<'_> {
     /// The pass's tokens: every decode, then prefill chunks in admission
     /// order, within the token budget. False if there is nothing to run.
     fn plan(&mut self) -> bool {
-        let mut running: Vec<&mut Active> = self.slots.iter_mut().filter_map(|s| s.active.as_mut()).collect();
-        running.sort_by_key(|a| (matches!(a.phase, Phase::Prefill { .. }), a.job.arrived));
+        let slots = &mut self.slots;
+        self.order.clear();
+        self.order.extend((0..slots.len()).filter(|&i| slots[i].active.is_some()));
+        let key = |a: &Active| (matches!(a.phase, Phase::Prefill { .. }), a.job.arrived);
+        self.order.sort_by_key(|&i| slots[i].active.as_ref().map(key));
         let mut budget = self.limits.n_batch;
-        for a in running {
+        for &i in &self.order {
+            let Some(a) = slots[i].active.as_mut() else { continue };
             let n = match a.phase {
                 Phase::Decode { .. } => 1,
                 Phase::Prefill { next } => (a.job.prompt.len() - next).min(self.limits.chunk),
