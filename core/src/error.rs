@@ -268,8 +268,8 @@ impl fmt::Display for Error {
             Hyperparameter { key, value, why } => write!(f, "{key} = {value}: {why}"),
             UnsupportedArch { arch } => write!(
                 f,
-                "unsupported architecture {arch:?} (supported: llama, qwen2, qwen3; \
-                 LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)"
+                "unsupported architecture {arch:?} (tern runs the Llama, Mistral, Qwen2, Qwen3, \
+                 Gemma 2, Gemma 3 and Phi-3 families)"
             ),
             UnsupportedTensorType { arch, tensor, type_name } => {
                 write!(f, "{arch}: tensor {tensor} has type {type_name}, which has no kernel")

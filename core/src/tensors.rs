@@ -1,7 +1,9 @@
 //! Tensors as a model format presents them, and the lookup trait the
 //! model binds its weights through: GGUF files and safetensors shards
-//! implement it, the model layer reads it, neither knows the other. This is
-//! the one file that spells tensor names, GGUF's and HuggingFace's.
+//! implement it, the model layer reads it, neither knows the other. This
+//! file spells the tensor names, GGUF's and HuggingFace's, that every
+//! family shares; a family's own transformers names are in its file
+//! (`crate::model::family`).
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -31,20 +33,10 @@ pub enum Naming {
     /// them, with the family's own names where it has them.
     Hf {
         layout: HfLayout,
-        family: HfFamily,
+        /// The family's names where they differ from Llama's (GGUF's
+        /// after `blk.N.`, transformers' after `layers.N.`).
+        renames: &'static [(&'static str, &'static str)],
     },
-}
-
-/// Whose names a transformers checkpoint uses where they differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "std"), allow(dead_code))]
-pub enum HfFamily {
-    /// Llama's (Qwen's, Mistral's).
-    Llama,
-    /// Gemma's norms: `pre_feedforward_layernorm`, `post_*_layernorm`.
-    Gemma,
-    /// Phi-3's fused `qkv_proj` and `gate_up_proj`.
-    Phi3,
 }
 
 /// Where a transformers checkpoint keeps the language model.
@@ -134,7 +126,7 @@ fn bert_name(p: &str, gguf: &str) -> String {
 impl Naming {
     /// The format's name of a tensor given by its GGUF name.
     pub fn name(self, gguf: &str) -> String {
-        let Naming::Hf { layout, family } = self else {
+        let Naming::Hf { layout, renames } = self else {
             return gguf.to_string();
         };
         let (model, head) = layout.prefixes();
@@ -150,7 +142,8 @@ impl Naming {
         let Some((layer, part)) = gguf.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
             return gguf.to_string();
         };
-        let hf = match part {
+        let renamed = renames.iter().find(|(g, _)| *g == part).map(|(_, h)| *h);
+        let hf = renamed.unwrap_or(match part {
             "attn_norm.weight" => "input_layernorm.weight",
             "attn_q.weight" => "self_attn.q_proj.weight",
             "attn_k.weight" => "self_attn.k_proj.weight",
@@ -161,9 +154,6 @@ impl Naming {
             "attn_output.weight" => "self_attn.o_proj.weight",
             "attn_q_norm.weight" => "self_attn.q_norm.weight",
             "attn_k_norm.weight" => "self_attn.k_norm.weight",
-            "ffn_norm.weight" if family == HfFamily::Gemma => "pre_feedforward_layernorm.weight",
-            "attn_qkv.weight" => "self_attn.qkv_proj.weight",
-            "ffn_up.weight" if family == HfFamily::Phi3 => "mlp.gate_up_proj.weight",
             "ffn_norm.weight" => "post_attention_layernorm.weight",
             "post_attention_norm.weight" => "post_attention_layernorm.weight",
             "post_ffw_norm.weight" => "post_feedforward_layernorm.weight",
@@ -171,7 +161,7 @@ impl Naming {
             "ffn_up.weight" => "mlp.up_proj.weight",
             "ffn_down.weight" => "mlp.down_proj.weight",
             other => other,
-        };
+        });
         format!("{model}layers.{layer}.{hf}")
     }
 

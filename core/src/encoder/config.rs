@@ -8,7 +8,7 @@ use alloc::string::{String, ToString};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::hf::config::{bad, Fields};
+use crate::hf::fields::{bad, Fields};
 use crate::model::{MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
 
 /// The longest input an encoder may take (positions it has embeddings for).

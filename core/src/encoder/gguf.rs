@@ -7,7 +7,7 @@ use alloc::format;
 
 use super::{Encoder, EncoderConfig, EncoderWeights, Pooling, PoolingMode};
 use crate::error::{Error, Result};
-use crate::gguf::model::{opt_usize_key, usize_key};
+use crate::gguf::keys::{opt_usize_key, usize_key};
 use crate::gguf::Gguf;
 
 impl EncoderConfig {

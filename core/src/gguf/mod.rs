@@ -2,10 +2,12 @@
 //! Every count, length and offset is checked against the file before use;
 //! tensor data are zero-copy views into the input.
 
+pub(crate) mod keys;
 pub(crate) mod model;
 #[cfg(test)]
 mod model_tests;
 mod reader;
+mod rope;
 #[cfg(test)]
 mod tests;
 #[cfg(any(test, feature = "testing"))]

@@ -69,7 +69,7 @@ impl GenerationDefaults {
             min_p: num("min_p")?,
             typical_p: num("typical_p")?,
             repeat_penalty: num("repetition_penalty")?,
-            eos_token_ids: super::config::ids(FILE, "eos_token_id", m.get("eos_token_id"))?,
+            eos_token_ids: super::fields::ids(FILE, "eos_token_id", m.get("eos_token_id"))?,
         })
     }
 

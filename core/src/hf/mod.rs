@@ -5,10 +5,13 @@
 
 pub mod config;
 mod dir;
+pub(crate) mod fields;
 pub mod generation;
+pub(crate) mod rope;
 pub mod shards;
 #[cfg(test)]
 mod tests;
+pub(crate) mod window;
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -65,11 +68,7 @@ pub fn load<B: AsRef<[u8]>>(
     let (weights, info) = {
         let views: Vec<(&str, &[u8])> = shards.iter().map(|(n, b)| (n.as_str(), b.as_ref())).collect();
         let (dir, mut problems) = Shards::read(&views, index, hc.dtype)?;
-        let dir = dir.family_names(match hc.config.arch {
-            crate::model::Arch::Gemma2 | crate::model::Arch::Gemma3 => crate::tensors::HfFamily::Gemma,
-            crate::model::Arch::Phi3 => crate::tensors::HfFamily::Phi3,
-            _ => crate::tensors::HfFamily::Llama,
-        });
+        let dir = dir.family_names(hc.config.arch.family().hf_tensors);
         if let Err(e) = Weights::check(&dir, &hc.config, hc.expect) {
             flatten(e, &mut problems);
         }

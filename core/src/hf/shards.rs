@@ -11,7 +11,7 @@ use safetensors::tensor::{Dtype, SafeTensors};
 
 use crate::error::{Error, Result};
 use crate::quant::GgmlType;
-use crate::tensors::{HfFamily, HfLayout, Located, Naming, TensorDir};
+use crate::tensors::{HfLayout, Located, Naming, TensorDir};
 
 /// The index file of a sharded checkpoint.
 pub const INDEX: &str = "model.safetensors.index.json";
@@ -191,17 +191,18 @@ impl<'a> Shards<'a> {
             }
         }
         let layout = HfLayout::detect(&tensors.keys().map(String::as_str).collect::<Vec<_>>());
-        let naming = Naming::Hf { layout, family: HfFamily::Llama };
+        let naming = Naming::Hf { layout, renames: &[] };
         problems.extend(
             unreadable.into_iter().filter(|e| !matches!(e, Error::ModelFile { field, .. } if naming.ignorable(field))),
         );
         Ok((Shards { bufs: shards.iter().map(|s| s.1).collect(), tensors, naming }, problems))
     }
 
-    /// Name the tensors as `family`'s checkpoints do.
-    pub fn family_names(mut self, family: HfFamily) -> Self {
+    /// Name the tensors as a family's checkpoints do, `renames` its
+    /// names that differ from Llama's.
+    pub(crate) fn family_names(mut self, renames: &'static [(&'static str, &'static str)]) -> Self {
         if let Naming::Hf { layout, .. } = self.naming {
-            self.naming = Naming::Hf { layout, family };
+            self.naming = Naming::Hf { layout, renames };
         }
         self
     }

@@ -6,54 +6,8 @@ use crate::backend::scalar::MAX_HEAD_DIM;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+pub use super::arch::Arch;
 use crate::error::{Error, Result};
-
-/// A model architecture tern runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arch {
-    /// Llama (and SmolLM2 and the other Llama-shaped models).
-    Llama,
-    /// Qwen2 / Qwen2.5 (attention biases).
-    Qwen2,
-    /// Qwen3 (Q/K norms).
-    Qwen3,
-    /// Gemma 2: Gemma 3's block without Q/K norms, softcapped attention
-    /// scores and logits, every other layer windowed (one RoPE).
-    Gemma2,
-    /// Gemma 3 (text): Q/K norms, norms after attention and MLP too,
-    /// GELU-tanh, scaled embeddings, local (sliding-window) and global
-    /// layers with their own RoPE bases.
-    Gemma3,
-    /// Phi-3: Llama's block with Q/K/V and gate/up each stored as one
-    /// fused matrix.
-    Phi3,
-}
-
-impl Arch {
-    /// The architecture of a GGUF `general.architecture` name.
-    pub fn parse(s: &str) -> Result<Arch> {
-        match s {
-            "llama" => Ok(Arch::Llama),
-            "qwen2" => Ok(Arch::Qwen2),
-            "qwen3" => Ok(Arch::Qwen3),
-            "gemma2" => Ok(Arch::Gemma2),
-            "gemma3" => Ok(Arch::Gemma3),
-            "phi3" => Ok(Arch::Phi3),
-            _ => Err(Error::UnsupportedArch { arch: s.to_string() }),
-        }
-    }
-    /// Its GGUF name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Llama => "llama",
-            Arch::Qwen2 => "qwen2",
-            Arch::Qwen3 => "qwen3",
-            Arch::Gemma2 => "gemma2",
-            Arch::Gemma3 => "gemma3",
-            Arch::Phi3 => "phi3",
-        }
-    }
-}
 
 /// Which elements RoPE rotates together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +49,18 @@ pub struct LongRope {
     pub orig_ctx: usize,
     /// The long factors' `inv_freq`.
     pub inv_freq: Vec<f32>,
+}
+
+/// A RoPE as a file describes it (before it goes into [`Config`]).
+pub(crate) struct RopeSpec {
+    pub base: f32,
+    pub inv_freq: Vec<f32>,
+    /// Positions are multiplied by this (`linear`).
+    pub pos_scale: f32,
+    /// cos and sin are multiplied by this (YaRN's attention factor).
+    pub attn_factor: f32,
+    /// LongRoPE's frequencies past the original context.
+    pub long: Option<LongRope>,
 }
 
 /// The hyper-parameters a forward pass needs.
@@ -364,23 +330,11 @@ pub(crate) fn check_heads(n_head: usize, n_head_kv: usize, head_dim: usize, n_ro
     Ok(())
 }
 
-/// The usual attention score scale, head_dim^-½.
-pub(crate) fn head_dim_scale(head_dim: usize) -> f32 {
-    1.0 / libm::sqrtf(head_dim as f32)
-}
-
-/// Gemma's embedding scale, √n_embd as an f32 (transformers'
-/// `normalizer`; llama.cpp's `sqrtf`: the same value, both correctly
-/// rounded).
-pub(crate) fn gemma_embd_scale(n_embd: usize) -> f32 {
+/// The embedding scale of a family that scales (Gemma), √n_embd as an
+/// f32 (transformers' `normalizer`; llama.cpp's `sqrtf`: the same value,
+/// both correctly rounded).
+pub(crate) fn embd_scale(n_embd: usize) -> f32 {
     libm::sqrtf(n_embd as f32)
-}
-
-/// Gemma 3's layer pattern: every `period`-th layer global, the others
-/// windowed (transformers' `sliding_window_pattern`, llama.cpp's
-/// `LLAMA_SWA_TYPE_STANDARD` with period 6 for `gemma3`).
-pub(crate) fn every_nth_global(n_layer: usize, period: usize) -> Vec<bool> {
-    (0..n_layer).map(|i| (i + 1) % period != 0).collect()
 }
 
 /// YaRN: each RoPE frequency blended between itself (extrapolation) and

@@ -1,10 +1,12 @@
 //! The model (immutable, shareable) and the session (KV cache, position,
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
+mod arch;
 mod attention;
 pub(crate) mod binder;
 pub(crate) mod config;
 mod engine;
+pub(crate) mod family;
 mod forward;
 mod hadamard;
 mod kv_cache;

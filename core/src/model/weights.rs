@@ -5,7 +5,7 @@ use alloc::format;
 use alloc::vec::Vec;
 
 use super::binder::Binder;
-use super::config::{Arch, Config};
+use super::config::Config;
 pub use super::tensor_ref::TensorRef;
 use crate::error::{Error, Result};
 use crate::tensors::TensorDir;
@@ -134,6 +134,7 @@ impl Weights {
 
     fn bind_with(dir: &dyn TensorDir, c: &Config, x: Expect, read: bool) -> Result<Weights> {
         let b = Binder::new(dir, c.arch.name(), read);
+        let block = c.arch.family().block;
         let (e, q, kv, ff) = (c.n_embd, c.q_dim(), c.kv_dim(), c.n_ff);
         let token_embd = b.matrix("token_embd.weight", e, c.n_vocab);
         let tied = x.tied.unwrap_or_else(|| !b.has("output.weight"));
@@ -145,9 +146,9 @@ impl Weights {
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
             let norm = |s: &str, len: usize| b.norm(&n(s), len, x.norm_plus_one);
-            let qk_norm = |s: &str| match c.arch {
-                Arch::Qwen3 | Arch::Gemma3 => Some(norm(s, c.head_dim)),
-                _ => b.has(&n(s)).then(|| norm(s, c.head_dim)),
+            let qk_norm = |s: &str| match block.qk_norm {
+                true => Some(norm(s, c.head_dim)),
+                false => b.has(&n(s)).then(|| norm(s, c.head_dim)),
             };
             let post_norm = |s: &str| c.post_norms.then(|| norm(s, e));
             let bias = |s: &str, len: usize| match x.qkv_bias {
@@ -157,7 +158,7 @@ impl Weights {
             };
             // Phi-3 stores Q, K and V as one matrix, gate and up as another:
             // bound as views of their rows
-            let (wq, wk, wv, w_gate, w_up) = if c.arch == Arch::Phi3 {
+            let (wq, wk, wv, w_gate, w_up) = if block.fused {
                 let qkv = b.matrix(&n("attn_qkv.weight"), e, q + 2 * kv);
                 let gate_up = b.matrix(&n("ffn_up.weight"), e, 2 * ff);
                 let (rows_qkv, rows_gu) = (|r| rows(&qkv, r), |r| rows(&gate_up, r));

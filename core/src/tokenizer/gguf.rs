@@ -16,6 +16,7 @@ use super::{byte_chars, ends_turns, spm, tok_err, Tokenizer};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::model::config::MAX_VOCAB;
+use crate::model::family::Family;
 
 /// Split regexes of the pre-tokenizers tern knows (as llama.cpp names them).
 const QWEN2_REGEX: &str =
@@ -44,11 +45,6 @@ fn id_key(g: &Gguf, key: &str, n: usize) -> Result<Option<u32>> {
         None => Ok(None),
     }
 }
-
-/// Gemma's chat format: `<start_of_turn>user\n…<end_of_turn>\n`, the
-/// assistant's role named `model`, a system message folded into the first
-/// user turn.
-const GEMMA_TEMPLATE: &str = include_str!("gemma.jinja");
 
 impl Tokenizer {
     /// The tokenizer a GGUF file describes (`tokenizer.ggml.*`).
@@ -137,12 +133,12 @@ impl Tokenizer {
             },
             chat_template: match g.get_str("tokenizer.chat_template")? {
                 Some(t) => Some(t.to_string()),
-                // Gemma's turn format for a Gemma file that carries no
-                // template (the 270M base model's), as Google's own
-                None if matches!(g.get_str("general.architecture")?, Some("gemma2" | "gemma3")) => {
-                    Some(GEMMA_TEMPLATE.into())
+                // the family's own for a file that carries none (Gemma's
+                // turn format for the 270M base model)
+                None => {
+                    let arch = g.get_str("general.architecture")?.unwrap_or("");
+                    Family::by_gguf_name(arch).ok().and_then(|f| f.chat_template).map(Into::into)
                 }
-                None => None,
             },
             model: model.to_string(),
             pre: pre.to_string(),

@@ -1,0 +1,40 @@
+//! Llama (SmolLM2, TinyLlama, Llama 2/3 and the Llama-shaped models):
+//! the block every other family is told against.
+
+use super::{every_layer, Arch, Attention, Block, Dims, Family};
+use crate::error::Result;
+use crate::gguf::keys::GgufKeys;
+#[cfg(feature = "std")]
+use crate::hf::{fields::Fields, rope::rope, window::window};
+#[cfg(feature = "std")]
+use crate::model::config::RopeSpec;
+use crate::model::config::RopeStyle;
+
+pub(crate) static FAMILY: Family = Family {
+    arch: Arch::Llama,
+    gguf_name: "llama",
+    hf_names: &["LlamaForCausalLM", "llama"],
+    hf_defaults: None,
+    block: Block::LLAMA,
+    // llama.cpp's converter permutes Llama's Q/K rows to pair (2i, 2i+1)
+    gguf_rope: RopeStyle::Adjacent,
+    hf_tensors: &[],
+    chat_template: None,
+    gguf,
+    #[cfg(feature = "std")]
+    hf,
+};
+
+/// A GGUF llama with a sliding window (Mistral's, converted) windows
+/// every layer.
+pub(crate) fn gguf(k: &GgufKeys, d: &Dims) -> Result<Attention> {
+    Ok(Attention { window: every_layer(k.opt_usize("attention.sliding_window")?, d.n_layer), ..Attention::plain(d) })
+}
+
+/// RoPE as the config says; a window only as `layer_types` or Qwen2's
+/// `use_sliding_window` say.
+#[cfg(feature = "std")]
+pub(crate) fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
+    let attention = Attention { window: window(f, d.n_layer, false, None)?, ..Attention::plain(d) };
+    Ok((rope(f, false, d.n_rot, d.n_ctx_train)?, attention))
+}

@@ -1,0 +1,36 @@
+//! Mistral: Llama's block with every layer windowed. llama.cpp converts
+//! it as `llama` (whose GGUF reading it shares); transformers' config
+//! defaults the window to 4096.
+
+use super::{Arch, Block, Family};
+#[cfg(feature = "std")]
+use crate::model::config::RopeSpec;
+use crate::model::config::RopeStyle;
+#[cfg(feature = "std")]
+use {
+    super::{Attention, Dims},
+    crate::error::Result,
+    crate::hf::{fields::Fields, rope::rope, window::window},
+};
+
+pub(crate) static FAMILY: Family = Family {
+    arch: Arch::Llama,
+    gguf_name: "llama",
+    hf_names: &["MistralForCausalLM", "mistral"],
+    hf_defaults: None,
+    block: Block::LLAMA,
+    gguf_rope: RopeStyle::Adjacent,
+    hf_tensors: &[],
+    chat_template: None,
+    gguf: super::llama::gguf,
+    #[cfg(feature = "std")]
+    hf,
+};
+
+/// Every layer windowed: `sliding_window`, 4096 when the key is absent
+/// (`MistralConfig`'s default), none when it is null.
+#[cfg(feature = "std")]
+fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
+    let attention = Attention { window: window(f, d.n_layer, true, Some(4096))?, ..Attention::plain(d) };
+    Ok((rope(f, false, d.n_rot, d.n_ctx_train)?, attention))
+}

@@ -1,0 +1,36 @@
+//! Phi-3: Llama's block with Q/K/V stored as one matrix and gate/up as
+//! another; partial rotary dims; LongRoPE for the long-context models.
+
+use super::{Arch, Block, Family};
+#[cfg(feature = "std")]
+use crate::model::config::RopeSpec;
+use crate::model::config::RopeStyle;
+#[cfg(feature = "std")]
+use {
+    super::{Attention, Dims},
+    crate::error::Result,
+    crate::hf::{fields::Fields, rope::rope, window::window},
+};
+
+pub(crate) static FAMILY: Family = Family {
+    arch: Arch::Phi3,
+    gguf_name: "phi3",
+    hf_names: &["Phi3ForCausalLM", "phi3"],
+    hf_defaults: None,
+    block: Block { fused: true, ..Block::LLAMA },
+    gguf_rope: RopeStyle::Neox,
+    hf_tensors: &[("attn_qkv.weight", "self_attn.qkv_proj.weight"), ("ffn_up.weight", "mlp.gate_up_proj.weight")],
+    chat_template: None,
+    // a sliding window, when the file has one, over every layer
+    gguf: super::llama::gguf,
+    #[cfg(feature = "std")]
+    hf,
+};
+
+/// Every layer windowed when `sliding_window` is set; `su` and `yarn`
+/// RoPE types are LongRoPE (as `Phi3Config` reads them).
+#[cfg(feature = "std")]
+fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
+    let attention = Attention { window: window(f, d.n_layer, true, None)?, ..Attention::plain(d) };
+    Ok((rope(f, true, d.n_rot, d.n_ctx_train)?, attention))
+}

@@ -1,0 +1,26 @@
+//! Qwen2 / Qwen2.5: Llama's block with Q/K/V biases.
+
+use super::{Arch, Attention, Block, Dims, Family};
+use crate::error::Result;
+use crate::gguf::keys::GgufKeys;
+use crate::model::config::RopeStyle;
+
+pub(crate) static FAMILY: Family = Family {
+    arch: Arch::Qwen2,
+    gguf_name: "qwen2",
+    hf_names: &["Qwen2ForCausalLM", "qwen2"],
+    hf_defaults: None,
+    block: Block { qkv_bias: true, ..Block::LLAMA },
+    gguf_rope: RopeStyle::Neox,
+    hf_tensors: &[],
+    chat_template: None,
+    gguf,
+    #[cfg(feature = "std")]
+    hf: super::llama::hf,
+};
+
+/// No window: llama.cpp runs Qwen2 with full attention on every layer
+/// (the released models do not use `use_sliding_window`).
+pub(crate) fn gguf(_: &GgufKeys, d: &Dims) -> Result<Attention> {
+    Ok(Attention::plain(d))
+}
