@@ -13,6 +13,7 @@ mod parity_exact;
 mod parity_gemma3;
 mod parity_quant;
 mod perplexity;
+mod request;
 mod rerank;
 mod sensitivity;
 mod tokenizer;

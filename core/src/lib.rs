@@ -40,6 +40,8 @@ pub mod model;
 pub mod parallel;
 pub mod perplexity;
 pub mod quant;
+#[cfg(feature = "std")]
+pub mod request;
 pub mod sampler;
 pub(crate) mod tensors;
 #[cfg(feature = "std")]

@@ -24,10 +24,10 @@ use std::sync::Arc;
 use tern_core::backend::Kernels;
 use tern_core::conversation::Conversation;
 use tern_core::generate::{
-    generate_batch_constrained, BatchItem, CancelFlag, Constraint, Event, GenerateConfig, Generation, GenerationResult,
-    Parts,
+    generate_batch_constrained, BatchItem, CancelFlag, Event, Generation, GenerationResult, Parts,
 };
 use tern_core::grammar::Grammar;
+use tern_core::request::{Prompt, Request, Sampling};
 use tern_core::sampler::SamplerConfig;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, Session};
@@ -48,18 +48,16 @@ pub struct Model {
 }
 
 /// What to generate: sampling (llama.cpp's defaults, then the model's
-/// generation_config.json), stops and length, set builder-style.
+/// generation_config.json, then what is set here), stops and length, set
+/// builder-style: a [`Request`] without its prompt.
 #[derive(Debug, Clone)]
 pub struct Options {
-    cfg: GenerateConfig,
-    /// Set by the caller (else the model's defaults apply).
-    sampler_set: bool,
-    grammar: Option<Grammar>,
+    req: Request,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { cfg: GenerateConfig { max_tokens: 256, ..Default::default() }, sampler_set: false, grammar: None }
+        Options { req: Request { max_tokens: Some(256), ..Request::new(Prompt::Ids(Vec::new())) } }
     }
 }
 
@@ -70,35 +68,35 @@ impl Options {
     }
     /// At most `n` new tokens.
     pub fn max_tokens(mut self, n: usize) -> Options {
-        self.cfg.max_tokens = n;
+        self.req.max_tokens = Some(n);
         self
     }
-    /// The whole sampler chain (see `tern_core::sampler::SamplerConfig`).
+    /// The whole sampler chain (see `tern_core::sampler::SamplerConfig`),
+    /// over the model's defaults.
     pub fn sampler(mut self, s: SamplerConfig) -> Options {
-        self.cfg.sampler = s;
-        self.sampler_set = true;
+        self.req.sampling = Sampling::all(&s);
         self
     }
-    /// Temperature (0: greedy).
+    /// Temperature (0: greedy); the other settings stay the model's.
     pub fn temperature(mut self, t: f32) -> Options {
-        self.cfg.sampler.temperature = t;
-        self.sampler_set = true;
+        self.req.sampling.temperature = Some(t);
         self
     }
     /// Seed of the sampler's RNG: the same seed gives the same tokens.
     pub fn seed(mut self, seed: u64) -> Options {
-        self.cfg.sampler.seed = Some(seed);
+        self.req.sampling.seed = Some(seed);
         self
     }
-    /// Stop before this string (never part of the output); repeatable.
+    /// Stop before this string (never part of the output); at most
+    /// four (`tern_core::request::MAX_STOPS`).
     pub fn stop(mut self, s: &str) -> Options {
-        self.cfg.stop.push(s.into());
+        self.req.stop.push(s.into());
         self
     }
     /// Keep going past end-of-generation tokens (they are banned, as
     /// llama.cpp's `--ignore-eos` does): exactly `max_tokens` tokens.
     pub fn ignore_eos(mut self) -> Options {
-        self.cfg.ignore_eos = true;
+        self.req.ignore_eos = true;
         self
     }
 
@@ -120,44 +118,22 @@ impl Options {
     /// # }
     /// ```
     pub fn grammar(mut self, g: Grammar) -> Options {
-        self.grammar = Some(g);
+        self.req.grammar = Some(g);
         self
     }
     /// Report each token's log-probability and its `top` most likely
     /// alternatives (at most 20), in the events and the result.
     pub fn logprobs(mut self, top: usize) -> Options {
-        self.cfg.logprobs = Some(top);
+        self.req.logprobs = Some(top);
         self
     }
 
-    /// The grammar compiled, if there is one (its errors come before any token).
-    fn constraint(&self, model: &Model) -> Result<Option<Box<dyn Constraint>>> {
-        Ok(match &self.grammar {
-            Some(g) => Some(model.loaded.grammar()?.compile(g)?),
-            None => None,
-        })
-    }
-
-    /// A generation of `prompt` with these options and `constraint`.
-    fn generation(&self, model: &Model, prompt: &[u32], constraint: Option<Box<dyn Constraint>>) -> Generation {
-        let g = Generation::new(prompt, self.config(model)).with_clock(crate::clock);
-        match constraint {
-            Some(c) => g.with_constraint(c),
-            None => g,
-        }
-    }
-
-    fn config(&self, model: &Model) -> GenerateConfig {
-        let mut cfg = self.cfg.clone();
-        if !self.sampler_set {
-            let seed = cfg.sampler.seed;
-            cfg.sampler = SamplerConfig { seed, ..SamplerConfig::default() };
-            model.loaded.defaults.apply(&mut cfg.sampler);
-        }
-        if cfg.sampler.seed.is_none() {
-            cfg.sampler.seed = Some(crate::clock_seed());
-        }
-        cfg
+    /// The request of `prompt` with these options (a seed drawn from the
+    /// clock if none is set).
+    fn request(&self, prompt: Prompt) -> Request {
+        let mut r = Request { prompt, ..self.req.clone() };
+        r.sampling.seed = r.sampling.seed.or_else(|| Some(crate::clock_seed()));
+        r
     }
 }
 
@@ -209,9 +185,10 @@ impl Model {
     }
 
     /// One event of `g` over `session`: what `Stream` and `Reply` iterate.
-    fn step(&self, tok: &Tokenizer, g: &mut Generation, session: &mut Session) -> Option<Result<Event>> {
+    fn step(&self, g: &mut Generation, session: &mut Session) -> Option<Result<Event>> {
         let engine = self.engine();
-        let parts = Parts { model: &self.loaded.model, engine: &engine, vocab: tok, session };
+        let vocab = self.loaded.vocab();
+        let parts = Parts { model: &self.loaded.model, engine: &engine, vocab: &vocab, session };
         g.next(parts).map(|r| r.map_err(Into::into))
     }
 
@@ -230,10 +207,8 @@ impl Model {
     /// `Event::Done` with the result. `Stream::cancel_flag` stops it from
     /// another thread.
     pub fn stream(&self, prompt: &str, o: &Options) -> Result<Stream<'_>> {
-        let tok = self.tokenizer()?;
-        let ids = tok.encode(prompt, true)?;
-        let generation = o.generation(self, &ids, o.constraint(self)?);
-        Ok(Stream::new(self, tok, self.session(), generation))
+        let prepared = self.loaded.prepare(&o.request(Prompt::Text(prompt.into())), Some(self.n_ctx))?;
+        Ok(Stream::new(self, self.session(), prepared.generation(crate::clock)))
     }
 
     /// Generate after each prompt with its options, the sequences decoded
@@ -254,12 +229,12 @@ impl Model {
     /// # }
     /// ```
     pub fn generate_batch(&self, jobs: &[(&str, Options)]) -> Result<Vec<GenerationResult>> {
-        let tok = self.tokenizer()?;
         let mut items = Vec::with_capacity(jobs.len());
         let mut constraints = Vec::with_capacity(jobs.len());
         for (prompt, o) in jobs {
-            items.push(BatchItem { prompt: tok.encode(prompt, true)?, cfg: o.config(self) });
-            constraints.push(o.constraint(self)?);
+            let p = self.loaded.prepare(&o.request(Prompt::Text(prompt.to_string())), Some(self.n_ctx))?;
+            items.push(BatchItem { prompt: p.prompt, cfg: p.cfg });
+            constraints.push(p.constraint);
         }
         let mut sessions = Vec::with_capacity(items.len());
         for it in &items {
@@ -268,7 +243,8 @@ impl Model {
         }
         let engine = self.engine();
         let model = &self.loaded.model;
-        Ok(generate_batch_constrained(model, &engine, tok, &mut sessions, &items, constraints, crate::clock)?)
+        let vocab = self.loaded.vocab();
+        Ok(generate_batch_constrained(model, &engine, &vocab, &mut sessions, &items, constraints, crate::clock)?)
     }
 
     /// A conversation in one live session (each turn prefills only what
@@ -283,17 +259,16 @@ impl Model {
 /// Events of one generation (see `Model::stream`).
 pub struct Stream<'m> {
     model: &'m Model,
-    tok: &'m Tokenizer,
     session: Session,
     generation: Generation,
     cancel: CancelFlag,
 }
 
 impl<'m> Stream<'m> {
-    fn new(model: &'m Model, tok: &'m Tokenizer, session: Session, generation: Generation) -> Stream<'m> {
+    fn new(model: &'m Model, session: Session, generation: Generation) -> Stream<'m> {
         let cancel: CancelFlag = Arc::new(AtomicBool::new(false));
         let generation = generation.with_cancel(cancel.clone());
-        Stream { model, tok, session, generation, cancel }
+        Stream { model, session, generation, cancel }
     }
 
     /// Set it (from any thread) to end the generation after the current
@@ -307,7 +282,7 @@ impl Iterator for Stream<'_> {
     type Item = Result<Event>;
 
     fn next(&mut self) -> Option<Result<Event>> {
-        self.model.step(self.tok, &mut self.generation, &mut self.session)
+        self.model.step(&mut self.generation, &mut self.session)
     }
 }
 
@@ -378,20 +353,27 @@ impl<'m> Chat<'m> {
     /// Send a user message; the reply streams as events and is recorded
     /// in the conversation when its `Done` event has been read.
     pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
-        let constraint = match &self.forced {
-            Some(g) => Some(self.model.loaded.grammar()?.compile(g)?),
-            None => self.options.constraint(self.model)?,
-        };
-        let prompt = self.conv.open_turn(self.tok, text, self.options.cfg.max_tokens)?;
-        let generation = self.options.generation(self.model, &prompt, constraint);
-        Ok(Reply { chat: self, generation })
+        let msg = tern_core::chat::Message::new("user", text);
+        self.reply(vec![msg], self.forced.clone())
+    }
+
+    /// Add `msgs` and start the reply: its settings from the one request
+    /// path (`grammar` over the options' if given); messages it refuses
+    /// are taken back.
+    fn reply(&mut self, msgs: Vec<tern_core::chat::Message>, grammar: Option<Grammar>) -> Result<Reply<'_, 'm>> {
+        let mut req = self.options.request(Prompt::Ids(Vec::new()));
+        req.grammar = grammar.or(req.grammar);
+        let n = self.conv.messages.len();
+        let prompt = self.conv.open_with(self.tok, msgs, req.max_tokens.unwrap_or(0))?;
+        let prepared =
+            self.model.loaded.prepare_ids(&req, prompt, None).inspect_err(|_| self.conv.messages.truncate(n))?;
+        Ok(Reply { chat: self, generation: prepared.generation(crate::clock) })
     }
 
     /// Answer the last reply's tool calls: (call id, result) each, as
     /// `tool` messages; the model's next reply streams as events (never
     /// forced to call a tool: it may call more, or answer).
     pub fn send_tool_results(&mut self, results: &[(&str, &str)]) -> Result<Reply<'_, 'm>> {
-        let constraint = self.options.constraint(self.model)?;
         let msgs = results
             .iter()
             .map(|&(id, content)| {
@@ -400,9 +382,7 @@ impl<'m> Chat<'m> {
                 m
             })
             .collect();
-        let prompt = self.conv.open_with(self.tok, msgs, self.options.cfg.max_tokens)?;
-        let generation = self.options.generation(self.model, &prompt, constraint);
-        Ok(Reply { chat: self, generation })
+        self.reply(msgs, None)
     }
 
     /// The messages so far.
@@ -437,7 +417,7 @@ impl Iterator for Reply<'_, '_> {
 
     fn next(&mut self) -> Option<Result<Event>> {
         let chat = &mut *self.chat;
-        let ev = chat.model.step(chat.tok, &mut self.generation, &mut chat.conv.session)?;
+        let ev = chat.model.step(&mut self.generation, &mut chat.conv.session)?;
         if let Ok(Event::Done(r)) = &ev {
             self.chat.conv.push_reply(&r.text);
         }

@@ -6,10 +6,9 @@
 use serde_json::json;
 use tern_core::bundle::{Bundle, Source};
 use tern_core::chat::{messages_from_json, ChatTemplate, Message};
-use tern_core::generate::{Event, Generation, GenerationResult, Parts, TokenLogprob};
-use tern_core::grammar::LazyCompiler;
+use tern_core::generate::{Event, Generation, GenerationResult, Parts, TokenLogprob, Vocab};
 use tern_core::model::Widened;
-use tern_core::tokenizer::Tokenizer;
+use tern_core::request::Prompt;
 use tern_core::tools::{calls_json, parse_tool_calls};
 use tern_core::{Engine, KvType, Session};
 use wasm_bindgen::prelude::*;
@@ -39,10 +38,9 @@ const WIDEN_LIMIT: usize = (WASM32_MEMORY_LIMIT / 2) as usize;
 /// A model in wasm memory, its tokenizer, and one live session that generations step through.
 #[wasm_bindgen]
 pub struct TernModel {
-    /// The model, chat template and generation defaults (its tokenizer is
-    /// `tok`: a model without one is refused).
+    /// The model, tokenizer (a model without one is refused), chat
+    /// template, generation defaults and grammar compiler.
     b: Bundle<Vec<u8>>,
-    tok: Tokenizer,
     session: Option<Session>,
     exact: bool,
     gen: Option<Generation>,
@@ -50,8 +48,6 @@ pub struct TernModel {
     /// rewritten, and bytes of widened scales.
     file_bytes: usize,
     widened: Option<(Widened, usize)>,
-    /// Built at the first constrained generation (~0.5 s for 150k tokens).
-    grammar: LazyCompiler,
     /// Whether the running generation's reply may call tools; generations
     /// begun so far (numbering their calls' ids).
     tools: bool,
@@ -86,12 +82,14 @@ impl TernModel {
     /// every 32-element block format widened to f32 beside the blocks (no
     /// per-block conversion) — unless the model would pass `WIDEN_LIMIT`
     /// or the memory cannot be had.
-    fn new(mut b: Bundle<Vec<u8>>, widen: bool) -> Result<TernModel, JsValue> {
+    fn new(b: Bundle<Vec<u8>>, widen: bool) -> Result<TernModel, JsValue> {
         let missing = match b.source {
             Source::Hf(_) => "the model directory has no tokenizer.json",
             Source::Gguf { .. } => "the GGUF file has no tokenizer (tokenizer.ggml.* keys)",
         };
-        let tok = b.tokenizer.take().ok_or_else(|| js_error("unsupported", missing))?;
+        if b.tokenizer.is_none() {
+            return Err(js_error("unsupported", missing));
+        }
         let file_bytes = b.model.n_bytes();
         let (b, widened) = if widen {
             let (b, w) = b
@@ -105,18 +103,7 @@ impl TernModel {
         } else {
             (b, None)
         };
-        Ok(TernModel {
-            b,
-            tok,
-            session: None,
-            exact: false,
-            gen: None,
-            file_bytes,
-            widened,
-            grammar: LazyCompiler::default(),
-            tools: false,
-            n_begun: 0,
-        })
+        Ok(TernModel { b, session: None, exact: false, gen: None, file_bytes, widened, tools: false, n_begun: 0 })
     }
 
     fn engine(&self) -> Engine<'static> {
@@ -160,6 +147,7 @@ impl TernModel {
     pub fn info(&self) -> String {
         let c = &self.b.model.config;
         let w = &self.b.model.weights;
+        let tok = self.b.tokenizer.as_ref();
         json!({
             "name": c.name,
             "arch": c.arch.name(),
@@ -179,11 +167,11 @@ impl TernModel {
                 "q5_0Bytes": q5.bytes,
                 "scaleBytes": scales,
             })),
-            "bos": self.tok.bos,
-            "eos": self.tok.eos,
-            "eog": self.tok.eog,
-            "addBos": self.tok.add_bos,
-            "chatTemplate": self.tok.chat_template,
+            "bos": tok.map(|t| t.bos),
+            "eos": tok.map(|t| t.eos),
+            "eog": tok.map(|t| &t.eog),
+            "addBos": tok.map(|t| t.add_bos),
+            "chatTemplate": tok.map(|t| &t.chat_template),
             "backend": kernels::backend().name(),
             "exact": self.exact,
         })
@@ -192,15 +180,16 @@ impl TernModel {
 
     /// Token ids of `text` (with BOS if the model adds one and `add_special`).
     pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>, JsValue> {
-        self.tok.encode(text, add_special).map_err(from_core)
+        self.b.tokenizer().map_err(from_core)?.encode(text, add_special).map_err(from_core)
     }
 
     /// Text of `ids` (invalid UTF-8 replaced).
     pub fn decode(&self, ids: &[u32]) -> Result<String, JsValue> {
-        if let Some(&id) = ids.iter().find(|&&i| i as usize >= self.tok.n_vocab()) {
-            return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab: self.tok.n_vocab() }));
+        let tok = self.b.tokenizer().map_err(from_core)?;
+        if let Some(&id) = ids.iter().find(|&&i| i as usize >= tok.n_vocab()) {
+            return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab: tok.n_vocab() }));
         }
-        Ok(self.tok.decode(ids))
+        Ok(tok.decode(ids))
     }
 
     /// The chat template applied to a JSON array of `{role, content}`,
@@ -231,7 +220,8 @@ impl TernModel {
     ) -> Result<Vec<u32>, JsValue> {
         let (t, msgs) = self.chat_input(messages_json)?;
         let tools = options::tools(options_json)?;
-        t.encode_with_tools(&self.tok, &msgs, add_generation_prompt, content_specials, tools.as_ref().map(|t| &t.defs))
+        let tok = self.b.tokenizer().map_err(from_core)?;
+        t.encode_with_tools(tok, &msgs, add_generation_prompt, content_specials, tools.as_ref().map(|t| &t.defs))
             .map_err(from_core)
     }
 
@@ -245,19 +235,10 @@ impl TernModel {
         if let Some(&id) = prompt.iter().find(|&&i| i as usize >= n_vocab) {
             return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab }));
         }
-        let options::Options { cfg, grammar, tools } =
-            options::parse(options_json, &self.tok.eog, n_vocab, &self.b.defaults)?;
+        let options::Options { req, tools } = options::parse(options_json, Prompt::Ids(prompt), n_vocab)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
-        let needed = prompt.len().saturating_add(cfg.max_tokens.max(1) - 1);
-        if needed > n_ctx {
-            return Err(from_core(tern_core::Error::ContextFull { n_ctx, needed }));
-        }
-        let mut gen = Generation::new(&prompt, cfg).with_clock(clock);
-        if let Some(g) = grammar {
-            let compiler = self.grammar.get(&self.tok, n_vocab).map_err(from_core)?;
-            gen = gen.with_constraint(compiler.compile(&g).map_err(from_core)?);
-        }
-        self.gen = Some(gen);
+        let prepared = self.b.prepare(&req, Some(n_ctx)).map_err(options::prepare_error)?;
+        self.gen = Some(prepared.generation(clock));
         self.tools = tools;
         self.n_begun += 1;
         Ok(())
@@ -268,7 +249,8 @@ impl TernModel {
     pub fn step(&mut self) -> Result<Option<String>, JsValue> {
         let engine = self.engine();
         let (Some(gen), Some(session)) = (self.gen.as_mut(), self.session.as_mut()) else { return Ok(None) };
-        let parts = Parts { model: &self.b.model, engine: &engine, vocab: &self.tok, session };
+        let vocab = self.b.vocab();
+        let parts = Parts { model: &self.b.model, engine: &engine, vocab: &vocab, session };
         match gen.next(parts) {
             None => {
                 self.gen = None;
@@ -305,12 +287,12 @@ impl TernModel {
             Event::Token { id, text, logprob } => {
                 let mut e = json!({ "type": "token", "id": id, "text": text });
                 if let Some(lp) = logprob {
-                    e["logprob"] = logprob_json(lp, &self.tok);
+                    e["logprob"] = logprob_json(lp, &self.b.vocab());
                 }
                 e.to_string()
             }
             Event::Done(r) => {
-                let mut e = done_json(r, &self.tok);
+                let mut e = done_json(r, &self.b.vocab());
                 // with tools: the text outside the calls, and the calls
                 if self.tools {
                     let (content, calls) = parse_tool_calls(&r.text);
@@ -327,7 +309,7 @@ impl TernModel {
 }
 
 /// `{id, text, logprob, top: [{id, text, logprob}]}`.
-fn logprob_json(lp: &TokenLogprob, tok: &Tokenizer) -> serde_json::Value {
+fn logprob_json(lp: &TokenLogprob, tok: &dyn Vocab) -> serde_json::Value {
     let entry =
         |id: u32, p: f32| json!({ "id": id, "text": String::from_utf8_lossy(tok.token_bytes(id)), "logprob": p });
     let mut e = entry(lp.id, lp.logprob);
@@ -335,7 +317,7 @@ fn logprob_json(lp: &TokenLogprob, tok: &Tokenizer) -> serde_json::Value {
     e
 }
 
-fn done_json(r: &GenerationResult, tok: &Tokenizer) -> serde_json::Value {
+fn done_json(r: &GenerationResult, tok: &dyn Vocab) -> serde_json::Value {
     let t = &r.timings;
     json!({
         "type": "done",

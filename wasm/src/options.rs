@@ -4,10 +4,8 @@
 //! defaults (llama.cpp's, then the model's generation_config.json).
 
 use serde_json::{Map, Value};
-use tern_core::generate::GenerateConfig;
 use tern_core::grammar::Grammar;
-use tern_core::hf::GenerationDefaults;
-use tern_core::sampler::SamplerConfig;
+use tern_core::request::{Prompt, Request, MAX_STOPS};
 use tern_core::tools::{ToolChoice, ToolRequest};
 
 use crate::errors::js_error;
@@ -28,9 +26,6 @@ fn count(v: &Value, field: &str) -> Result<usize, JsValue> {
     usize::try_from(n).map_err(|_| bad(field, &format!("a non-negative integer below 2^{}", usize::BITS)))
 }
 
-/// Stop strings at most, as the server takes (OpenAI's limit).
-const MAX_STOPS: usize = 4;
-
 fn token_id(v: &Value, field: &str, n_vocab: usize) -> Result<u32, JsValue> {
     match v.as_u64() {
         Some(id) if (id as usize) < n_vocab => Ok(id as u32),
@@ -44,14 +39,14 @@ fn grammar_err(field: &str, e: tern_core::Error) -> JsValue {
 
 /// The options a generation runs with.
 pub struct Options {
-    /// Sampling, limits, stops, logprobs.
-    pub cfg: GenerateConfig,
-    /// What the output must match (`responseFormat`, `grammar`, `regex`,
-    /// or a forced tool call), if anything.
-    pub grammar: Option<Grammar>,
+    /// The request: sampling, limits, stops, logprobs, grammar, tools.
+    pub req: Request,
     /// Whether the reply may call tools (its calls are parsed out).
     pub tools: bool,
 }
+
+/// New tokens when `maxTokens` is not given (as the CLI's `-n`).
+const DEFAULT_MAX_TOKENS: usize = 256;
 
 /// The options object (JSON) as a map; `null` is empty.
 fn object(json: &str) -> Result<Map<String, Value>, JsValue> {
@@ -108,47 +103,46 @@ fn camel_case(snake: &str) -> String {
     out
 }
 
-/// `json`: the options object; `eog`: the model's end-of-generation ids
-/// (banned by `ignoreEos`, as llama.cpp does); `n_vocab` bounds token ids;
-/// `defaults`: the model's own sampling defaults.
-pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefaults) -> Result<Options, JsValue> {
+/// `json`: the options object, as a [`Request`] for `prompt` (core's one
+/// request, validated and run by `Bundle::prepare`); `n_vocab` bounds
+/// token ids.
+pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsValue> {
     let obj = object(json)?;
-    let mut c = GenerateConfig::default();
-    let mut grammar = None;
-    let mut s = SamplerConfig::default();
-    defaults.apply(&mut s);
+    let mut r = Request { max_tokens: Some(DEFAULT_MAX_TOKENS), ..Request::new(prompt) };
+    let s = &mut r.sampling;
+    let f32_of = |v: &Value, k: &str| num(v, k).map(|x| Some(x as f32));
     for (k, v) in &obj {
         if v.is_null() {
             continue;
         }
         match k.as_str() {
-            "maxTokens" => c.max_tokens = count(v, k)?,
-            "temperature" => s.temperature = num(v, k)? as f32,
-            "topK" => s.top_k = count(v, k)?,
-            "topP" => s.top_p = num(v, k)? as f32,
-            "minP" => s.min_p = num(v, k)? as f32,
-            "typicalP" => s.typical_p = num(v, k)? as f32,
-            "repeatPenalty" => s.repeat_penalty = num(v, k)? as f32,
-            "presencePenalty" => s.presence_penalty = num(v, k)? as f32,
-            "frequencyPenalty" => s.frequency_penalty = num(v, k)? as f32,
-            "repeatLastN" => s.repeat_last_n = count(v, k)?,
+            "maxTokens" => r.max_tokens = Some(count(v, k)?),
+            "temperature" => s.temperature = f32_of(v, k)?,
+            "topK" => s.top_k = Some(count(v, k)?),
+            "topP" => s.top_p = f32_of(v, k)?,
+            "minP" => s.min_p = f32_of(v, k)?,
+            "typicalP" => s.typical_p = f32_of(v, k)?,
+            "repeatPenalty" => s.repeat_penalty = f32_of(v, k)?,
+            "presencePenalty" => s.presence_penalty = f32_of(v, k)?,
+            "frequencyPenalty" => s.frequency_penalty = f32_of(v, k)?,
+            "repeatLastN" => s.repeat_last_n = Some(count(v, k)?),
             "seed" => s.seed = Some(v.as_u64().ok_or_else(|| bad(k, "a non-negative integer"))?),
             "stop" => {
                 let arr = v.as_array().filter(|a| a.len() <= MAX_STOPS);
                 let arr = arr.ok_or_else(|| bad(k, &format!("an array of up to {MAX_STOPS} strings")))?;
-                c.stop = arr
+                r.stop = arr
                     .iter()
                     .map(|x| x.as_str().map(String::from).ok_or_else(|| bad(k, "an array of strings")))
                     .collect::<Result<_, _>>()?;
             }
             "stopTokens" => {
                 let arr = v.as_array().ok_or_else(|| bad(k, "an array of token ids"))?;
-                c.stop_tokens = arr.iter().map(|x| token_id(x, k, n_vocab)).collect::<Result<_, _>>()?;
+                r.stop_tokens = arr.iter().map(|x| token_id(x, k, n_vocab)).collect::<Result<_, _>>()?;
             }
-            "ignoreEos" => c.ignore_eos = v.as_bool().ok_or_else(|| bad(k, "a boolean"))?,
-            "logprobs" => c.logprobs = Some(count(v, k)?),
+            "ignoreEos" => r.ignore_eos = v.as_bool().ok_or_else(|| bad(k, "a boolean"))?,
+            "logprobs" => r.logprobs = Some(count(v, k)?),
             "responseFormat" => {
-                grammar = Grammar::response_format(v).map_err(|e| match e {
+                r.grammar = Grammar::response_format(v).map_err(|e| match e {
                     tern_core::Error::InvalidField { what, .. } => {
                         js_error("invalid_argument", &format!("option {k}: {what}"))
                     }
@@ -157,11 +151,11 @@ pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefau
             }
             "grammar" => {
                 let src = v.as_str().ok_or_else(|| bad(k, "a GBNF or Lark grammar (a string)"))?;
-                grammar = Some(Grammar::gbnf_or_lark(src).map_err(|e| grammar_err(k, e))?);
+                r.grammar = Some(Grammar::gbnf_or_lark(src).map_err(|e| grammar_err(k, e))?);
             }
             "regex" => {
                 let src = v.as_str().ok_or_else(|| bad(k, "a regular expression (a string)"))?;
-                grammar = Some(Grammar::regex(src).map_err(|e| grammar_err(k, e))?);
+                r.grammar = Some(Grammar::regex(src).map_err(|e| grammar_err(k, e))?);
             }
             "tools" | "toolChoice" | "parallelToolCalls" => {}
             "logitBias" => {
@@ -178,18 +172,23 @@ pub fn parse(json: &str, eog: &[u32], n_vocab: usize, defaults: &GenerationDefau
             _ => return Err(js_error("invalid_argument", &format!("unknown option {k}"))),
         }
     }
-    if c.ignore_eos {
-        s.logit_bias.extend(eog.iter().map(|&t| (t, f32::NEG_INFINITY)));
-    }
-    c.sampler = s;
-    c.validate().map_err(option_error)?;
     let tools = tools_of(&obj)?;
-    let forced = tools.as_ref().map(ToolRequest::grammar).transpose().map_err(crate::errors::from_core)?.flatten();
-    if let Some(g) = forced {
-        if grammar.is_some() {
-            return Err(bad("toolChoice", "a forced tool call excludes responseFormat, grammar and regex"));
-        }
-        grammar = Some(g);
+    if tools.as_ref().is_some_and(|t| t.forced().is_some()) && r.grammar.is_some() {
+        return Err(bad("toolChoice", "a forced tool call excludes responseFormat, grammar and regex"));
     }
-    Ok(Options { cfg: c, grammar, tools: tools.is_some() })
+    if let Some(t) = &tools {
+        r.tools = Some(t.defs.clone());
+        r.tool_choice = obj.get("toolChoice").cloned();
+        r.parallel_tool_calls = Some(t.parallel);
+    }
+    Ok(Options { req: r, tools: tools.is_some() })
+}
+
+/// A core error from running the options: an option's is named as
+/// JavaScript spells it; the others keep their kind.
+pub fn prepare_error(e: tern_core::Error) -> JsValue {
+    match e {
+        e @ tern_core::Error::InvalidField { .. } => option_error(e),
+        e => crate::errors::from_core(e),
+    }
 }

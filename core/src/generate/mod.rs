@@ -186,6 +186,17 @@ impl<'a, B: AsRef<[u8]>> Generator<'a, B> {
         Generator { model, engine, vocab, session, state: Generation::new(prompt, cfg) }
     }
 
+    /// `generation` (as `Bundle::prepare` makes it) run on these parts.
+    pub fn over(
+        model: &'a Model<B>,
+        engine: Engine<'a>,
+        vocab: &'a dyn Vocab,
+        session: &'a mut Session,
+        generation: Generation,
+    ) -> Self {
+        Generator { model, engine, vocab, session, state: generation }
+    }
+
     /// End the generation (finish reason `cancelled`) once `flag` is set.
     pub fn with_cancel(mut self, flag: CancelFlag) -> Self {
         self.state = self.state.with_cancel(flag);

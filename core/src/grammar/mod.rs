@@ -25,7 +25,8 @@ mod vocab;
 
 use alloc::string::{String, ToString};
 
-pub use compiler::{GrammarCompiler, LazyCompiler};
+pub use compiler::GrammarCompiler;
+pub(crate) use compiler::LazyCompiler;
 pub use gbnf::gbnf_to_lark;
 pub use shape::{MAX_GRAMMAR_DEPTH, MAX_RULE_ALTERNATIVES};
 
@@ -35,8 +36,10 @@ pub use crate::generate::Constraint;
 /// The longest grammar, schema or regex source accepted (1 MiB).
 pub const MAX_GRAMMAR_BYTES: usize = 1 << 20;
 
-/// What the output must match.
-#[derive(Debug, Clone, PartialEq)]
+/// What the output must match. Its JSON form: `"json_object"`,
+/// `{"json_schema": {...}}`, `{"regex": "..."}`, `{"lark": "..."}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Grammar {
     /// Any JSON object (OpenAI's `response_format: {"type": "json_object"}`).
     JsonObject,

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tern::{limits, Error, Result, Threads};
 use tern_core::conversation::{Conversation, Overflow};
-use tern_core::generate::FinishReason;
+use tern_core::generate::{FinishReason, Generator};
+use tern_core::request::{Prompt, Request, Sampling};
 
 use super::sampling::SamplingArgs;
 
@@ -72,8 +73,8 @@ pub fn run(a: Args) -> Result<()> {
     let mut seed = a.sampling.seed();
     // every reply matches the grammar, if one is given: compiled here to
     // refuse a bad one before the first turn, then for each reply (~1 ms)
-    let grammar = a.sampling.grammar()?;
-    if let Some(g) = &grammar {
+    let req = a.sampling.request(Prompt::Ids(Vec::new()), seed)?;
+    if let Some(g) = &req.grammar {
         lm.grammar()?.compile(g)?;
     }
     loop {
@@ -136,16 +137,15 @@ pub fn run(a: Args) -> Result<()> {
         }
         cancel.store(false, Ordering::SeqCst);
         busy.store(true, Ordering::SeqCst);
-        let cfg = a.sampling.config(seed, &tok.eog, &lm.defaults);
+        let turn = Request { sampling: Sampling { seed: Some(seed), ..req.sampling.clone() }, ..req.clone() };
         seed = seed.wrapping_add(1);
-        let constraint = grammar.as_ref().map(|g| lm.grammar().and_then(|c| c.compile(g))).transpose();
-        let gen = constraint.and_then(|c| Ok((c, conv.generator(&lm.model, engine, tok, line, cfg)?)));
-        let r = gen.and_then(|(c, g)| {
-            let g = match c {
-                Some(c) => g.with_constraint(c),
-                None => g,
-            };
-            g.with_cancel(cancel.clone()).with_clock(tern::clock).run(|_, text| {
+        // the turn's settings with the one request path; a turn they
+        // refuse is taken back
+        let n_msgs = conv.messages.len();
+        let prepared = conv.open_turn(tok, line, a.sampling.n_predict).and_then(|ids| lm.prepare_ids(&turn, ids, None));
+        let r = prepared.inspect_err(|_| conv.messages.truncate(n_msgs)).and_then(|p| {
+            let g = Generator::over(&lm.model, engine, tok, &mut conv.session, p.generation(tern::clock));
+            g.with_cancel(cancel.clone()).run(|_, text| {
                 let _ = stdout.write_all(text.as_bytes());
                 let _ = stdout.flush();
             })

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use tern::{limits, Error, Result, Threads};
 use tern_core::chat::Message;
 use tern_core::generate::{Event, Generator, Vocab};
+use tern_core::request::{Prompt, Request};
 
 use super::sampling::SamplingArgs;
 
@@ -68,28 +69,30 @@ pub fn run(a: Args) -> Result<()> {
         None => None,
     };
     let prompt = match (&a.prompt_ids, a.prompt.as_ref().or(from_file.as_ref())) {
-        (Some(ids), _) => ids.clone(),
+        (Some(ids), _) => Prompt::Ids(ids.clone()),
         (None, Some(text)) if a.chat => {
-            let tok = lm.tokenizer()?;
-            let t = lm.template()?;
             let mut msgs: Vec<Message> = a.system.iter().map(|s| Message::new("system", s)).collect();
             msgs.push(Message::new("user", text));
-            t.encode(tok, &msgs, true, a.content_specials)?
+            Prompt::Messages(msgs)
         }
-        (None, Some(text)) => lm.tokenizer()?.encode(text, true)?,
+        (None, Some(text)) => Prompt::Text(text.clone()),
         (None, None) => unreachable!("clap requires one"),
     };
+    if a.ctx == Some(0) {
+        return Err(limits::invalid("-c 0: a context holds at least one position".into()));
+    }
+    let seed = a.sampling.seed();
+    let req =
+        Request { logprobs: a.logprobs, content_specials: a.content_specials, ..a.sampling.request(prompt, seed)? };
     let n = a.sampling.n_predict;
+    let prepared = lm.prepare(&req, a.ctx)?;
+    let prompt = prepared.prompt.clone();
     let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::model::MAX_CTX);
     let needed = needed.ok_or_else(|| {
         let max = tern_core::model::MAX_CTX;
         limits::invalid(format!("-n {n} after a prompt of {} tokens passes the longest context, {max}", prompt.len()))
     })?;
-    if a.ctx == Some(0) {
-        return Err(limits::invalid("-c 0: a context holds at least one position".into()));
-    }
-    let n_ctx = a.ctx.unwrap_or(needed + 1).max(needed);
-    let seed = a.sampling.seed();
+    let n_ctx = a.ctx.unwrap_or(needed + 1);
     let threads = Threads::new(limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact)?;
     let kv = a.kv_type.unwrap_or(engine.kv_type());
@@ -99,18 +102,8 @@ pub fn run(a: Args) -> Result<()> {
         Some(p) => Some(BufWriter::new(File::create(p).map_err(|source| Error::Io { path: p.clone(), source })?)),
         None => None,
     };
-    let eog = lm.eog();
-    let mut cfg = a.sampling.config(seed, &eog, &lm.defaults);
-    cfg.logprobs = a.logprobs;
-    let constraint = match a.sampling.grammar()? {
-        Some(g) => Some(lm.grammar()?.compile(&g)?),
-        None => None,
-    };
     let vocab = lm.vocab();
-    let mut gen = Generator::new(&lm.model, engine, &vocab, &mut session, &prompt, cfg).with_clock(tern::clock);
-    if let Some(c) = constraint {
-        gen = gen.with_constraint(c);
-    }
+    let mut gen = Generator::over(&lm.model, engine, &vocab, &mut session, prepared.generation(tern::clock));
     let mut stdout = std::io::stdout().lock();
     let result = loop {
         let ev = gen.next().expect("a generator ends with Done")?;

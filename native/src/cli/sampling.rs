@@ -3,10 +3,8 @@
 use std::path::Path;
 
 use tern::{limits, Result};
-use tern_core::generate::GenerateConfig;
 use tern_core::grammar::{Grammar, MAX_GRAMMAR_BYTES};
-use tern_core::hf::GenerationDefaults;
-use tern_core::sampler::SamplerConfig;
+use tern_core::request::{Prompt, Request, Sampling};
 
 #[derive(clap::Args, Clone)]
 pub struct SamplingArgs {
@@ -88,34 +86,27 @@ impl SamplingArgs {
 
     /// The sampler: llama.cpp's defaults, then the model's generation
     /// defaults, then what the command line sets.
-    pub fn config(&self, seed: u64, eog: &[u32], defaults: &GenerationDefaults) -> GenerateConfig {
-        let ban = if self.ignore_eos { eog.iter().map(|&t| (t, f32::NEG_INFINITY)).collect() } else { Vec::new() };
-        let mut sampler = SamplerConfig {
-            presence_penalty: self.presence_penalty,
-            frequency_penalty: self.frequency_penalty,
-            repeat_last_n: self.repeat_last_n,
-            seed: Some(seed),
-            logit_bias: ban,
-            ..SamplerConfig::default()
-        };
-        defaults.apply(&mut sampler);
-        let cli = GenerationDefaults {
-            temperature: self.temp,
-            top_k: self.top_k,
-            top_p: self.top_p,
-            min_p: self.min_p,
-            typical_p: self.typical,
-            repeat_penalty: self.repeat_penalty,
-            ..GenerationDefaults::default()
-        };
-        cli.apply(&mut sampler);
-        GenerateConfig {
-            max_tokens: self.n_predict,
-            sampler,
+    /// The request these flags make for `prompt` (`seed` the one drawn).
+    pub fn request(&self, prompt: Prompt, seed: u64) -> Result<Request> {
+        Ok(Request {
+            sampling: Sampling {
+                temperature: self.temp,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                min_p: self.min_p,
+                typical_p: self.typical,
+                repeat_penalty: self.repeat_penalty,
+                presence_penalty: Some(self.presence_penalty),
+                frequency_penalty: Some(self.frequency_penalty),
+                repeat_last_n: Some(self.repeat_last_n),
+                seed: Some(seed),
+                logit_bias: Vec::new(),
+            },
+            max_tokens: Some(self.n_predict),
             stop: self.stop.clone(),
-            stop_tokens: Vec::new(),
             ignore_eos: self.ignore_eos,
-            logprobs: None,
-        }
+            grammar: self.grammar()?,
+            ..Request::new(prompt)
+        })
     }
 }

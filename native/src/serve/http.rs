@@ -28,16 +28,14 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::embeddings::EmbedRequest;
 use super::encode::{EncodeJob, Inputs, Rows};
 use super::metrics::Metrics;
-use super::openai::{ApiError, Envelope, Prompt, Request};
+use super::openai::{ApiError, Envelope, Request};
 use super::rerank::RerankRequest;
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
 use crate::error::{Error, Result};
 use crate::Loaded;
 use tern_core::backend::KV_BLOCK;
-use tern_core::generate::{Constraint, GenerateConfig};
-use tern_core::grammar::Grammar;
-use tern_core::tools::{ToolChoice, ToolRequest};
+use tern_core::request::Prepared;
 
 use super::tools::streamable;
 
@@ -173,42 +171,21 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         Err(e) => return error(e),
     };
     drop(bytes);
-    let tools_on = req.tools.as_ref().is_some_and(|t| t.choice != ToolChoice::None);
-    let (prompt, constraint) = match prepare(app.clone(), req.prompt, req.grammar, req.tools).await {
+    let (stream_on, include_usage, tools_on) = (req.stream, req.include_usage, req.tools_on);
+    let Prepared { prompt, cfg, constraint, .. } = match prepare(app.clone(), req, chat).await {
         Ok(p) => p,
         Err(e) => return error(e),
     };
-    let param = if chat { "messages" } else { "prompt" };
-    if prompt.is_empty() {
-        return error(ApiError::invalid(param, "the prompt is empty"));
-    }
-    let room = app.ctx.saturating_sub(prompt.len());
-    if room == 0 || req.max_tokens.is_some_and(|m| m > room) {
-        let msg = format!(
-            "{} prompt tokens + {} to generate exceed the context of {} (--ctx)",
-            prompt.len(),
-            req.max_tokens.unwrap_or(1),
-            app.ctx
-        );
-        return error(ApiError::invalid(if room == 0 { param } else { "max_tokens" }, msg));
-    }
     app.metrics.requests.fetch_add(1, Relaxed);
     let (tx, rx) = mpsc::unbounded_channel();
-    let cfg = GenerateConfig {
-        max_tokens: req.max_tokens.unwrap_or(room),
-        sampler: req.sampler,
-        stop: req.stop,
-        logprobs: req.logprobs,
-        ..Default::default()
-    };
     let job = Job { prompt, cfg, constraint, events: tx, arrived: Instant::now() };
     if app.engine.0.send(Msg::Job(job)).is_err() {
         return error(ApiError::new(503, "server_error", "the engine has stopped"));
     }
     let n = app.next_id.fetch_add(1, Relaxed);
     let id = format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" });
-    if req.stream {
-        stream(app.clone(), admitted, rx, id, chat, tools_on, req.include_usage)
+    if stream_on {
+        stream(app.clone(), admitted, rx, id, chat, tools_on, include_usage)
     } else {
         whole(app.clone(), admitted, rx, id, chat, tools_on).await
     }
@@ -340,56 +317,34 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> std::result::R
     }
 }
 
-type Prepared = (Vec<u32>, Option<Box<dyn Constraint>>);
-
-/// Render and tokenize, and compile the grammar, on the blocking pool, at
-/// most one per core at a time: a 4 MB prompt or a large schema never holds
-/// an async worker.
-async fn prepare(
-    app: Arc<App>,
-    p: Prompt,
-    grammar: Option<(Grammar, &'static str)>,
-    tools: Option<ToolRequest>,
-) -> std::result::Result<Prepared, ApiError> {
+/// Render and tokenize, check the context and compile the grammar — core's
+/// one request path (`Bundle::prepare`) — on the blocking pool, at most
+/// one per core at a time: a 4 MB prompt or a large schema never holds an
+/// async worker. Errors name the request's field.
+async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Result<Prepared, ApiError> {
     let work = app.clone();
+    req.core.content_specials = app.content_specials;
     blocking(&app, move || {
-        let tools = tools.filter(|t| t.choice != ToolChoice::None);
-        // a forced call: the grammar of the model's call syntax over the allowed tools
-        let forced = tools.as_ref().map(ToolRequest::grammar).transpose().map_err(|e| ApiError::core("tools", e))?;
-        let grammar = match forced.flatten() {
-            Some(g) => Some((g, "tools")),
-            None => grammar,
-        };
-        let constraint = match grammar {
-            Some((g, param)) => Some(compile(&work, &g).map_err(|e| ApiError::invalid(param, e.to_string()))?),
-            None => None,
-        };
-        Ok((tokenize_now(&work, &p, tools.as_ref().map(|t| &t.defs))?, constraint))
+        work.lm.prepare(&req.core, Some(work.ctx)).map_err(|e| match e {
+            tern_core::Error::ContextFull { n_ctx, needed } => {
+                let param = match (req.core.max_tokens, chat) {
+                    (Some(_), _) => "max_tokens",
+                    (None, true) => "messages",
+                    (None, false) => "prompt",
+                };
+                let msg =
+                    format!("{needed} positions (the prompt and max_tokens − 1) exceed the context of {n_ctx} (--ctx)");
+                ApiError::invalid(param, msg)
+            }
+            e @ tern_core::Error::InvalidField { .. } => ApiError::core("body", e),
+            // a grammar's errors: the field that asked for it
+            e => {
+                let param = if req.tools_on { "tools" } else { req.grammar_field.unwrap_or("body") };
+                ApiError::invalid(param, e.to_string())
+            }
+        })
     })
     .await
-}
-
-fn compile(app: &App, g: &Grammar) -> tern_core::Result<Box<dyn Constraint>> {
-    app.lm.grammar()?.compile(g)
-}
-
-fn tokenize_now(app: &App, p: &Prompt, tools: Option<&Value>) -> std::result::Result<Vec<u32>, ApiError> {
-    let tok = || {
-        app.lm
-            .tokenizer
-            .as_ref()
-            .ok_or_else(|| ApiError::invalid("prompt", "this model has no tokenizer: send token ids"))
-    };
-    match p {
-        Prompt::Ids(ids) => Ok(ids.clone()),
-        Prompt::Text(t) => tok()?.encode(t, true).map_err(|e| ApiError::invalid("prompt", e.to_string())),
-        Prompt::Chat(msgs) => {
-            let t = app.lm.template().map_err(|e| ApiError::invalid("messages", e.to_string()))?;
-            let param = if tools.is_some() { "tools" } else { "messages" };
-            t.encode_with_tools(tok()?, msgs, true, app.content_specials, tools)
-                .map_err(|e| ApiError::invalid(param, e.to_string()))
-        }
-    }
 }
 
 /// The answer's envelope.

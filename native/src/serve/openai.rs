@@ -7,44 +7,26 @@ use tern_core::chat::Message;
 use tern_core::generate::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
 use tern_core::grammar::Grammar;
 use tern_core::hf::GenerationDefaults;
-use tern_core::sampler::SamplerConfig;
+use tern_core::request::{Prompt, Request as CoreRequest};
 use tern_core::tokenizer::Tokenizer;
-use tern_core::tools::{calls_json, message_tool_calls, parse_tool_calls, ToolCall, ToolRequest};
+use tern_core::tools::{calls_json, message_tool_calls, parse_tool_calls, ToolCall, ToolChoice, ToolRequest};
 
 pub use super::api_error::ApiError;
 
-/// What a request asks to continue.
-pub enum Prompt {
-    /// Chat messages (`/v1/chat/completions`).
-    Chat(Vec<Message>),
-    /// Text (`/v1/completions`).
-    Text(String),
-    /// Token ids (`/v1/completions`).
-    Ids(Vec<u32>),
-}
-
-/// A completion request, its fields checked.
+/// A completion request, its fields checked: core's one [`CoreRequest`]
+/// and what only the HTTP answer needs.
 pub struct Request {
-    /// What to continue.
-    pub prompt: Prompt,
-    /// `max_tokens` / `max_completion_tokens`.
-    pub max_tokens: Option<usize>,
-    /// The sampler settings the request gives, over the model's defaults.
-    pub sampler: SamplerConfig,
-    /// Stop strings.
-    pub stop: Vec<String>,
+    /// The generation asked for.
+    pub core: CoreRequest,
     /// Answer as server-sent events.
     pub stream: bool,
     /// `stream_options.include_usage`: a last chunk with the usage.
     pub include_usage: bool,
-    /// What the output must match (`response_format`; llama.cpp's
-    /// `json_schema` and `grammar`), and the field that asked for it.
-    pub grammar: Option<(Grammar, &'static str)>,
-    /// `tools`, `tool_choice`, `parallel_tool_calls` (chat only).
-    pub tools: Option<ToolRequest>,
-    /// Log-probabilities with this many alternatives (chat: `logprobs` and
-    /// `top_logprobs`; completions: `logprobs` as the count).
-    pub logprobs: Option<usize>,
+    /// The field that asked for a grammar (`response_format`; llama.cpp's
+    /// `json_schema` and `grammar`), for naming it in errors.
+    pub grammar_field: Option<&'static str>,
+    /// Tools the reply may call (its calls are parsed out).
+    pub tools_on: bool,
 }
 
 fn top_count(v: &Value, k: &str) -> Result<usize, ApiError> {
@@ -92,11 +74,11 @@ fn content(v: &Value, i: usize) -> Result<String, ApiError> {
 /// Set the request's grammar from `field`: a 400 if another field set one
 /// already (`response_format`, `json_schema` and `grammar` exclude each
 /// other; none is silently picked).
-fn one_grammar(slot: &mut Option<(Grammar, &'static str)>, g: Grammar, field: &'static str) -> Result<(), ApiError> {
-    if let Some((_, other)) = slot {
+fn one_grammar(r: &mut Request, g: Grammar, field: &'static str) -> Result<(), ApiError> {
+    if let Some(other) = r.grammar_field {
         return Err(ApiError::invalid(field, format!("{field} and {other} exclude each other: send one")));
     }
-    *slot = Some((g, field));
+    (r.core.grammar, r.grammar_field) = (Some(g), Some(field));
     Ok(())
 }
 
@@ -151,40 +133,34 @@ impl Request {
         let v: Value =
             serde_json::from_slice(body).map_err(|e| ApiError::invalid("body", format!("invalid JSON: {e}")))?;
         let Value::Object(m) = v else { return Err(ApiError::invalid("body", "the body must be a JSON object")) };
-        let mut sampler = SamplerConfig::default();
-        defaults.apply(&mut sampler);
+        let main = if chat { "messages" } else { "prompt" };
+        let p = m.get(main).ok_or_else(|| ApiError::invalid(main, format!("{main} is required")))?;
+        let prompt = if chat { Prompt::Messages(messages(p)?) } else { prompt(p, n_vocab)? };
         let mut r = Request {
-            prompt: Prompt::Text(String::new()),
-            max_tokens: None,
-            sampler,
-            stop: vec![],
+            core: CoreRequest::new(prompt),
             stream: false,
             include_usage: false,
-            grammar: None,
-            logprobs: None,
-            tools: None,
+            grammar_field: None,
+            tools_on: false,
         };
         let mut want_logprobs = false;
         let mut top = None;
-        let main = if chat { "messages" } else { "prompt" };
-        let p = m.get(main).ok_or_else(|| ApiError::invalid(main, format!("{main} is required")))?;
-        r.prompt = if chat { Prompt::Chat(messages(p)?) } else { prompt(p, n_vocab)? };
         for (k, v) in &m {
             if v.is_null() {
                 continue;
             }
-            let s = &mut r.sampler;
+            let s = &mut r.core.sampling;
             match k.as_str() {
                 "messages" | "prompt" | "model" | "user" | "metadata" | "store" | "service_tier" => {}
                 "tools" | "tool_choice" | "parallel_tool_calls" if chat => {}
-                "max_tokens" | "max_completion_tokens" | "n_predict" => r.max_tokens = Some(count(v, k)?),
-                "temperature" => s.temperature = float(v, k)?,
-                "top_p" => s.top_p = float(v, k)?,
-                "top_k" => s.top_k = count(v, k)?,
-                "min_p" => s.min_p = float(v, k)?,
-                "presence_penalty" => s.presence_penalty = float(v, k)?,
-                "frequency_penalty" => s.frequency_penalty = float(v, k)?,
-                "repeat_penalty" => s.repeat_penalty = float(v, k)?,
+                "max_tokens" | "max_completion_tokens" | "n_predict" => r.core.max_tokens = Some(count(v, k)?),
+                "temperature" => s.temperature = Some(float(v, k)?),
+                "top_p" => s.top_p = Some(float(v, k)?),
+                "top_k" => s.top_k = Some(count(v, k)?),
+                "min_p" => s.min_p = Some(float(v, k)?),
+                "presence_penalty" => s.presence_penalty = Some(float(v, k)?),
+                "frequency_penalty" => s.frequency_penalty = Some(float(v, k)?),
+                "repeat_penalty" => s.repeat_penalty = Some(float(v, k)?),
                 "seed" => {
                     s.seed = Some(v.as_i64().ok_or_else(|| ApiError::invalid(k, "seed must be an integer"))? as u64)
                 }
@@ -200,7 +176,7 @@ impl Request {
                         .ok_or_else(|| ApiError::invalid("stream_options.include_usage", "must be true or false"))?;
                 }
                 "stop" => {
-                    r.stop = match v {
+                    r.core.stop = match v {
                         Value::String(s) => vec![s.clone()],
                         Value::Array(a) if a.len() <= 4 => a
                             .iter()
@@ -226,20 +202,18 @@ impl Request {
                 "logprobs" if chat => {
                     want_logprobs = v.as_bool().ok_or_else(|| ApiError::invalid(k, "logprobs must be true or false"))?
                 }
-                "logprobs" => r.logprobs = Some(top_count(v, k)?),
+                "logprobs" => r.core.logprobs = Some(top_count(v, k)?),
                 "top_logprobs" => top = Some(top_count(v, k)?),
                 "response_format" => {
                     if let Some(g) = Grammar::response_format(v).map_err(|e| ApiError::core(k, e))? {
-                        one_grammar(&mut r.grammar, g, "response_format")?;
+                        one_grammar(&mut r, g, "response_format")?;
                     }
                 }
-                "json_schema" if !v.is_null() => {
-                    one_grammar(&mut r.grammar, Grammar::JsonSchema(v.clone()), "json_schema")?
-                }
+                "json_schema" if !v.is_null() => one_grammar(&mut r, Grammar::JsonSchema(v.clone()), "json_schema")?,
                 "grammar" if !v.is_null() => {
                     let src = v.as_str().ok_or_else(|| ApiError::invalid(k, "grammar must be a GBNF string"))?;
                     let g = Grammar::gbnf_or_lark(src).map_err(|e| ApiError::invalid(k, e.to_string()))?;
-                    one_grammar(&mut r.grammar, g, "grammar")?;
+                    one_grammar(&mut r, g, "grammar")?;
                 }
                 "json_schema" | "grammar" => {}
                 "tools" | "tool_choice" | "functions" | "echo" | "best_of" | "suffix" => {
@@ -251,24 +225,28 @@ impl Request {
         if let Some(t) = m.get("tools").filter(|t| chat && !t.is_null()) {
             let tr = ToolRequest::parse(t, m.get("tool_choice"), m.get("parallel_tool_calls"))
                 .map_err(|e| ApiError::core("tools", e))?;
-            if tr.forced().is_some() && r.grammar.is_some() {
+            if tr.forced().is_some() && r.core.grammar.is_some() {
                 return Err(ApiError::invalid(
                     "tool_choice",
                     "a forced tool call and a response format exclude each other",
                 ));
             }
-            r.tools = Some(tr);
+            r.tools_on = tr.choice != ToolChoice::None;
+            r.core.tools = Some(t.clone());
+            r.core.tool_choice = m.get("tool_choice").cloned();
+            r.core.parallel_tool_calls = Some(tr.parallel);
         } else if m.get("tool_choice").is_some_and(|c| !c.is_null()) {
             return Err(ApiError::invalid("tool_choice", "tool_choice needs tools"));
         }
-        r.sampler.validate().map_err(|e| ApiError::core("body", e))?;
         match (want_logprobs, top) {
-            (true, t) => r.logprobs = Some(t.unwrap_or(0)),
+            (true, t) => r.core.logprobs = Some(t.unwrap_or(0)),
             (false, Some(t)) if t > 0 => {
                 return Err(ApiError::invalid("top_logprobs", "top_logprobs needs logprobs: true"));
             }
             _ => {}
         }
+        // core's one rule for every field (the sampler's ranges, ids, stops)
+        r.core.validate(n_vocab, defaults).map_err(|e| ApiError::core("body", e))?;
         Ok(r)
     }
 }

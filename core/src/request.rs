@@ -1,0 +1,345 @@
+//! One generation request, whichever front end it came from — the CLI's
+//! flags, `tern::Model`'s options, the server's OpenAI JSON, the npm
+//! package's options — with one validation and one JSON form, and the one
+//! path that turns it into a generation ([`Bundle::prepare`]): the prompt
+//! rendered and tokenized, the context checked, the grammar compiled from
+//! the bundle's cache, the sampler set over the model's defaults, end
+//! tokens banned for `ignore_eos`, a model without a tokenizer run on ids.
+//!
+//! ```
+//! use tern_core::request::{Prompt, Request};
+//! let r = Request::from_json(br#"{"prompt": "Hello", "max_tokens": 8, "sampling": {"temperature": 0}}"#).unwrap();
+//! assert_eq!(r.prompt, Prompt::Text("Hello".into()));
+//! let e = Request::from_json(br#"{"prompt": "Hello", "sampling": {"top_p": "high"}}"#).unwrap_err();
+//! assert!(matches!(e, tern_core::Error::InvalidField { field, .. } if field == "sampling.top_p"));
+//! ```
+
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::bundle::Bundle;
+use crate::chat::Message;
+use crate::error::{Error, Result};
+use crate::generate::{Clock, Constraint, GenerateConfig, Generation, MAX_TOP_LOGPROBS};
+use crate::grammar::Grammar;
+use crate::hf::GenerationDefaults;
+use crate::sampler::SamplerConfig;
+use crate::tools::{ToolChoice, ToolRequest};
+
+/// The most stop strings a request may give (OpenAI's limit).
+pub const MAX_STOPS: usize = 4;
+
+/// What to continue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    /// Text, tokenized with the model's BOS.
+    Text(String),
+    /// Token ids, as they are.
+    Ids(Vec<u32>),
+    /// Chat messages, rendered with the model's chat template and a
+    /// generation prompt.
+    Messages(Vec<Message>),
+}
+
+/// Sampler settings a request gives, each over the model's default
+/// (generation_config.json's, else llama.cpp's): None keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Sampling {
+    /// 0 = greedy.
+    pub temperature: Option<f32>,
+    /// 0 = off.
+    pub top_k: Option<usize>,
+    /// 1 = off.
+    pub top_p: Option<f32>,
+    /// 0 = off.
+    pub min_p: Option<f32>,
+    /// 1 = off.
+    pub typical_p: Option<f32>,
+    /// 1 = off.
+    pub repeat_penalty: Option<f32>,
+    /// 0 = off.
+    pub presence_penalty: Option<f32>,
+    /// 0 = off.
+    pub frequency_penalty: Option<f32>,
+    /// How many recent tokens the penalties look at.
+    pub repeat_last_n: Option<usize>,
+    /// Seeds the RNG when generation starts (None: continue it).
+    pub seed: Option<u64>,
+    /// (token id, bias) added to the logits first (−inf bans).
+    pub logit_bias: Vec<(u32, f32)>,
+}
+
+impl Sampling {
+    /// Every setting of `s` given.
+    pub fn all(s: &SamplerConfig) -> Sampling {
+        Sampling {
+            temperature: Some(s.temperature),
+            top_k: Some(s.top_k),
+            top_p: Some(s.top_p),
+            min_p: Some(s.min_p),
+            typical_p: Some(s.typical_p),
+            repeat_penalty: Some(s.repeat_penalty),
+            presence_penalty: Some(s.presence_penalty),
+            frequency_penalty: Some(s.frequency_penalty),
+            repeat_last_n: Some(s.repeat_last_n),
+            seed: s.seed,
+            logit_bias: s.logit_bias.clone(),
+        }
+    }
+
+    /// The sampler: llama.cpp's defaults, then the model's, then these.
+    pub fn over(&self, model: &GenerationDefaults) -> SamplerConfig {
+        let mut s = SamplerConfig::default();
+        model.apply(&mut s);
+        let set = |dst: &mut f32, v: Option<f32>| *dst = v.unwrap_or(*dst);
+        set(&mut s.temperature, self.temperature);
+        set(&mut s.top_p, self.top_p);
+        set(&mut s.min_p, self.min_p);
+        set(&mut s.typical_p, self.typical_p);
+        set(&mut s.repeat_penalty, self.repeat_penalty);
+        set(&mut s.presence_penalty, self.presence_penalty);
+        set(&mut s.frequency_penalty, self.frequency_penalty);
+        s.top_k = self.top_k.unwrap_or(s.top_k);
+        s.repeat_last_n = self.repeat_last_n.unwrap_or(s.repeat_last_n);
+        s.seed = self.seed;
+        s.logit_bias = self.logit_bias.clone();
+        s
+    }
+}
+
+/// One generation request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// What to continue.
+    pub prompt: Prompt,
+    /// Sampler settings over the model's defaults.
+    #[serde(default)]
+    pub sampling: Sampling,
+    /// At most this many new tokens (None: as many as the context holds).
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+    /// Stop before any of these strings (at most [`MAX_STOPS`]).
+    #[serde(default)]
+    pub stop: Vec<String>,
+    /// Stop at any of these token ids too.
+    #[serde(default)]
+    pub stop_tokens: Vec<u32>,
+    /// Do not stop at the model's end tokens: they are banned.
+    #[serde(default)]
+    pub ignore_eos: bool,
+    /// What the output must match.
+    #[serde(default)]
+    pub grammar: Option<Grammar>,
+    /// Functions the model may call (OpenAI's `tools` list): rendered
+    /// with chat messages (a prompt of text or ids was rendered by the
+    /// caller); a forced call's grammar comes from them.
+    #[serde(default)]
+    pub tools: Option<Value>,
+    /// OpenAI's `tool_choice` (needs `tools`).
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    /// OpenAI's `parallel_tool_calls` (default true).
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
+    /// Each token's log-probability with this many alternatives (at most
+    /// [`MAX_TOP_LOGPROBS`]).
+    #[serde(default)]
+    pub logprobs: Option<usize>,
+    /// Control-token strings in messages are control tokens (else text).
+    #[serde(default)]
+    pub content_specials: bool,
+}
+
+impl Request {
+    /// A request to continue `prompt`, everything else the default.
+    pub fn new(prompt: Prompt) -> Request {
+        Request {
+            prompt,
+            sampling: Sampling::default(),
+            max_tokens: None,
+            stop: Vec::new(),
+            stop_tokens: Vec::new(),
+            ignore_eos: false,
+            grammar: None,
+            tools: None,
+            tool_choice: None,
+            parallel_tool_calls: None,
+            logprobs: None,
+            content_specials: false,
+        }
+    }
+
+    /// The JSON form (the field names above): an [`Error::InvalidField`]
+    /// names the field that is wrong (`sampling.top_p`, `prompt`, …).
+    pub fn from_json(bytes: &[u8]) -> Result<Request> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let r: Request = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "(request)".to_string() } else { path };
+            Error::InvalidField { field, what: e.into_inner().to_string() }
+        })?;
+        de.end().map_err(|e| Error::InvalidField { field: "(request)".into(), what: e.to_string() })?;
+        Ok(r)
+    }
+
+    /// The tools asked for, parsed (None: none, or `tool_choice: "none"`).
+    pub fn tool_request(&self) -> Result<Option<ToolRequest>> {
+        let Some(tools) = &self.tools else {
+            return match &self.tool_choice {
+                Some(c) if !c.is_null() => Err(field("tool_choice", "tool_choice needs tools")),
+                _ => Ok(None),
+            };
+        };
+        let parallel = self.parallel_tool_calls.map(Value::Bool);
+        let r = ToolRequest::parse(tools, self.tool_choice.as_ref(), parallel.as_ref())?;
+        Ok(Some(r).filter(|r| r.choice != ToolChoice::None))
+    }
+
+    /// Every field in range for a model of `n_vocab` tokens whose defaults
+    /// are `defaults`: the sampler (`SamplerConfig::validate`), token ids,
+    /// stops, logprobs, tools and the grammar beside a forced call.
+    pub fn validate(&self, n_vocab: usize, defaults: &GenerationDefaults) -> Result<()> {
+        self.sampling.over(defaults).validate()?;
+        let in_vocab = |k: &str, id: u32| match (id as usize) < n_vocab {
+            true => Ok(()),
+            false => Err(field(k, alloc::format!("token id {id} is outside the vocabulary of {n_vocab}"))),
+        };
+        match &self.prompt {
+            Prompt::Ids(ids) => ids.iter().try_for_each(|&id| in_vocab("prompt", id))?,
+            Prompt::Messages(m) if m.is_empty() => return Err(field("messages", "messages must be a non-empty list")),
+            _ => {}
+        }
+        self.stop_tokens.iter().try_for_each(|&id| in_vocab("stop_tokens", id))?;
+        self.sampling.logit_bias.iter().try_for_each(|&(id, _)| in_vocab("logit_bias", id))?;
+        if self.stop.len() > MAX_STOPS {
+            return Err(field("stop", alloc::format!("{} stop strings (at most {MAX_STOPS})", self.stop.len())));
+        }
+        if let Some(n) = self.logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
+            return Err(field("logprobs", alloc::format!("{n} top logprobs (at most {MAX_TOP_LOGPROBS})")));
+        }
+        let forced = self.tool_request()?.is_some_and(|t| t.forced().is_some());
+        if forced && self.grammar.is_some() {
+            return Err(field("tool_choice", "a forced tool call and a grammar exclude each other"));
+        }
+        Ok(())
+    }
+}
+
+fn field(k: &str, what: impl Into<String>) -> Error {
+    Error::InvalidField { field: k.into(), what: what.into() }
+}
+
+/// A request made ready: its prompt's ids, its generation settings, its
+/// compiled grammar and its tools.
+pub struct Prepared {
+    /// The prompt's token ids.
+    pub prompt: Vec<u32>,
+    /// Length, sampler, stops, logprobs.
+    pub cfg: GenerateConfig,
+    /// The grammar (a forced tool call's, else the request's), compiled.
+    pub constraint: Option<Box<dyn Constraint>>,
+    /// The tools the model may call (its calls are to be parsed out).
+    pub tools: Option<ToolRequest>,
+}
+
+impl Prepared {
+    /// The generation, timed by `clock`.
+    pub fn generation(self, clock: Clock) -> Generation {
+        let g = Generation::new(&self.prompt, self.cfg).with_clock(clock);
+        match self.constraint {
+            Some(c) => g.with_constraint(c),
+            None => g,
+        }
+    }
+}
+
+impl<B: AsRef<[u8]>> Bundle<B> {
+    /// The one path from a request to a generation: validate it, render
+    /// and tokenize its prompt, check it fits a context of `n_ctx`
+    /// positions (None: the caller sizes the session to fit; then
+    /// `max_tokens` must be given), compile its grammar with this model's
+    /// cached compiler, and set the sampler over the model's defaults.
+    /// A prompt with `max_tokens` new tokens fits when
+    /// `prompt + max_tokens − 1 ≤ n_ctx` (the last token is never fed back);
+    /// `max_tokens` None is all the context has room for.
+    pub fn prepare(&self, req: &Request, n_ctx: Option<usize>) -> Result<Prepared> {
+        req.validate(self.model.config.n_vocab, &self.defaults)?;
+        let tools = req.tool_request()?;
+        let prompt = match &req.prompt {
+            Prompt::Ids(ids) => ids.clone(),
+            Prompt::Text(t) => self.tokenizer().map_err(|e| field("prompt", e.to_string()))?.encode(t, true)?,
+            Prompt::Messages(msgs) => {
+                let tok = self.tokenizer().map_err(|e| field("messages", e.to_string()))?;
+                let t = self.template().map_err(|e| field("messages", e.to_string()))?;
+                let defs = tools.as_ref().map(|t| &t.defs);
+                let k = if defs.is_some() { "tools" } else { "messages" };
+                t.encode_with_tools(tok, msgs, true, req.content_specials, defs).map_err(|e| field(k, e.to_string()))?
+            }
+        };
+        self.finish(req, prompt, tools, n_ctx)
+    }
+
+    /// [`Bundle::prepare`] for a prompt the caller rendered itself (a
+    /// conversation's next turn, `crate::conversation`): `req`'s prompt
+    /// is not used (give empty ids).
+    pub fn prepare_ids(&self, req: &Request, prompt: Vec<u32>, n_ctx: Option<usize>) -> Result<Prepared> {
+        req.validate(self.model.config.n_vocab, &self.defaults)?;
+        if let Some(&id) = prompt.iter().find(|&&id| id as usize >= self.model.config.n_vocab) {
+            return Err(Error::TokenOutOfRange { id, n_vocab: self.model.config.n_vocab });
+        }
+        self.finish(req, prompt, req.tool_request()?, n_ctx)
+    }
+
+    fn finish(
+        &self,
+        req: &Request,
+        prompt: Vec<u32>,
+        tools: Option<ToolRequest>,
+        n_ctx: Option<usize>,
+    ) -> Result<Prepared> {
+        if prompt.is_empty() {
+            let k = if matches!(req.prompt, Prompt::Messages(_)) { "messages" } else { "prompt" };
+            return Err(field(k, "the prompt is empty"));
+        }
+        let max_tokens = match (req.max_tokens, n_ctx) {
+            (Some(m), Some(n)) => {
+                let needed = prompt.len().saturating_add(m.max(1) - 1);
+                if needed > n {
+                    return Err(Error::ContextFull { n_ctx: n, needed });
+                }
+                m
+            }
+            (None, Some(n)) if prompt.len() > n => return Err(Error::ContextFull { n_ctx: n, needed: prompt.len() }),
+            (None, Some(n)) => n + 1 - prompt.len(),
+            (Some(m), None) => m,
+            (None, None) => return Err(field("max_tokens", "max_tokens is needed without a context size")),
+        };
+        let grammar = match tools.as_ref().map(ToolRequest::grammar).transpose()?.flatten() {
+            Some(g) => Some(g),
+            None => req.grammar.clone(),
+        };
+        let constraint = match grammar {
+            Some(g) => Some(self.grammar()?.compile(&g)?),
+            None => None,
+        };
+        let mut sampler = req.sampling.over(&self.defaults);
+        if req.ignore_eos {
+            sampler.logit_bias.extend(self.eog().into_iter().map(|t| (t, f32::NEG_INFINITY)));
+        }
+        let cfg = GenerateConfig {
+            max_tokens,
+            sampler,
+            stop: req.stop.clone(),
+            stop_tokens: req.stop_tokens.clone(),
+            ignore_eos: req.ignore_eos,
+            logprobs: req.logprobs,
+        };
+        Ok(Prepared { prompt, cfg, constraint, tools })
+    }
+}
