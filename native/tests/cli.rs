@@ -285,8 +285,11 @@ fn quantize_at_load_is_reported_by_info() {
 #[test]
 fn absurd_sizes_and_values_are_refused_at_once() {
     let m = smollm2();
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["run", "-p", "hi", "-c", "100000000"], "context size 100000000"),
+        // core's one rule (`Bundle::prepare`): prompt + n − 1 must fit -c; at most four stops
+        (&["run", "-p", "hi", "-c", "4", "-n", "8"], "context full"),
+        (&["run", "-p", "hi", "--stop", "a", "--stop", "b", "--stop", "c", "--stop", "d", "--stop", "e"], "stop"),
         (&["run", "-p", "hi", "-c", "10000000"], "GB of memory is available"),
         (&["run", "-p", "hi", "-n", "4611686018427387904"], "-n 4611686018427387904"),
         (&["run", "-p", "hi", "-t", "100000"], "100000 threads"),
