@@ -25,7 +25,7 @@ fn oracle() -> (serde_json::Value, Vec<f32>) {
 
 #[test]
 fn minilm_vectors_equal_sentence_transformers() {
-    let models = [minilm(), minilm().quantize(tern_core::quant::GgmlType::Q8_0).unwrap()];
+    let models = [minilm(), minilm().quantize(tern_core::backend::quant::GgmlType::Q8_0).unwrap()];
     let max = models[0].core().max_len;
     let (j, want) = oracle();
     let dim = j["dim"].as_u64().unwrap() as usize;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 use tern::{LoadOptions, Loaded};
+use tern_core::backend::quant::GgmlType;
 use tern_core::backend::KV_BLOCK;
-use tern_core::quant::GgmlType;
 use tern_core::{Engine, Logits};
 use tern_tests::hfdir::{self, tiny};
 use tern_tests::*;

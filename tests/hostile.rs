@@ -7,12 +7,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use tern_core::backend::quant::GgmlType;
 use tern_core::chat::{ChatTemplate, Message};
 use tern_core::gguf::tiny::{self, Tiny};
 use tern_core::gguf::write::TensorData;
 use tern_core::gguf::{Gguf, Value};
 use tern_core::hf::{HfConfig, Index, Shards};
-use tern_core::quant::GgmlType;
 use tern_core::tokenizer::Tokenizer;
 use tern_core::{Error, Model};
 use tern_tests::{load, MODELS};

@@ -27,7 +27,7 @@ fn cross_encoder_scores_equal_transformers() {
     let texts: Vec<&str> = texts_json["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     let pairs = j["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 128);
-    let models = [reranker(), reranker().quantize(tern_core::quant::GgmlType::Q8_0).unwrap()];
+    let models = [reranker(), reranker().quantize(tern_core::backend::quant::GgmlType::Q8_0).unwrap()];
     assert_eq!(models[0].core().max_len, j["max_length"].as_u64().unwrap() as usize);
     for (model, exact) in models.iter().zip([true, false]) {
         let (e, core) = (tern::engine(threads(), exact).unwrap(), model.core());

@@ -4,9 +4,9 @@
 //! outside the forward pass: a wrapped kernel backend that misreads the
 //! mask, or a model whose configuration or weights were rewired.
 
+use tern_core::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries, Score};
 use tern_core::model::RopeStyle;
-use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use tern_core::Engine;
 use tern_tests::*;
 

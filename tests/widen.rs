@@ -6,7 +6,7 @@
 //! the f16 cache's logits.
 
 use tern::Buffer;
-use tern_core::quant::GgmlType;
+use tern_core::backend::quant::GgmlType;
 use tern_core::{KvType, Logits, Model};
 use tern_tests::*;
 

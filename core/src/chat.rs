@@ -239,7 +239,7 @@ fn unix_now() -> i64 {
 
 /// `strftime` for the codes chat templates use: %Y %m %d %e %H %M %S %B %b
 /// %A %a %j %%; other codes are kept as written.
-pub fn strftime(fmt: &str, unix: i64) -> String {
+pub(crate) fn strftime(fmt: &str, unix: i64) -> String {
     const MONTHS: [&str; 12] = [
         "January",
         "February",

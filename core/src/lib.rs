@@ -10,8 +10,9 @@
 //! - generation: [`sampler`], [`generate`] (events, stops, batches),
 //!   [`grammar`] (constrained decoding), [`perplexity`];
 //! - for backend authors: [`backend`] (the `Kernels` trait, the scalar
-//!   reference and the conformance suite), [`quant`] (block layouts),
-//!   [`parallel`].
+//!   reference and the conformance suite, `backend::quant`'s block
+//!   layouts), [`parallel`];
+//! - one generation request, whatever the front end: [`request`].
 #![no_std]
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -39,7 +40,6 @@ pub mod hf;
 pub mod model;
 pub mod parallel;
 pub mod perplexity;
-pub mod quant;
 #[cfg(feature = "std")]
 pub mod request;
 pub mod sampler;
@@ -50,6 +50,7 @@ pub mod tokenizer;
 pub mod tools;
 pub mod utf8;
 
+pub use backend::quant::GgmlType;
 pub use error::{Error, Result};
 pub use model::{BlockCounts, Engine, KvType, Logits, Model, PrefixCache, Session};
 

@@ -9,8 +9,8 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
-use crate::quant::GgmlType;
 
 /// A tensor as a model format presents it.
 #[derive(Debug, Clone)]

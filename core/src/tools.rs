@@ -19,7 +19,7 @@ use crate::grammar::Grammar;
 /// What opens a call.
 pub const CALL_OPEN: &str = "<tool_call>";
 /// What closes a call.
-pub const CALL_CLOSE: &str = "</tool_call>";
+pub(crate) const CALL_CLOSE: &str = "</tool_call>";
 
 /// A function call the model made.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +76,7 @@ impl Tool {
 }
 
 /// The most tools a request may define.
-pub const MAX_TOOLS: usize = 128;
+pub(crate) const MAX_TOOLS: usize = 128;
 
 fn field(field: &str, what: impl Into<String>) -> Error {
     Error::InvalidField { field: field.into(), what: what.into() }

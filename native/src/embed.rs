@@ -54,7 +54,7 @@ impl Embedder {
 
     /// Float matrices converted to `to` (Q8_0) at load, as `--quantize
     /// q8_0` does: the integer path, at a small cost in accuracy.
-    pub fn quantize(self, to: tern_core::quant::GgmlType) -> Result<Embedder> {
+    pub fn quantize(self, to: tern_core::backend::quant::GgmlType) -> Result<Embedder> {
         Ok(Embedder { inner: self.inner.quantize(to, Buffer::Owned)?, ..self })
     }
 

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memmap2::Mmap;
+use tern_core::backend::quant::GgmlType;
 use tern_core::bundle::Bundle;
 use tern_core::model::Requantized;
-use tern_core::quant::GgmlType;
 
 use crate::error::{Error, Result};
 

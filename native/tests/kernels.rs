@@ -183,8 +183,8 @@ fn logits_bits_match_the_recorded_hash() {
 /// or thread would change another's). Skipped, saying why, without AMX.
 #[test]
 fn amx_tile_state_never_leaks_between_threads_or_calls() {
+    use tern_core::backend::quant::{BlockQ8K, BlockQ8_0, GgmlType, QK8, QK_K};
     use tern_core::backend::{speed::random_matrix, Acts, Kernels, QMatrix, Scalar};
-    use tern_core::quant::{BlockQ8K, BlockQ8_0, GgmlType, QK8, QK_K};
     let Some(amx) = tern::kernels::by_name("amx") else {
         println!("skipped: {}", tern::kernels::why_not("amx"));
         return;

@@ -5,10 +5,10 @@
 //!   cargo test --release -p tern-llm-wasm --target wasm32-unknown-unknown \
 //!     --test kernel_speed -- --include-ignored --nocapture
 
+use tern_core::backend::quant::{wide_scales, GgmlType};
 use tern_core::backend::speed::{random_matrix, time_matmul};
 use tern_core::backend::KERNEL_TYPES;
 use tern_core::backend::{Kernels, QMatrix, Scalar};
-use tern_core::quant::{wide_scales, GgmlType};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_test::{console_log, wasm_bindgen_test};
 

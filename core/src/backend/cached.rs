@@ -22,7 +22,7 @@ use core::ops::Range;
 
 use half::f16;
 
-use crate::quant::{q8_0, quantize_q8_0, BlockQ8_0, QK8};
+use crate::backend::quant::{q8_0, quantize_q8_0, BlockQ8_0, QK8};
 
 /// Element type of the cached K and V rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

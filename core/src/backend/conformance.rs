@@ -14,7 +14,7 @@ use half::f16;
 use super::{
     scalar, tiles, Acts, BlockRows, Cached, Kernels, KvBlock, KvRows, KvType, QMatrix, Queries, Scalar, Score, KV_BLOCK,
 };
-use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+use crate::backend::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 struct Rand(u64);
 impl Rand {

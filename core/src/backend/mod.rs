@@ -2,7 +2,8 @@
 //! `scalar` is the reference: every method of every backend must equal it
 //! bit for bit (docs/ARCHITECTURE.md, the numerics contract). This module is
 //! for backend authors: implement `Kernels`, then run the conformance
-//! suite against the reference.
+//! suite against the reference. `quant` holds the block layouts (each
+//! format's bytes, declared once) and the reference quantizers.
 //!
 //! ```
 //! use tern_core::backend::{conformance, Scalar};
@@ -11,6 +12,7 @@
 
 mod cached;
 pub mod conformance;
+pub mod quant;
 pub mod scalar;
 #[cfg(feature = "testing")]
 pub mod speed;
@@ -20,7 +22,7 @@ use core::ops::Range;
 
 pub use cached::{q8_0_at, BlockRows, Cached, KvBlock, KvRows, KvType, Runs, KV_BLOCK};
 
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
+use quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 /// Every weight type with a kernel (the conformance suite checks each).
 pub const KERNEL_TYPES: [GgmlType; 13] = [

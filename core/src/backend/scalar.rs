@@ -12,7 +12,7 @@ use super::{Acts, QMatrix};
 
 /// The largest head the attention kernels take (checked at load).
 pub const MAX_HEAD_DIM: usize = 512;
-use crate::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+use crate::backend::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 /// Tokens processed together per weight block (bounded stack state).
 const TOK_CHUNK: usize = 8;

@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{Acts, Kernels, QMatrix};
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
+use crate::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 fn rand(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
@@ -34,7 +34,7 @@ pub fn random_matrix(ty: GgmlType, n_cols: usize, bytes: usize) -> (Vec<u8>, usi
             *b = *v;
         }
     }
-    let fields = crate::quant::f16_fields(ty);
+    let fields = crate::backend::quant::f16_fields(ty);
     for blk in data.chunks_exact_mut(ts) {
         for &o in fields {
             blk[o..o + 2].copy_from_slice(&0x211Fu16.to_le_bytes());

@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::hf::fields::{bad, Fields};
-use crate::model::{MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
+use crate::model::config::{MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
 
 /// The longest input an encoder may take (positions it has embeddings for).
-pub const MAX_POSITIONS: usize = 1 << 16;
+pub(crate) const MAX_POSITIONS: usize = 1 << 16;
 
 /// What an encoder is.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,7 +18,7 @@ use crate::tokenizer::Tokenizer;
 pub type Pair = (Vec<u32>, Vec<u32>);
 
 /// Inputs one call embeds at most.
-pub const MAX_INPUTS: usize = 4096;
+pub(crate) const MAX_INPUTS: usize = 4096;
 
 /// The network that turns ids into vectors.
 pub enum Body<B> {
@@ -148,7 +148,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
 
     /// Float matrices converted to `to` (Q8_0) at load, each new buffer
     /// held by `wrap`: the integer path, at a small cost in accuracy.
-    pub fn quantize(self, to: crate::quant::GgmlType, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<Embedder<B>> {
+    pub fn quantize(self, to: crate::backend::quant::GgmlType, wrap: impl FnOnce(Vec<u8>) -> B) -> Result<Embedder<B>> {
         let body = match self.body {
             Body::Encoder(enc) => Body::Encoder(enc.quantize(to, wrap)?.0),
             Body::Decoder(dec) => Body::Decoder(Decoder { model: dec.model.quantize(to, wrap)?.0, ..dec }),
@@ -226,7 +226,7 @@ impl<B: AsRef<[u8]>> Embedder<B> {
         Ok(ids)
     }
 
-    /// One vector per text; an empty list, more than [`MAX_INPUTS`] texts,
+    /// One vector per text; an empty list, more than 4096 texts,
     /// or a text of no tokens is an error naming it.
     pub fn embed(&self, e: &Engine, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         check_count(texts.len())?;
@@ -286,7 +286,7 @@ fn need<B>(take: &mut dyn FnMut(&str) -> Result<Option<B>>, name: &str) -> Resul
     })
 }
 
-/// A request's number of inputs: 1..=[`MAX_INPUTS`].
+/// A request's number of inputs: 1..=4096.
 pub fn check_count(n: usize) -> Result<()> {
     match n {
         0 => Err(Error::InvalidArgument { what: "no inputs to embed".into() }),

@@ -10,11 +10,11 @@ use alloc::vec::Vec;
 
 use super::weights::{EncoderLayer, Linear, Norm};
 use super::EncoderView;
+use crate::backend::quant;
 use crate::backend::{tiles, Cached, KvRows, QMatrix, Score};
 use crate::error::Result;
 use crate::model::matmul::{matmul, ActBufs};
 use crate::model::Engine;
-use crate::quant;
 
 /// One input: its token ids and, for a pair, each token's type (segment).
 #[derive(Clone, Copy)]

@@ -17,9 +17,9 @@ mod weights;
 use alloc::format;
 use alloc::vec::Vec;
 
-pub use config::{EncoderConfig, MAX_POSITIONS};
+pub use config::EncoderConfig;
 pub use decoder::{Decoder, Progress};
-pub use embedder::{check_count, Body, Embedder, Pair, MAX_INPUTS};
+pub use embedder::{check_count, Body, Embedder, Pair};
 pub use forward::Seq;
 pub use pooling::{l2_normalize, Pooling, PoolingMode};
 pub(crate) use weights::EncoderWeights;
@@ -30,7 +30,7 @@ use crate::model::{Engine, TensorRef};
 
 /// Tokens one forward pass takes at most: a batch longer than this runs
 /// in parts (which changes no result: inputs never mix).
-pub const BATCH_TOKENS: usize = 256;
+pub(crate) const BATCH_TOKENS: usize = 256;
 
 /// A loaded encoder: immutable, shareable; its bytes held in `B`.
 pub struct Encoder<B> {
@@ -97,7 +97,7 @@ impl<B: AsRef<[u8]>> Encoder<B> {
     /// `wrap` makes: the 8-bit-activation integer path then runs them.
     pub fn quantize(
         mut self,
-        to: crate::quant::GgmlType,
+        to: crate::backend::quant::GgmlType,
         wrap: impl FnOnce(Vec<u8>) -> B,
     ) -> Result<(Encoder<B>, crate::model::Requantized)> {
         let r = crate::model::requant::quantize_matrices(&mut self.bufs, &mut self.weights, to, wrap)?;

@@ -20,7 +20,7 @@ pub struct TokenLogprob {
 
 /// The log-probability of `id` under softmax(`logits`), and the `n` most
 /// likely tokens (`n` at most [`MAX_TOP_LOGPROBS`]). Sums in f64.
-pub fn token_logprob(logits: &[f32], id: u32, n: usize) -> TokenLogprob {
+pub(crate) fn token_logprob(logits: &[f32], id: u32, n: usize) -> TokenLogprob {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f64 = logits.iter().map(|&l| libm::exp((l - max) as f64)).sum();
     let log_z = max as f64 + libm::log(sum);

@@ -24,7 +24,7 @@ mod output;
 mod sequence;
 
 pub use constraint::{allows, Allowed, Constraint};
-pub use logprobs::{token_logprob, TokenLogprob, MAX_TOP_LOGPROBS};
+pub use logprobs::{TokenLogprob, MAX_TOP_LOGPROBS};
 use output::no_clock;
 pub use output::{CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Timings, Usage, Vocab};
 pub use sequence::{Sampled, Sequence};

@@ -20,8 +20,8 @@ use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
-use crate::quant::GgmlType;
 use crate::tensors::{Located, Naming, TensorDir};
 use reader::Reader;
 pub use value::{Array, Value};

@@ -6,12 +6,12 @@ use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use super::tiny::Tiny;
+use crate::backend::quant::GgmlType;
 use crate::backend::Scalar;
 use crate::error::Error;
 use crate::gguf::Value;
 use crate::model::{Engine, Logits, Model};
 use crate::parallel::Serial;
-use crate::quant::GgmlType;
 
 #[test]
 fn load_errors_name_what_is_wrong() {

@@ -7,8 +7,8 @@ use alloc::vec::Vec;
 
 use super::write::{gguf, type_id, TensorData};
 use super::{Gguf, Value};
+use crate::backend::quant::GgmlType;
 use crate::error::Error;
-use crate::quant::GgmlType;
 
 fn arr(v: Vec<Value>) -> Value {
     Value::Array(v.into())

@@ -7,9 +7,9 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::backend::quant::GgmlType;
 use crate::gguf::write::{gguf, TensorData};
 use crate::gguf::Value;
-use crate::quant::GgmlType;
 
 /// Embedding width.
 pub const E: u64 = 64;

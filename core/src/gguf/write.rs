@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use super::Value;
-use crate::quant::GgmlType;
+use crate::backend::quant::GgmlType;
 
 /// A tensor to write.
 pub struct TensorData<'a> {

@@ -16,13 +16,9 @@ use crate::error::Result;
 /// The longest nesting of groups accepted (the parser recurses).
 const MAX_DEPTH: usize = 64;
 
-/// `source` (GBNF) as a Lark grammar with `start: g_root`.
-///
-/// ```
-/// let lark = tern_core::grammar::gbnf_to_lark(r#"root ::= "yes" | "no""#).unwrap();
-/// assert_eq!(lark, "start: g_root\ng_root: \"yes\" | \"no\"\n");
-/// ```
-pub fn gbnf_to_lark(source: &str) -> Result<String> {
+/// `source` (GBNF) as a Lark grammar with `start: g_root`
+/// (`Grammar::gbnf` is the public door).
+pub(crate) fn gbnf_to_lark(source: &str) -> Result<String> {
     let mut p = Parser { s: source.as_bytes(), src: source, at: 0, depth: 0 };
     let mut out = String::from("start: g_root\n");
     let mut defined = Vec::new();
@@ -312,6 +308,12 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_rule_becomes_start_g_root() {
+        let lark = gbnf_to_lark(r#"root ::= "yes" | "no""#).unwrap();
+        assert_eq!(lark, "start: g_root\ng_root: \"yes\" | \"no\"\n");
+    }
 
     #[test]
     fn rules_classes_and_repetitions_translate() {

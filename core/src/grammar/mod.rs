@@ -27,8 +27,8 @@ use alloc::string::{String, ToString};
 
 pub use compiler::GrammarCompiler;
 pub(crate) use compiler::LazyCompiler;
-pub use gbnf::gbnf_to_lark;
-pub use shape::{MAX_GRAMMAR_DEPTH, MAX_RULE_ALTERNATIVES};
+pub(crate) use gbnf::gbnf_to_lark;
+pub use shape::MAX_GRAMMAR_DEPTH;
 
 use crate::error::{Error, Result};
 pub use crate::generate::Constraint;

@@ -34,7 +34,7 @@ pub const MAX_GRAMMAR_DEPTH: usize = 100;
 /// The most alternatives one group of a Lark rule may have: llguidance's
 /// parser holds 2000 items in a row (`max_items_in_row`), and each
 /// alternative is one when the rule is predicted.
-pub const MAX_RULE_ALTERNATIVES: usize = 2000;
+pub(crate) const MAX_RULE_ALTERNATIVES: usize = 2000;
 
 /// An error naming the depth found and the limit, if `g` nests deeper
 /// than [`MAX_GRAMMAR_DEPTH`], or a rule has more alternatives than

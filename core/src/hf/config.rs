@@ -7,11 +7,11 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value};
 
 use super::fields::{bad, ids, Fields, FILE};
+use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
 use crate::model::config::{check_heads, embd_scale, Act, Config, RopeSpec, RopeStyle};
 use crate::model::family::{Dims, Family};
 use crate::model::weights::Expect;
-use crate::quant::GgmlType;
 
 /// What config.json says beyond the dimensions.
 #[derive(Debug, Clone)]

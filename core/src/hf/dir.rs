@@ -22,7 +22,7 @@ pub struct HfModel<B> {
 }
 
 /// `model-00001-of-00003.safetensors`, as transformers names shards.
-pub fn is_shard_name(name: &str) -> bool {
+pub(crate) fn is_shard_name(name: &str) -> bool {
     let Some(mid) = name.strip_prefix("model-").and_then(|n| n.strip_suffix(".safetensors")) else { return false };
     let Some((a, b)) = mid.split_once("-of-") else { return false };
     !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())

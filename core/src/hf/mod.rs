@@ -18,9 +18,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use config::HfConfig;
-pub use dir::{is_shard_name, load_dir, HfModel};
+pub use dir::{load_dir, HfModel};
 pub use generation::GenerationDefaults;
-pub use shards::{Index, Shards, INDEX, SINGLE};
+use shards::SINGLE;
+pub use shards::{Index, Shards, INDEX};
 
 use crate::error::{Error, Result};
 use crate::model::{Model, Weights};
@@ -39,7 +40,7 @@ pub struct CheckpointInfo {
 }
 
 /// The shard files to open: the index's, else `model.safetensors`.
-pub fn shard_files(index: Option<&Index>) -> Vec<String> {
+pub(crate) fn shard_files(index: Option<&Index>) -> Vec<String> {
     match index {
         Some(ix) => ix.files().into_iter().map(String::from).collect(),
         None => alloc::vec![SINGLE.into()],

@@ -9,14 +9,14 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use safetensors::tensor::{Dtype, SafeTensors};
 
+use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
-use crate::quant::GgmlType;
 use crate::tensors::{HfLayout, Located, Naming, TensorDir};
 
 /// The index file of a sharded checkpoint.
 pub const INDEX: &str = "model.safetensors.index.json";
 /// The one file of an unsharded checkpoint.
-pub const SINGLE: &str = "model.safetensors";
+pub(crate) const SINGLE: &str = "model.safetensors";
 
 /// `model.safetensors.index.json`: which shard holds each tensor.
 #[derive(Debug, Clone)]

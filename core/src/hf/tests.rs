@@ -2,7 +2,8 @@ use alloc::format;
 use alloc::string::{String, ToString};
 
 use super::config::HfConfig;
-use super::{is_shard_name, GenerationDefaults, Index};
+use super::dir::is_shard_name;
+use super::{GenerationDefaults, Index};
 use crate::error::Error;
 use crate::model::Arch;
 

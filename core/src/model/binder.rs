@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use super::tensor_ref::TensorRef;
+use crate::backend::quant::{self, GgmlType};
 use crate::error::{Error, Result};
-use crate::quant::{self, GgmlType};
 use crate::tensors::{Located, TensorDir};
 
 /// Looks tensors up, checks them against the config and collects every

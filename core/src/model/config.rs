@@ -137,17 +137,17 @@ impl Act {
 /// Limits no real checkpoint comes near (the largest have ~128 layers,
 /// 16k-wide embeddings, 53k-wide feed-forwards, 262k vocabularies): a file
 /// past them is refused before anything is sized by it.
-pub const MAX_LAYERS: usize = 1024;
+pub(crate) const MAX_LAYERS: usize = 1024;
 /// Most embedding width a file may declare.
-pub const MAX_EMBD: usize = 1 << 16;
+pub(crate) const MAX_EMBD: usize = 1 << 16;
 /// Most feed-forward width.
-pub const MAX_FF: usize = 1 << 18;
+pub(crate) const MAX_FF: usize = 1 << 18;
 /// Most heads.
-pub const MAX_HEADS: usize = 1024;
+pub(crate) const MAX_HEADS: usize = 1024;
 /// Most tokens in a vocabulary.
-pub const MAX_VOCAB: usize = 1 << 21;
+pub(crate) const MAX_VOCAB: usize = 1 << 21;
 /// Most training context.
-pub const MAX_CTX_TRAIN: usize = 1 << 26;
+pub(crate) const MAX_CTX_TRAIN: usize = 1 << 26;
 
 /// The fewest bytes a weight can take among the types with a kernel
 /// (Q2_K: 84 bytes per 256), as a fraction.

@@ -12,9 +12,9 @@ use super::matmul::matmul;
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{hadamard, rope, View};
+use crate::backend::quant;
 use crate::backend::scalar::{self, MAX_HEAD_DIM};
 use crate::error::Result;
-use crate::quant;
 
 /// One sequence's part of a batch.
 pub(super) struct Seq<'a> {

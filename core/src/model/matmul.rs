@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 use core::ops::Range;
 
 use super::engine::Engine;
+use crate::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 use crate::backend::{Acts, Kernels, QMatrix};
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 /// Quantized activations, one vector per 8-bit block format.
 pub struct ActBufs {
@@ -232,10 +232,10 @@ mod tests {
     /// ragged row blocks and token blocks.
     #[test]
     fn both_splits_lay_out_the_reference_by_token() {
+        use crate::backend::quant::{GgmlType, QK8};
         use crate::backend::{scalar, Acts, QMatrix, Scalar};
         use crate::model::engine::Engine;
         use crate::parallel::Serial;
-        use crate::quant::{GgmlType, QK8};
         let mut seed = 0x9e37_79b9u32;
         let mut next = move || {
             seed ^= seed << 13;
@@ -261,7 +261,7 @@ mod tests {
                 let (mut o0, mut o1) = (alloc::vec![0.0; n_tok * n_rows], alloc::vec![0.0; n_tok * n_rows]);
                 let mut outs = [&mut o0[..], &mut o1[..]];
                 super::matmul(&e, &ws[..n_mats], &x, n_tok, &mut acts, &mut mm, &mut outs[..n_mats]);
-                let mut a = alloc::vec![crate::quant::BlockQ8_0::ZERO; n_tok * n_cols / QK8];
+                let mut a = alloc::vec![crate::backend::quant::BlockQ8_0::ZERO; n_tok * n_cols / QK8];
                 scalar::quantize_rows_q8_0(&x, &mut a);
                 let mut want = alloc::vec![0.0; n_rows * n_tok];
                 scalar::matmul_rows(&w, Acts::Q8_0(&a), n_tok, 0..n_rows, &mut want);

@@ -21,7 +21,7 @@ pub(crate) mod weights;
 
 use alloc::vec::Vec;
 
-pub use config::{Arch, Config, RopeStyle, MAX_CTX_TRAIN, MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
+pub use config::{Arch, Config, RopeStyle};
 pub use engine::Engine;
 pub use requant::{Requantized, Widened};
 pub use scratch::Scratch;

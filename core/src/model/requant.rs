@@ -4,8 +4,8 @@
 use alloc::vec::Vec;
 
 use super::{Model, TensorRef};
+use crate::backend::quant::{self, GgmlType};
 use crate::error::{Error, Result};
-use crate::quant::{self, GgmlType};
 
 /// What quantizing at load did, for `tern info`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 
 use super::config::Config;
 use super::matmul::ActBufs;
+use crate::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use crate::backend::tiles;
-use crate::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 /// Output rows computed per chunk of the output head (bounds `mm`).
 pub const HEAD_TOKENS: usize = 16;

@@ -3,7 +3,7 @@
 
 use alloc::string::String;
 
-use crate::quant::GgmlType;
+use crate::backend::quant::GgmlType;
 
 /// A 2-D tensor inside the model's buffers: `n_rows` rows of `n_cols`.
 #[derive(Debug, Clone)]

@@ -36,14 +36,14 @@ impl Literals {
 }
 
 /// Content escaped for one rendering, and the strings its escapes stand for.
-pub struct Escaper<'t> {
+pub(crate) struct Escaper<'t> {
     tok: &'t Tokenizer,
     table: Vec<usize>,
 }
 
 impl Tokenizer {
     /// An escaper for rendering one conversation (see the module's doc).
-    pub fn escaper(&self) -> Escaper<'_> {
+    pub(crate) fn escaper(&self) -> Escaper<'_> {
         Escaper { tok: self, table: Vec::new() }
     }
 }

@@ -10,8 +10,6 @@ mod pair;
 mod spm;
 mod wpm;
 
-pub use literal::Escaper;
-
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 

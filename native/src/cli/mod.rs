@@ -83,7 +83,7 @@ pub struct LoadArgs {
     quiet: bool,
     /// Quantize float (f32/f16/bf16) weights at load: q8_0
     #[arg(long, value_parser = parse_quant)]
-    quantize: Option<tern_core::quant::GgmlType>,
+    quantize: Option<tern_core::backend::quant::GgmlType>,
 }
 
 impl LoadArgs {
@@ -101,9 +101,9 @@ impl LoadArgs {
     }
 }
 
-fn parse_quant(s: &str) -> std::result::Result<tern_core::quant::GgmlType, String> {
+fn parse_quant(s: &str) -> std::result::Result<tern_core::backend::quant::GgmlType, String> {
     match s.to_ascii_lowercase().as_str() {
-        "q8_0" => Ok(tern_core::quant::GgmlType::Q8_0),
+        "q8_0" => Ok(tern_core::backend::quant::GgmlType::Q8_0),
         _ => Err(format!("{s:?}: tern quantizes at load to q8_0")),
     }
 }

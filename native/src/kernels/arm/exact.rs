@@ -9,8 +9,8 @@ use core::arch::aarch64::*;
 use core::arch::asm;
 use core::ops::Range;
 
+use tern_core::backend::quant::{self, GgmlType};
 use tern_core::backend::{scalar, QMatrix};
-use tern_core::quant::{self, GgmlType};
 
 /// Tokens per pass over a row: 4 accumulators each.
 const NT: usize = 4;

@@ -8,8 +8,8 @@
 
 use core::ops::Range;
 
+use tern_core::backend::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
 use tern_core::backend::{scalar, Acts, QMatrix};
-use tern_core::quant::{self, BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
 
 use super::dots::{idot16, idot32, Idot};
 use super::unpack::unpack;
@@ -53,7 +53,7 @@ impl Act32 for BlockQ8_1 {
 
 #[inline(always)]
 pub fn matmul_rows<D: Idot>(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
-    use tern_core::quant::GgmlType::*;
+    use tern_core::backend::quant::GgmlType::*;
     let legacy = matches!(w.ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0);
     match x {
         Acts::Q8_0(a) if legacy => rows_32::<D, _>(w, a, n_tok, rows, out),

@@ -7,8 +7,8 @@ use core::arch::aarch64::*;
 use core::arch::asm;
 use core::ops::Range;
 
+use tern_core::backend::quant::{GgmlType, QK8};
 use tern_core::backend::{Acts, QMatrix};
-use tern_core::quant::{GgmlType, QK8};
 
 use super::dots::Sdot;
 use super::matmul::{self, Act32};

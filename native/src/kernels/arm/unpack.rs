@@ -3,7 +3,7 @@
 
 use core::arch::aarch64::*;
 
-use tern_core::quant::{f16_at, q4_0, q4_1, q5_0, q5_1, q8_0, GgmlType};
+use tern_core::backend::quant::{f16_at, q4_0, q4_1, q5_0, q5_1, q8_0, GgmlType};
 
 /// A block's weights as two 16-byte vectors, `d`, and `m` (0 without a min).
 pub struct Block {

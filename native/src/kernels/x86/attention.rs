@@ -10,9 +10,9 @@
 
 use core::arch::x86_64::*;
 
+use tern_core::backend::quant::{q8_0, QK8};
 use tern_core::backend::tiles::{self, TileOps};
 use tern_core::backend::{q8_0_at, scalar, Cached, KvRows, Queries, Score};
-use tern_core::quant::{q8_0, QK8};
 
 use super::cpu::Avx2;
 use super::simd::{loadf, reduce16, storef};

@@ -8,8 +8,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{self, GgmlType};
 use tern_core::backend::{scalar, QMatrix};
-use tern_core::quant::{self, GgmlType};
 
 use super::cpu::Avx2;
 use super::simd::reduce16;

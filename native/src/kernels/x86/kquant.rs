@@ -8,8 +8,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{f16_at, BlockQ8K, QK_K};
 use tern_core::backend::{Acts, QMatrix};
-use tern_core::quant::{f16_at, BlockQ8K, QK_K};
 
 use super::cpu::{Avx2, Avx512};
 use super::kunpack::{kdot, KQuant};

@@ -15,8 +15,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8K, QK_K};
 use tern_core::backend::QMatrix;
-use tern_core::quant::{BlockQ8K, QK_K};
 
 use super::cpu::Amx;
 use super::kunpack::KQuant;
@@ -172,8 +172,8 @@ fn unpack_rows<K: KQuant>(w: &QMatrix, rows: Range<usize>, b: usize, out: &mut R
         for (g, s) in sc.iter().enumerate() {
             out.sc[g][i] = *s as i32;
         }
-        out.d[i] = tern_core::quant::f16_at(blk, K::D_AT);
-        out.dmin[i] = K::DMIN_AT.map_or(0.0, |m| tern_core::quant::f16_at(blk, m));
+        out.d[i] = tern_core::backend::quant::f16_at(blk, K::D_AT);
+        out.dmin[i] = K::DMIN_AT.map_or(0.0, |m| tern_core::backend::quant::f16_at(blk, m));
     }
     if n < TILE_ROWS {
         for run in out.runs.iter_mut() {

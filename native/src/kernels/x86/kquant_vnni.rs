@@ -9,8 +9,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8K, QK_K};
 use tern_core::backend::QMatrix;
-use tern_core::quant::{BlockQ8K, QK_K};
 
 use super::cpu::Avx512;
 use super::kunpack::{across, KQuant};

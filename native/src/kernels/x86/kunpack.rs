@@ -8,7 +8,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType};
+use tern_core::backend::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType};
 
 use super::simd::{f16x8, load16_at, load32, load32_at as load, transpose8, ROWS};
 

@@ -8,8 +8,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{q4_0, q4_1, q5_0, q5_1, q8_0, BlockQ8_0, BlockQ8_1, QK8};
 use tern_core::backend::{Acts, QMatrix};
-use tern_core::quant::{q4_0, q4_1, q5_0, q5_1, q8_0, BlockQ8_0, BlockQ8_1, QK8};
 
 use super::cpu::Avx2;
 use super::simd::{

@@ -13,8 +13,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8_0, QK8};
 use tern_core::backend::QMatrix;
-use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Amx;
 use super::legacy::Block32;

@@ -13,8 +13,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8_0, QK8};
 use tern_core::backend::{Acts, QMatrix};
-use tern_core::quant::{BlockQ8_0, QK8};
 
 use super::cpu::Avx512;
 use super::legacy::{rows_32, Act32, Block32};

@@ -18,8 +18,8 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::QK8;
 use tern_core::backend::QMatrix;
-use tern_core::quant::QK8;
 
 use super::cpu::Avx2;
 use super::legacy::{Act32, Block32};

@@ -43,8 +43,8 @@ mod tiles;
 
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
-use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 pub use cpu::{Amx, Avx2, Avx512};
 use kunpack::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};

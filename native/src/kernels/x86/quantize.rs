@@ -7,7 +7,7 @@
 
 use core::arch::x86_64::*;
 
-use tern_core::quant::{f16_round, scale_of_amax, BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
+use tern_core::backend::quant::{f16_round, scale_of_amax, BlockQ8K, BlockQ8_0, BlockQ8_1, QK8, QK_K};
 
 use super::cpu::Avx512;
 

@@ -6,8 +6,8 @@
 
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use tern_core::backend::{scalar, Acts, QMatrix};
-use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 
 use super::cpu::Avx2;
 

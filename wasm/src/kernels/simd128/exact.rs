@@ -9,8 +9,8 @@ use core::arch::wasm32::*;
 use core::cell::RefCell;
 use core::ops::Range;
 
+use tern_core::backend::quant::{self, GgmlType};
 use tern_core::backend::QMatrix;
-use tern_core::quant::{self, GgmlType};
 
 use super::{float, v};
 

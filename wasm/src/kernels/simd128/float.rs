@@ -6,8 +6,8 @@ use core::arch::wasm32::*;
 
 use core::ops::Range;
 
+use tern_core::backend::quant::{q8_0, QK8};
 use tern_core::backend::{q8_0_at, scalar, KvRows};
-use tern_core::quant::{q8_0, QK8};
 
 use super::v;
 

@@ -10,8 +10,8 @@
 use core::arch::wasm32::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType, QK_K};
 use tern_core::backend::QMatrix;
-use tern_core::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType, QK_K};
 
 use super::v;
 

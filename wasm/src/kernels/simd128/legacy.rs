@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::quant::{q4_0, q4_1, q5_0, q5_1, q8_0};
+use tern_core::backend::quant::{q4_0, q4_1, q5_0, q5_1, q8_0};
 
 use super::v;
 

@@ -16,8 +16,8 @@ mod widen;
 use core::cell::RefCell;
 use core::ops::Range;
 
+use tern_core::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 use tern_core::backend::{scalar, tiles, Acts, Cached, Kernels, QMatrix, Queries};
-use tern_core::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType, QK8, QK_K};
 
 pub struct Simd128;
 

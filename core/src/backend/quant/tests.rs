@@ -10,7 +10,7 @@ use super::*;
 use crate::backend::{scalar, Acts, QMatrix};
 
 fn fixture() -> serde_json::Value {
-    let s = include_str!("../../../tests/fixtures/quant_blocks.json");
+    let s = include_str!("../../../../tests/fixtures/quant_blocks.json");
     serde_json::from_str(s).unwrap()
 }
 
