@@ -13,7 +13,7 @@ use tern_core::backend::{Acts, QMatrix};
 
 use super::cpu::{Avx2, Avx512};
 use super::kunpack::{kdot, KQuant};
-use super::simd::{each_group4, f16x4, hsum4, prefetch, tiles, PREFETCH, R, TILE, WIDE_TILE};
+use super::simd::{each_group4, f16x4, hsum4, prefetch, tiles, PREFETCH, PREFILL_TILE, R, TILE};
 
 /// As `scalar::matmul_rows` for K-quant `K`.
 pub(super) fn matmul_rows<K: KQuant>(
@@ -25,11 +25,11 @@ pub(super) fn matmul_rows<K: KQuant>(
     out: &mut [f32],
 ) {
     // SAFETY: the token proves AVX2, FMA and F16C.
-    unsafe { narrow::<K>(w, a, n_tok, rows, out) }
+    unsafe { avx2_tiles::<K>(w, a, n_tok, rows, out) }
 }
 
-/// As `matmul_rows`, for prefill: tiles of `WIDE_TILE` tokens.
-pub(super) fn matmul_rows_wide<K: KQuant>(
+/// As `matmul_rows`, for prefill: tiles of `PREFILL_TILE` tokens.
+pub(super) fn matmul_rows_prefill<K: KQuant>(
     _: Avx512,
     w: &QMatrix,
     a: &[BlockQ8K],
@@ -38,11 +38,11 @@ pub(super) fn matmul_rows_wide<K: KQuant>(
     out: &mut [f32],
 ) {
     // SAFETY: the token proves AVX-512 F/BW/VL, AVX2, FMA and F16C.
-    unsafe { wide::<K>(w, a, n_tok, rows, out) }
+    unsafe { avx512_tiles::<K>(w, a, n_tok, rows, out) }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
-fn narrow<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+fn avx2_tiles<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK_K;
     if n_tok == 1 {
         for (r, o) in rows.zip(out.iter_mut()) {
@@ -56,10 +56,10 @@ fn narrow<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usiz
 }
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
-fn wide<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+fn avx512_tiles<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK_K;
     each_group4(w, Acts::Q8K(a), n_tok, rows, out, |rws, out| {
-        tiles::<WIDE_TILE>(n_tok, out, |t0, nt| rows_avx512::<K, WIDE_TILE>(rws, a, nb, t0, nt))
+        tiles::<PREFILL_TILE>(n_tok, out, |t0, nt| rows_avx512::<K, PREFILL_TILE>(rws, a, nb, t0, nt))
     })
 }
 

@@ -20,7 +20,7 @@ use super::cpu::Avx512;
 use super::legacy::{rows_32, Act32, Block32};
 use super::simd::{
     bcast, each_group4, each_tile8, f16x4, f16x8, hsum4, hsum8, load32, prefetch, tiles, to_array, transpose8,
-    PREFETCH, R, ROWS, TILE, WIDE_TILE,
+    PREFETCH, PREFILL_TILE, R, ROWS, TILE,
 };
 
 /// Tokens per 8-row tile in prefill (each block's unpacked, transposed
@@ -50,7 +50,7 @@ pub(super) fn matmul_rows<T: Block32>(
 fn rows_imp<T: Block32>(w: &QMatrix, x: Acts, a: &[BlockQ8_0], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK8;
     // prefill, and decode of short rows: 8 rows at a time first
-    let done = if n_tok >= WIDE_TILE {
+    let done = if n_tok >= PREFILL_TILE {
         groups8::<T, NT>(w, a, n_tok, rows.clone(), out)
     } else if n_tok == 1 && w.row_bytes() <= SHORT_ROW {
         groups8::<T, 1>(w, a, n_tok, rows.clone(), out)
@@ -59,8 +59,8 @@ fn rows_imp<T: Block32>(w: &QMatrix, x: Acts, a: &[BlockQ8_0], n_tok: usize, row
     };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
     each_group4(w, x, n_tok, rows, out, |rws, out| {
-        if n_tok >= WIDE_TILE {
-            tiles::<WIDE_TILE>(n_tok, out, |t0, nt| rows_vnni::<T, _, WIDE_TILE>(rws, a, nb, t0, nt))
+        if n_tok >= PREFILL_TILE {
+            tiles::<PREFILL_TILE>(n_tok, out, |t0, nt| rows_vnni::<T, _, PREFILL_TILE>(rws, a, nb, t0, nt))
         } else if n_tok == 1 {
             // decode: one-token tiles, no loop over tile slots (Q4_1 alone
             // 18 → 23 GB/s with the AVX2 kernel)

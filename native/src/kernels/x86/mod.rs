@@ -6,10 +6,10 @@
 //! by role:
 //!
 //! - `simd`: helpers every kernel shares (loads, sums, transposes, tiles);
-//! - `legacy` / `legacy_wide` / `legacy_vnni` / `legacy_amx`: the
+//! - `legacy` / `legacy_prefill` / `legacy_vnni` / `legacy_amx`: the
 //!   32-element formats, AVX2 / AVX2 prefill in 8-row tiles / VNNI / AMX
 //!   tiles in prefill (`tiles`: the tile registers);
-//! - `kunpack`, `kquant` / `kquant_wide` / `kquant_vnni` / `kquant_amx`:
+//! - `kunpack`, `kquant` / `kquant_prefill` / `kquant_vnni` / `kquant_amx`:
 //!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
 //!   tiles / AMX tiles in prefill;
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
@@ -28,14 +28,14 @@ mod exact512;
 mod exp;
 mod kquant;
 mod kquant_amx;
+mod kquant_prefill;
 mod kquant_vnni;
-mod kquant_wide;
 mod kunpack;
 mod layout;
 mod legacy;
 mod legacy_amx;
+mod legacy_prefill;
 mod legacy_vnni;
-mod legacy_wide;
 mod quantize;
 mod reference;
 mod simd;
@@ -49,7 +49,7 @@ use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
 pub use cpu::{Amx, Avx2, Avx512};
 use kunpack::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
 use legacy::{Act32, Block32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
-use simd::WIDE_TILE;
+use simd::PREFILL_TILE;
 
 /// Which backend a call runs on.
 #[derive(Clone, Copy)]
@@ -145,28 +145,29 @@ fn legacy_avx2<T: Block32, A: Act32>(
     rows: Range<usize>,
     out: &mut [f32],
 ) {
-    let done = if n_tok >= WIDE_TILE { legacy_wide::groups8::<T, A>(avx2, w, a, n_tok, rows.clone(), out) } else { 0 };
+    let done =
+        if n_tok >= PREFILL_TILE { legacy_prefill::groups8::<T, A>(avx2, w, a, n_tok, rows.clone(), out) } else { 0 };
     let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
     legacy::matmul_rows::<T, A>(avx2, w, x, a, n_tok, rows, out)
 }
 
 /// A K-quant: prefill on AMX tiles where granted, else with AVX-512 in
-/// 8-row VNNI tiles, then wide 4-row
-/// tiles; with AVX2 alone in 8-row tiles, then 4-row ones; decode always
+/// 8-row VNNI tiles, then 4-row tiles of
+/// 8 tokens; with AVX2 alone in 8-row tiles, then 4-row ones; decode always
 /// AVX2's rows (measured: Qwen tg 1 thread
-/// 38 vs 28 tok/s with the narrow kernels).
+/// 38 vs 28 tok/s with the 4-token tiles).
 fn k_quant<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     if let Some(amx) = cpu.amx().filter(|_| n_tok >= AMX_MIN_TOKENS) {
         return kquant_amx::matmul_rows::<K>(amx, w, a, n_tok, rows, out);
     }
     match cpu.avx512() {
-        Some(t) if n_tok >= WIDE_TILE => {
+        Some(t) if n_tok >= PREFILL_TILE => {
             let done = kquant_vnni::groups8::<K>(t, w, a, n_tok, rows.clone(), out);
             let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
-            kquant::matmul_rows_wide::<K>(t, w, a, n_tok, rows, out)
+            kquant::matmul_rows_prefill::<K>(t, w, a, n_tok, rows, out)
         }
-        None if n_tok >= WIDE_TILE => {
-            let done = kquant_wide::groups8::<K>(cpu.avx2(), w, a, n_tok, rows.clone(), out);
+        None if n_tok >= PREFILL_TILE => {
+            let done = kquant_prefill::groups8::<K>(cpu.avx2(), w, a, n_tok, rows.clone(), out);
             let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
             kquant::matmul_rows::<K>(cpu.avx2(), w, a, n_tok, rows, out)
         }

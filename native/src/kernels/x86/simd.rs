@@ -7,16 +7,16 @@ use core::ops::Range;
 
 use tern_core::backend::{scalar, Acts, QMatrix};
 
-/// Rows in a narrow group (each row's dot summed horizontally).
+/// Rows in a group summed per row (each row's dot summed horizontally).
 pub(super) const R: usize = 4;
-/// Rows in a wide group (8 rows, one per lane, after a transpose).
+/// Rows in a transposed group (8 rows, one per lane).
 pub(super) const ROWS: usize = 8;
 /// Tokens per tile of the AVX2 kernels: each weight block is unpacked once
 /// per tile.
 pub(super) const TILE: usize = 4;
 /// Tokens per tile where AVX-512's 32 registers allow a wider one; also
-/// the fewest tokens for which the wide (8-row) kernels pay off.
-pub(super) const WIDE_TILE: usize = 8;
+/// the fewest tokens for which the transposed 8-row kernels pay off.
+pub(super) const PREFILL_TILE: usize = 8;
 /// How far ahead in each row to prefetch (bytes).
 pub(super) const PREFETCH: usize = 8192;
 

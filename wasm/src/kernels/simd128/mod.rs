@@ -22,7 +22,7 @@ use tern_core::backend::{scalar, tiles, Acts, Cached, Kernels, QMatrix, Queries}
 pub struct Simd128;
 
 std::thread_local! {
-    static WIDE: RefCell<Wide> = RefCell::new(Wide::default());
+    static ACTS16: RefCell<Acts16> = RefCell::new(Acts16::default());
 }
 
 /// What an 8-bit activation block gives the kernels.
@@ -61,17 +61,17 @@ impl Block for BlockQ8K {
     }
 }
 
-/// Widened activations of a call's tokens: quants (eo16), and per token
-/// its blocks' `d` and `s`, padded to a multiple of 4 blocks.
+/// A call's activation quants as i16 (eo16 order), and per token its
+/// blocks' `d` and `s`, padded to a multiple of 4 blocks.
 #[derive(Default)]
-struct Wide {
+struct Acts16 {
     q: Vec<i16>,
     d: Vec<f32>,
     s: Vec<f32>,
 }
 
-impl Wide {
-    /// Widen `n_tok` tokens of `nb` blocks each.
+impl Acts16 {
+    /// Fill with `n_tok` tokens of `nb` blocks each.
     fn fill<B: Block>(&mut self, blocks: &[B], n_tok: usize, nb: usize) {
         let bs = blocks.first().map_or(0, |b| b.qs().len());
         let nb4 = nb.next_multiple_of(4);
@@ -109,12 +109,12 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
     w: &QMatrix,
     blocks: &[B],
     n_tok: usize,
-    wide: &mut Wide,
+    acts16: &mut Acts16,
     rows: Range<usize>,
     out: &mut [f32],
 ) {
     let nb = w.n_cols / QK8;
-    wide.fill(blocks, n_tok, nb);
+    acts16.fill(blocks, n_tok, nb);
     let full = n_tok / TILE * TILE;
     let (r0, n_rows) = (rows.start, rows.len());
     let per = legacy::scales_per_row::<L>(nb);
@@ -123,7 +123,7 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
         let row = w.row(r0 + i);
         let o = &mut out[i * n_tok..(i + 1) * n_tok];
         for t0 in (0..full).step_by(TILE) {
-            let acts: [legacy::Acts; TILE] = core::array::from_fn(|k| wide.token(t0 + k, nb, QK8));
+            let acts: [legacy::Acts; TILE] = core::array::from_fn(|k| acts16.token(t0 + k, nb, QK8));
             let r = legacy::row::<L, TILE>(row, sc(r0 + i), core::array::from_fn(|k| &acts[k]), nb);
             o[t0..t0 + TILE].copy_from_slice(&r);
         }
@@ -131,7 +131,7 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
     // the tokens left (all of a decode's), row by row (pairs of rows
     // sharing the activation loads were slower: 9.7 → 8.5 GB/s on Q4_1)
     for t in full..n_tok {
-        let a = wide.token(t, nb, QK8);
+        let a = acts16.token(t, nb, QK8);
         for i in 0..n_rows {
             out[i * n_tok + t] = legacy::row::<L, 1>(w.row(r0 + i), sc(r0 + i), [&a], nb)[0];
         }
@@ -140,17 +140,17 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
 
 fn matmul_q(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> bool {
     use legacy::{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
-    WIDE.with_borrow_mut(|wide| {
+    ACTS16.with_borrow_mut(|acts16| {
         match (x, w.ty) {
-            (Acts::Q8_0(a), GgmlType::Q4_0) => legacy_rows::<Q4_0, _>(w, a, n_tok, wide, rows, out),
-            (Acts::Q8_0(a), GgmlType::Q5_0) => legacy_rows::<Q5_0, _>(w, a, n_tok, wide, rows, out),
-            (Acts::Q8_0(a), GgmlType::Q8_0) => legacy_rows::<Q8_0, _>(w, a, n_tok, wide, rows, out),
-            (Acts::Q8_1(a), GgmlType::Q4_1) => legacy_rows::<Q4_1, _>(w, a, n_tok, wide, rows, out),
-            (Acts::Q8_1(a), GgmlType::Q5_1) => legacy_rows::<Q5_1, _>(w, a, n_tok, wide, rows, out),
+            (Acts::Q8_0(a), GgmlType::Q4_0) => legacy_rows::<Q4_0, _>(w, a, n_tok, acts16, rows, out),
+            (Acts::Q8_0(a), GgmlType::Q5_0) => legacy_rows::<Q5_0, _>(w, a, n_tok, acts16, rows, out),
+            (Acts::Q8_0(a), GgmlType::Q8_0) => legacy_rows::<Q8_0, _>(w, a, n_tok, acts16, rows, out),
+            (Acts::Q8_1(a), GgmlType::Q4_1) => legacy_rows::<Q4_1, _>(w, a, n_tok, acts16, rows, out),
+            (Acts::Q8_1(a), GgmlType::Q5_1) => legacy_rows::<Q5_1, _>(w, a, n_tok, acts16, rows, out),
             (Acts::Q8K(a), ty) if kquant::handles(ty) => {
                 let nb = w.n_cols / QK_K;
-                wide.fill(a, n_tok, nb);
-                kquant::rows(w, a, &wide.q, n_tok, rows, out)
+                acts16.fill(a, n_tok, nb);
+                kquant::rows(w, a, &acts16.q, n_tok, rows, out)
             }
             _ => return false,
         }
