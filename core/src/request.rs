@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::generate::{Clock, Constraint, GenerateConfig, Generation, MAX_TOP_LOGPROBS};
 use crate::grammar::Grammar;
 use crate::hf::GenerationDefaults;
-use crate::sampler::SamplerConfig;
+pub use crate::sampler::Sampling;
 use crate::tools::{ToolChoice, ToolRequest};
 
 /// The most stop strings a request may give (OpenAI's limit).
@@ -43,73 +43,6 @@ pub enum Prompt {
     /// Chat messages, rendered with the model's chat template and a
     /// generation prompt.
     Messages(Vec<Message>),
-}
-
-/// Sampler settings a request gives, each over the model's default
-/// (generation_config.json's, else llama.cpp's): None keeps it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Sampling {
-    /// 0 = greedy.
-    pub temperature: Option<f32>,
-    /// 0 = off.
-    pub top_k: Option<usize>,
-    /// 1 = off.
-    pub top_p: Option<f32>,
-    /// 0 = off.
-    pub min_p: Option<f32>,
-    /// 1 = off.
-    pub typical_p: Option<f32>,
-    /// 1 = off.
-    pub repeat_penalty: Option<f32>,
-    /// 0 = off.
-    pub presence_penalty: Option<f32>,
-    /// 0 = off.
-    pub frequency_penalty: Option<f32>,
-    /// How many recent tokens the penalties look at.
-    pub repeat_last_n: Option<usize>,
-    /// Seeds the RNG when generation starts (None: continue it).
-    pub seed: Option<u64>,
-    /// (token id, bias) added to the logits first (−inf bans).
-    pub logit_bias: Vec<(u32, f32)>,
-}
-
-impl Sampling {
-    /// Every setting of `s` given.
-    pub fn all(s: &SamplerConfig) -> Sampling {
-        Sampling {
-            temperature: Some(s.temperature),
-            top_k: Some(s.top_k),
-            top_p: Some(s.top_p),
-            min_p: Some(s.min_p),
-            typical_p: Some(s.typical_p),
-            repeat_penalty: Some(s.repeat_penalty),
-            presence_penalty: Some(s.presence_penalty),
-            frequency_penalty: Some(s.frequency_penalty),
-            repeat_last_n: Some(s.repeat_last_n),
-            seed: s.seed,
-            logit_bias: s.logit_bias.clone(),
-        }
-    }
-
-    /// The sampler: llama.cpp's defaults, then the model's, then these.
-    pub fn over(&self, model: &GenerationDefaults) -> SamplerConfig {
-        let mut s = SamplerConfig::default();
-        model.apply(&mut s);
-        let set = |dst: &mut f32, v: Option<f32>| *dst = v.unwrap_or(*dst);
-        set(&mut s.temperature, self.temperature);
-        set(&mut s.top_p, self.top_p);
-        set(&mut s.min_p, self.min_p);
-        set(&mut s.typical_p, self.typical_p);
-        set(&mut s.repeat_penalty, self.repeat_penalty);
-        set(&mut s.presence_penalty, self.presence_penalty);
-        set(&mut s.frequency_penalty, self.frequency_penalty);
-        s.top_k = self.top_k.unwrap_or(s.top_k);
-        s.repeat_last_n = self.repeat_last_n.unwrap_or(s.repeat_last_n);
-        s.seed = self.seed;
-        s.logit_bias = self.logit_bias.clone();
-        s
-    }
 }
 
 /// One generation request.
@@ -205,7 +138,7 @@ impl Request {
     /// are `defaults`: the sampler (`SamplerConfig::validate`), token ids,
     /// stops, logprobs, tools and the grammar beside a forced call.
     pub fn validate(&self, n_vocab: usize, defaults: &GenerationDefaults) -> Result<()> {
-        self.sampling.over(defaults).validate()?;
+        self.sampling.over(&defaults.sampling).validate()?;
         let in_vocab = |k: &str, id: u32| match (id as usize) < n_vocab {
             true => Ok(()),
             false => Err(field(k, alloc::format!("token id {id} is outside the vocabulary of {n_vocab}"))),
@@ -328,7 +261,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             Some(g) => Some(self.grammar()?.compile(&g)?),
             None => None,
         };
-        let mut sampler = req.sampling.over(&self.defaults);
+        let mut sampler = req.sampling.over(&self.defaults.sampling);
         if req.ignore_eos {
             sampler.logit_bias.extend(self.eog().into_iter().map(|t| (t, f32::NEG_INFINITY)));
         }

@@ -67,6 +67,80 @@ impl SamplerConfig {
     }
 }
 
+/// Sampler settings a request gives, each over the model's default
+/// (generation_config.json's, else llama.cpp's): None keeps it.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(default, deny_unknown_fields))]
+pub struct Sampling {
+    /// 0 = greedy.
+    pub temperature: Option<f32>,
+    /// 0 = off.
+    pub top_k: Option<usize>,
+    /// 1 = off.
+    pub top_p: Option<f32>,
+    /// 0 = off.
+    pub min_p: Option<f32>,
+    /// 1 = off.
+    pub typical_p: Option<f32>,
+    /// 1 = off.
+    pub repeat_penalty: Option<f32>,
+    /// 0 = off.
+    pub presence_penalty: Option<f32>,
+    /// 0 = off.
+    pub frequency_penalty: Option<f32>,
+    /// How many recent tokens the penalties look at.
+    pub repeat_last_n: Option<usize>,
+    /// Seeds the RNG when generation starts (None: continue it).
+    pub seed: Option<u64>,
+    /// (token id, bias) added to the logits first (−inf bans).
+    pub logit_bias: Vec<(u32, f32)>,
+}
+
+impl Sampling {
+    /// Every setting of `s` given.
+    pub fn all(s: &SamplerConfig) -> Sampling {
+        Sampling {
+            temperature: Some(s.temperature),
+            top_k: Some(s.top_k),
+            top_p: Some(s.top_p),
+            min_p: Some(s.min_p),
+            typical_p: Some(s.typical_p),
+            repeat_penalty: Some(s.repeat_penalty),
+            presence_penalty: Some(s.presence_penalty),
+            frequency_penalty: Some(s.frequency_penalty),
+            repeat_last_n: Some(s.repeat_last_n),
+            seed: s.seed,
+            logit_bias: s.logit_bias.clone(),
+        }
+    }
+
+    /// Put the settings given into `s`, the others left alone (bias
+    /// entries added).
+    pub fn apply(&self, s: &mut SamplerConfig) {
+        let set = |dst: &mut f32, v: Option<f32>| *dst = v.unwrap_or(*dst);
+        set(&mut s.temperature, self.temperature);
+        set(&mut s.top_p, self.top_p);
+        set(&mut s.min_p, self.min_p);
+        set(&mut s.typical_p, self.typical_p);
+        set(&mut s.repeat_penalty, self.repeat_penalty);
+        set(&mut s.presence_penalty, self.presence_penalty);
+        set(&mut s.frequency_penalty, self.frequency_penalty);
+        s.top_k = self.top_k.unwrap_or(s.top_k);
+        s.repeat_last_n = self.repeat_last_n.unwrap_or(s.repeat_last_n);
+        s.seed = self.seed.or(s.seed);
+        s.logit_bias.extend_from_slice(&self.logit_bias);
+    }
+
+    /// The sampler: llama.cpp's defaults, then `model`'s, then these.
+    pub fn over(&self, model: &Sampling) -> SamplerConfig {
+        let mut s = SamplerConfig::default();
+        model.apply(&mut s);
+        self.apply(&mut s);
+        s
+    }
+}
+
 impl Default for SamplerConfig {
     fn default() -> Self {
         SamplerConfig {

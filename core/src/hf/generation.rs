@@ -6,25 +6,16 @@ use alloc::vec::Vec;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::sampler::SamplerConfig;
+use crate::sampler::{SamplerConfig, Sampling};
 
 const FILE: &str = "generation_config.json";
 
 /// Sampling defaults from generation_config.json (each unset field leaves the default alone).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GenerationDefaults {
-    /// `do_sample: false` makes this 0 (greedy).
-    pub temperature: Option<f32>,
-    /// `top_k`.
-    pub top_k: Option<usize>,
-    /// `top_p`.
-    pub top_p: Option<f32>,
-    /// `min_p`.
-    pub min_p: Option<f32>,
-    /// `typical_p`.
-    pub typical_p: Option<f32>,
-    /// `repetition_penalty`.
-    pub repeat_penalty: Option<f32>,
+    /// `temperature` (`do_sample: false` makes it 0, greedy), `top_k`,
+    /// `top_p`, `min_p`, `typical_p`, `repetition_penalty`.
+    pub sampling: Sampling,
     /// `eos_token_id` (one or a list).
     pub eos_token_ids: Vec<u32>,
 }
@@ -62,13 +53,17 @@ impl GenerationDefaults {
             Some(Value::Bool(b)) => !b,
             Some(x) => return Err(bad("do_sample", alloc::format!("{x} is not true or false"))),
         };
-        Ok(GenerationDefaults {
+        let sampling = Sampling {
             temperature: if greedy { Some(0.0) } else { num("temperature")? },
             top_k: count("top_k")?,
             top_p: num("top_p")?,
             min_p: num("min_p")?,
             typical_p: num("typical_p")?,
             repeat_penalty: num("repetition_penalty")?,
+            ..Sampling::default()
+        };
+        Ok(GenerationDefaults {
+            sampling,
             eos_token_ids: super::fields::ids(FILE, "eos_token_id", m.get("eos_token_id"))?,
         })
     }
@@ -76,18 +71,6 @@ impl GenerationDefaults {
     /// Put the file's values into `s` (the caller then applies what the
     /// user asked for explicitly).
     pub fn apply(&self, s: &mut SamplerConfig) {
-        let set = |dst: &mut f32, v: Option<f32>| {
-            if let Some(v) = v {
-                *dst = v;
-            }
-        };
-        set(&mut s.temperature, self.temperature);
-        set(&mut s.top_p, self.top_p);
-        set(&mut s.min_p, self.min_p);
-        set(&mut s.typical_p, self.typical_p);
-        set(&mut s.repeat_penalty, self.repeat_penalty);
-        if let Some(k) = self.top_k {
-            s.top_k = k;
-        }
+        self.sampling.apply(s)
     }
 }

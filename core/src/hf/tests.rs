@@ -92,7 +92,7 @@ fn index_and_generation_config() {
     assert!(is_shard_name("model-00001-of-00003.safetensors"));
     assert!(!is_shard_name("model.safetensors") && !is_shard_name("model-a-of-3.safetensors"));
     let g = GenerationDefaults::parse(br#"{"do_sample": true, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05, "eos_token_id": [151645, 151643]}"#).unwrap();
-    assert_eq!((g.temperature, g.top_k, g.eos_token_ids.len()), (Some(0.7), Some(20), 2));
+    assert_eq!((g.sampling.temperature, g.sampling.top_k, g.eos_token_ids.len()), (Some(0.7), Some(20), 2));
     let greedy = GenerationDefaults::parse(br#"{"do_sample": false, "temperature": 0.7}"#).unwrap();
-    assert_eq!(greedy.temperature, Some(0.0));
+    assert_eq!(greedy.sampling.temperature, Some(0.0));
 }

@@ -137,7 +137,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         None => line!(out, "tokenizer   none (run with --prompt-ids); end ids {:?}", lm.eog()),
     }
-    let d = &lm.defaults;
+    let d = &lm.defaults.sampling;
     let sampling = [d.temperature, d.top_p, d.min_p, d.repeat_penalty].iter().any(Option::is_some);
     if sampling || d.top_k.is_some() {
         line!(

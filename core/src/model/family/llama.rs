@@ -35,6 +35,21 @@ pub(crate) fn gguf(k: &GgufKeys, d: &Dims) -> Result<Attention> {
 /// `use_sliding_window` say.
 #[cfg(feature = "std")]
 pub(crate) fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
-    let attention = Attention { window: window(f, d.n_layer, false, None)?, ..Attention::plain(d) };
-    Ok((rope(f, false, d.n_rot, d.n_ctx_train)?, attention))
+    hf_attention(f, d, false, None, false)
+}
+
+/// A Llama-shaped attention from config.json: the window over every layer
+/// (`every_layer`; `absent` its size when the key is missing) or as the
+/// config's layer lists say (`hf::window::window`), head_dim^-½, and the
+/// RoPE (`su_is_longrope`: Phi-3's names for LongRoPE).
+#[cfg(feature = "std")]
+pub(crate) fn hf_attention(
+    f: &Fields,
+    d: &Dims,
+    every_layer: bool,
+    absent: Option<usize>,
+    su_is_longrope: bool,
+) -> Result<(RopeSpec, Attention)> {
+    let attention = Attention { window: window(f, d.n_layer, every_layer, absent)?, ..Attention::plain(d) };
+    Ok((rope(f, su_is_longrope, d.n_rot, d.n_ctx_train)?, attention))
 }

@@ -10,7 +10,7 @@ use crate::model::config::RopeStyle;
 use {
     super::{Attention, Dims},
     crate::error::Result,
-    crate::hf::{fields::Fields, rope::rope, window::window},
+    crate::hf::fields::Fields,
 };
 
 pub(crate) static FAMILY: Family = Family {
@@ -31,6 +31,5 @@ pub(crate) static FAMILY: Family = Family {
 /// (`MistralConfig`'s default), none when it is null.
 #[cfg(feature = "std")]
 fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
-    let attention = Attention { window: window(f, d.n_layer, true, Some(4096))?, ..Attention::plain(d) };
-    Ok((rope(f, false, d.n_rot, d.n_ctx_train)?, attention))
+    super::llama::hf_attention(f, d, true, Some(4096), false)
 }

@@ -9,7 +9,7 @@ use crate::model::config::RopeStyle;
 use {
     super::{Attention, Dims},
     crate::error::Result,
-    crate::hf::{fields::Fields, rope::rope, window::window},
+    crate::hf::fields::Fields,
 };
 
 pub(crate) static FAMILY: Family = Family {
@@ -31,6 +31,5 @@ pub(crate) static FAMILY: Family = Family {
 /// RoPE types are LongRoPE (as `Phi3Config` reads them).
 #[cfg(feature = "std")]
 fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
-    let attention = Attention { window: window(f, d.n_layer, true, None)?, ..Attention::plain(d) };
-    Ok((rope(f, true, d.n_rot, d.n_ctx_train)?, attention))
+    super::llama::hf_attention(f, d, true, None, true)
 }
