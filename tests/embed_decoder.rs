@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use tern_core::encoder::{Pooling, PoolingMode};
+use tern_core::{Pooling, PoolingMode};
 use tern_tests::*;
 
 /// target/test-models/smollm2-hf-f32 with the oracle's sentence-transformers
@@ -97,8 +97,8 @@ fn smollm2_last_token_vectors_equal_sentence_transformers() {
 /// same bits as being told; 1 (mean) gives other vectors.
 #[test]
 fn a_gguf_pooling_type_chooses_the_pooling() {
-    use tern_core::gguf::write::{gguf, TensorData};
-    use tern_core::gguf::{Gguf, Value};
+    use tern_core::runtime::write::{gguf, TensorData};
+    use tern_core::{runtime::Gguf, runtime::Value};
     let bytes = std::fs::read(model_path("smollm2-135m-instruct-q4_1.gguf")).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     let tensors: Vec<TensorData> = (g.tensors.iter())

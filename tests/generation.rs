@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tern::Threads;
-use tern_core::chat::messages_from_json;
-use tern_core::conversation::{Conversation, Overflow};
-use tern_core::generate::{generate_batch, BatchItem, Event, FinishReason, GenerateConfig, Generator};
-use tern_core::sampler::SamplerConfig;
+use tern_core::runtime::messages_from_json;
+use tern_core::SamplerConfig;
+use tern_core::{generate_batch, BatchItem, Event, FinishReason, GenerateConfig, Generator};
+use tern_core::{Conversation, Overflow};
 use tern_core::{Error, Logits};
 use tern_tests::*;
 
@@ -50,7 +50,7 @@ fn multi_turn_prefills_only_new_tokens_and_matches_a_fresh_session() {
     let prompt2 = {
         let mut c = Conversation::new(&lm.model, lm.tokenizer().unwrap(), 512, None).unwrap();
         c.messages = conv.messages.clone();
-        c.messages.push(tern_core::chat::Message::new("user", "Another one."));
+        c.messages.push(tern_core::Message::new("user", "Another one."));
         c.prompt(lm.tokenizer().unwrap(), 0).unwrap()
     };
     let gen = conv.generator(&lm.model, e, lm.tokenizer().unwrap(), "Another one.", greedy(1)).unwrap();
@@ -299,7 +299,7 @@ fn a_prefix_copied_from_another_session_equals_a_fresh_prefill() {
 #[test]
 fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
     use tern_core::backend::KV_BLOCK;
-    use tern_core::{BlockCounts, PrefixCache};
+    use tern_core::{runtime::BlockCounts, runtime::PrefixCache};
     let lm = load(MODELS[1].1);
     let e = tern::engine(threads(), false).unwrap();
     let tok = lm.tokenizer().unwrap();
@@ -370,7 +370,7 @@ fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
 
 #[test]
 fn a_q8_0_cache_takes_half_the_memory_shares_and_saves_exactly() {
-    use tern_core::{KvType, PrefixCache};
+    use tern_core::{runtime::PrefixCache, KvType};
     let lm = load(MODELS[1].1);
     let (m, e) = (&lm.model, tern::engine(threads(), false).unwrap());
     let p = lm.tokenizer().unwrap().encode(&"The keeper counted the ships that passed the light. ".repeat(30), true);

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 use tern::{Event, Grammar, Options};
-use tern_core::chat::Message;
-use tern_core::generate::{generate_batch_constrained, BatchItem, FinishReason, GenerateConfig, Generator};
-use tern_core::sampler::{Rng, SamplerConfig};
 use tern_core::Error;
+use tern_core::Message;
+use tern_core::{generate_batch_constrained, BatchItem, FinishReason, GenerateConfig, Generator};
+use tern_core::{runtime::Rng, SamplerConfig};
 use tern_tests::*;
 
 fn facade(file: &str) -> tern::Model {
@@ -345,7 +345,7 @@ fn lenient_schemas_compile_what_strict_refuses_and_still_give_json() {
 /// thread's.
 #[test]
 fn grammars_nested_past_the_limit_are_refused_and_the_deepest_accepted_fit_a_small_stack() {
-    use tern_core::grammar::MAX_GRAMMAR_DEPTH;
+    use tern_core::MAX_GRAMMAR_DEPTH;
     let lm = std::sync::Arc::new(load(MODELS[1].1));
     let ref_chain = |n: usize| {
         let mut defs = serde_json::Map::new();

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use tern_core::backend::quant::GgmlType;
-use tern_core::chat::{ChatTemplate, Message};
-use tern_core::gguf::tiny::{self, Tiny};
-use tern_core::gguf::write::TensorData;
-use tern_core::gguf::{Gguf, Value};
-use tern_core::hf::{HfConfig, Index, Shards};
-use tern_core::tokenizer::Tokenizer;
+use tern_core::runtime::tiny::{self, Tiny};
+use tern_core::runtime::write::TensorData;
+use tern_core::Tokenizer;
+use tern_core::{runtime::Gguf, runtime::Value};
+use tern_core::{runtime::HfConfig, runtime::Index, runtime::Shards};
+use tern_core::{ChatTemplate, Message};
 use tern_core::{Error, Model};
 use tern_tests::{load, MODELS};
 
@@ -110,7 +110,7 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
             .map(|t| TensorData { name: t.name, dims: t.dims.clone(), ty: t.ty, data: t.data.to_vec() })
             .collect();
         ts.push(TensorData { name: "rope_freqs.weight", dims: vec![1 << 62], ty: GgmlType::F32, data: vec![] });
-        md = tern_core::gguf::write::gguf(&meta, &ts);
+        md = tern_core::runtime::write::gguf(&meta, &ts);
         load_tiny(md)
     });
     // a 20 MB array in a file with nothing else (built before the case)

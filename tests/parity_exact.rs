@@ -40,7 +40,7 @@ fn check_model(model: &str, file: &str) {
                 let d = (row[*id as usize] as f64 - l.as_f64().unwrap()).abs();
                 assert!(d <= TOL * scale, "{model} {p} pos {i} id {id}: |Δ| {d:.2e}");
             }
-            let lse = tern_core::perplexity::nll(row, 0) + row[0] as f64;
+            let lse = tern_core::runtime::nll(row, 0) + row[0] as f64;
             let want_lse = pos["logsumexp"].as_f64().unwrap();
             assert!((lse - want_lse).abs() <= TOL * scale, "{model} {p} pos {i}: logsumexp {lse} vs {want_lse}");
             assert_eq!(argmax(row), top_ids[0], "{model} {p} pos {i}: top-1 differs");

@@ -38,7 +38,7 @@ fn check_topk(what: &str, got: &[f32], want: &Value) {
         let d = (got[*id as usize] as f64 - l.as_f64().unwrap()).abs();
         assert!(d <= TOL * scale, "{what} id {id}: |Δ| {d:.2e} > {TOL}·{scale:.1}");
     }
-    let lse = tern_core::perplexity::nll(got, 0) + got[0] as f64;
+    let lse = tern_core::runtime::nll(got, 0) + got[0] as f64;
     let want_lse = want["logsumexp"].as_f64().unwrap();
     assert!((lse - want_lse).abs() <= TOL * scale, "{what}: logsumexp {lse} vs {want_lse}");
     assert_eq!(argmax(got), top[0], "{what}: top-1 differs");
@@ -106,14 +106,14 @@ fn builtin_chat_template_gives_the_oracle_ids() {
     let man = manifest();
     let lm = load(FILE);
     let tok = lm.tokenizer().unwrap();
-    let t = tern_core::chat::ChatTemplate::of(tok).unwrap();
+    let t = tern_core::ChatTemplate::of(tok).unwrap();
     let messages = [
-        tern_core::chat::Message::new("system", "You are a helpful assistant."),
-        tern_core::chat::Message::new("user", "Write a haiku about the sea."),
+        tern_core::Message::new("system", "You are a helpful assistant."),
+        tern_core::Message::new("user", "Write a haiku about the sea."),
     ];
     let got = t.encode(tok, &messages, true, false).unwrap();
     assert_eq!(got, ids(&man["prompts"]["p3"]["input_ids"]));
-    let odd = [tern_core::chat::Message::new("assistant", "hi")];
+    let odd = [tern_core::Message::new("assistant", "hi")];
     assert!(t.encode(tok, &odd, true, false).is_err(), "a conversation starting with the model is refused");
 }
 
@@ -128,8 +128,8 @@ fn builtin_chat_template_gives_the_oracle_ids() {
 /// exactly tern's and llama.cpp's (the rules parity_quant uses).
 #[test]
 fn quantized_greedy_matches_llamacpp_gemma3() {
-    use tern_core::generate::{GenerateConfig, Generator};
-    use tern_core::sampler::SamplerConfig;
+    use tern_core::SamplerConfig;
+    use tern_core::{GenerateConfig, Generator};
     let man = manifest();
     let greedy: Value =
         serde_json::from_str(&std::fs::read_to_string(gemma_dir().join("llamacpp_greedy.json")).unwrap()).unwrap();

@@ -10,8 +10,8 @@
 //!   top-2 are exactly tern's and llama.cpp's tokens;
 //! - cached decode bit-identical to a full-prefix recompute.
 
-use tern_core::generate::{GenerateConfig, Generator};
-use tern_core::sampler::SamplerConfig;
+use tern_core::SamplerConfig;
+use tern_core::{GenerateConfig, Generator};
 use tern_tests::*;
 
 const STEPS: usize = 4;

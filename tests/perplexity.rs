@@ -4,7 +4,7 @@
 //! sha256 in llamacpp_chunks.json there, made by make_llamacpp_perplexity.py).
 
 use sha2::{Digest, Sha256};
-use tern_core::perplexity::{perplexity, tokenize};
+use tern_core::{perplexity, runtime::tokenize};
 use tern_tests::*;
 
 fn check(file: &str) {

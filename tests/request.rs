@@ -4,12 +4,12 @@
 //! the model's defaults, and the same tokens as the hand-built generation.
 
 use serde_json::json;
-use tern_core::chat::Message;
-use tern_core::generate::{GenerateConfig, Generator};
-use tern_core::grammar::Grammar;
-use tern_core::request::{Prompt, Request, Sampling, MAX_STOPS};
-use tern_core::sampler::SamplerConfig;
 use tern_core::Error;
+use tern_core::Grammar;
+use tern_core::Message;
+use tern_core::SamplerConfig;
+use tern_core::{GenerateConfig, Generator};
+use tern_core::{Prompt, Request, Sampling, MAX_STOPS};
 use tern_tests::*;
 
 fn field_of(e: Error) -> String {

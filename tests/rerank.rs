@@ -11,7 +11,7 @@
 //! untrained head (no trained cross-encoder ships in a registry package we
 //! found): the arithmetic is a cross-encoder's, the scores mean nothing.
 
-use tern_core::encoder::Seq;
+use tern_core::runtime::Seq;
 use tern_tests::*;
 
 fn reranker() -> tern::Embedder {

@@ -6,8 +6,8 @@
 
 use tern_core::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries, Score};
-use tern_core::model::RopeStyle;
 use tern_core::Engine;
+use tern_core::RopeStyle;
 use tern_tests::*;
 
 const TOL: f64 = 1e-3;

@@ -3,9 +3,9 @@
 //! streaming detokenizer: token by token it yields the same text, never a
 //! partial UTF-8 sequence.
 
-use tern_core::hf::GenerationDefaults;
-use tern_core::tokenizer::Tokenizer;
-use tern_core::utf8::Utf8Stream;
+use tern_core::runtime::Utf8Stream;
+use tern_core::GenerationDefaults;
+use tern_core::Tokenizer;
 use tern_tests::*;
 
 fn check(model: &str, tok: &Tokenizer) {
@@ -85,12 +85,12 @@ fn tokenizer_json_tokenizers_match_hf_and_the_gguf_ones() {
 fn chat_with_tools_renders_as_hf() {
     let dir = oracle_dir().join("hf/qwen2.5-coder-0.5b");
     let src = std::fs::read_to_string(dir.join("chat_template.jinja")).unwrap();
-    let t = tern_core::chat::ChatTemplate::new(&src, "", "<|im_end|>").unwrap();
+    let t = tern_core::ChatTemplate::new(&src, "", "<|im_end|>").unwrap();
     let cases = read_json("chat_tools/chat_tools.json");
     let cases = cases["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4);
     for c in cases {
-        let msgs = tern_core::chat::messages_from_json(&c["messages"]).unwrap();
+        let msgs = tern_core::runtime::messages_from_json(&c["messages"]).unwrap();
         let got = t.render(&msgs, true, Some(&c["tools"])).unwrap();
         assert_eq!(got, c["rendered"].as_str().unwrap(), "case {}", c["name"]);
     }
@@ -100,7 +100,7 @@ fn chat_with_tools_renders_as_hf() {
         let args = call["function"]["arguments"].to_string();
         call["function"]["arguments"] = args.into();
     }
-    let msgs = tern_core::chat::messages_from_json(&openai).unwrap();
+    let msgs = tern_core::runtime::messages_from_json(&openai).unwrap();
     assert_eq!(t.render(&msgs, true, Some(&cases[2]["tools"])).unwrap(), cases[2]["rendered"].as_str().unwrap());
     println!("{} renderings with tools equal HF's apply_chat_template", cases.len());
 }

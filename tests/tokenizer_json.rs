@@ -6,7 +6,7 @@
 //! 287 texts each (the last on 20 more): ids with and without special tokens
 //! equal; decoding is HF's; streaming the tokens' bytes gives it too.
 
-use tern_core::tokenizer::Tokenizer;
+use tern_core::Tokenizer;
 use tern_tests::*;
 
 fn check(name: &str) {

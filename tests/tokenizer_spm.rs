@@ -6,8 +6,8 @@
 //! and special-token look-alikes. Ids equal, decoding equals, and streaming
 //! the tokens' bytes gives the decoded text.
 
-use tern_core::gguf::Gguf;
-use tern_core::tokenizer::Tokenizer;
+use tern_core::runtime::Gguf;
+use tern_core::Tokenizer;
 use tern_tests::*;
 
 fn vocab_path(file: &str) -> std::path::PathBuf {
@@ -78,7 +78,7 @@ fn phi3_vocabulary_equals_transformers() {
 /// in merges, so the tokenizer builds (and encodes) in bounded time.
 #[test]
 fn megabyte_tokens_build_in_bounded_time() {
-    use tern_core::gguf::Value;
+    use tern_core::runtime::Value;
     let long: Vec<String> = (0..16).map(|i| format!("{i}{}", "a".repeat(1 << 20))).collect();
     let mut tokens: Vec<Value> = vec![Value::Str("<unk>"), Value::Str("a"), Value::Str("aa")];
     tokens.extend(long.iter().map(|t| Value::Str(String::leak(t.clone()))));
@@ -90,7 +90,7 @@ fn megabyte_tokens_build_in_bounded_time() {
         ("tokenizer.ggml.scores", Value::Array(vec![Value::F32(0.0); n].into())),
         ("tokenizer.ggml.token_type", Value::Array(vec![Value::I32(1); n].into())),
     ];
-    let bytes = tern_core::gguf::write::gguf(&meta, &[]);
+    let bytes = tern_core::runtime::write::gguf(&meta, &[]);
     let t0 = std::time::Instant::now();
     let tok = Tokenizer::from_gguf(&Gguf::parse(&bytes).unwrap()).unwrap();
     let ids = tok.encode("aaaa", false).unwrap();

@@ -126,7 +126,7 @@ impl ChatTemplate {
     }
 
     /// Ok if the template renders tools and asks for calls in the
-    /// `<tool_call>` format [`crate::tools`] parses; else an error saying so.
+    /// `<tool_call>` format [`crate::parse_tool_calls`] parses; else an error saying so.
     pub fn check_tool_calls(&self) -> Result<()> {
         match self.takes_tools && self.source_has(crate::tools::CALL_OPEN) {
             true => Ok(()),

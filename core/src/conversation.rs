@@ -38,7 +38,7 @@ pub struct Conversation {
     pub content_specials: bool,
     /// Tool definitions (OpenAI's `tools` list) the template renders for
     /// the model; with them, replies are parsed for calls
-    /// ([`crate::tools`]).
+    /// ([`crate::ToolRequest`]).
     pub tools: Option<serde_json::Value>,
 }
 
@@ -67,7 +67,7 @@ impl Conversation {
 
     /// Offer `tools` to the model from now on (None: none). An error if the
     /// model's template does not render tools in the `<tool_call>` format
-    /// [`crate::tools`] parses.
+    /// [`crate::parse_tool_calls`] parses.
     pub fn set_tools(&mut self, tools: Option<&[crate::tools::Tool]>) -> Result<()> {
         if tools.is_some() {
             self.template.check_tool_calls()?;

@@ -2,17 +2,23 @@
 //! CPU, `no_std` (with `alloc`; the `std` feature adds tokenizers, chat
 //! templates and HF directories).
 //!
-//! - a model and its state: [`Model`] (immutable weights and
-//!   configuration, from [`gguf`] or [`hf`], or a whole [`bundle`] with
-//!   tokenizer and template) and [`Session`] (KV cache, tokens, RNG),
-//!   run by an [`Engine`] (kernels, threads, exact or quantized path);
-//! - text: [`tokenizer`], [`chat`] templates, [`conversation`];
-//! - generation: [`sampler`], [`generate`] (events, stops, batches),
-//!   [`grammar`] (constrained decoding), [`perplexity`];
-//! - for backend authors: [`backend`] (the `Kernels` trait, the scalar
-//!   reference and the conformance suite, `backend::quant`'s block
-//!   layouts), [`parallel`];
-//! - one generation request, whatever the front end: [`request`].
+//! Three labelled doors:
+//!
+//! - the user API, at the root: a model and its state — [`Model`]
+//!   (immutable weights and configuration, from a GGUF file or an HF
+//!   directory, or a whole [`Bundle`] with tokenizer and template) and
+//!   [`Session`] (KV cache, tokens, RNG), run by an [`Engine`]; one
+//!   generation [`Request`] whatever the front end, turned into a
+//!   generation by [`Bundle::prepare`]; [`Generator`] and its [`Event`]s;
+//!   text ([`Tokenizer`], [`ChatTemplate`], [`Conversation`]); sampling
+//!   ([`SamplerConfig`]); constrained output ([`Grammar`]); tools;
+//!   embeddings ([`Embedder`]); [`perplexity`];
+//! - [`runtime`], for servers and bindings that schedule work themselves
+//!   (one sequence's sampling as the host runs the forward passes, prefix
+//!   caches, file readers, encoder batches);
+//! - [`backend`], for kernel authors (the `Kernels` trait, the scalar
+//!   reference, the conformance suite, the block layouts, the thread-pool
+//!   trait).
 #![no_std]
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -23,36 +29,67 @@ extern crate std;
 
 pub mod backend;
 #[cfg(feature = "std")]
-pub mod bundle;
+mod bundle;
 #[cfg(feature = "std")]
-pub mod chat;
+mod chat;
 #[cfg(feature = "std")]
-pub mod conversation;
+mod conversation;
 #[cfg(feature = "std")]
-pub mod encoder;
-pub mod error;
-pub mod generate;
-pub mod gguf;
+mod encoder;
+mod error;
+mod generate;
+mod gguf;
 #[cfg(feature = "std")]
-pub mod grammar;
+mod grammar;
 #[cfg(feature = "std")]
-pub mod hf;
-pub mod model;
-pub mod parallel;
-pub mod perplexity;
+mod hf;
+mod model;
+mod parallel;
+mod perplexity;
 #[cfg(feature = "std")]
-pub mod request;
-pub mod sampler;
-pub(crate) mod tensors;
+mod request;
+pub mod runtime;
+mod sampler;
+mod tensors;
 #[cfg(feature = "std")]
-pub mod tokenizer;
+mod tokenizer;
 #[cfg(feature = "std")]
-pub mod tools;
-pub mod utf8;
+mod tools;
+mod utf8;
 
+// The user API: a model, its session and engine; the request and what a
+// generation gives; text in and out; sampling; constrained output; tools;
+// embeddings; perplexity.
 pub use backend::quant::GgmlType;
+#[cfg(feature = "std")]
+pub use bundle::{Bundle, Source};
+#[cfg(feature = "std")]
+pub use chat::{ChatTemplate, Message};
+#[cfg(feature = "std")]
+pub use conversation::{Conversation, Overflow};
+#[cfg(feature = "std")]
+pub use encoder::{Embedder, Encoder, Pooling, PoolingMode};
 pub use error::{Error, Result};
-pub use model::{BlockCounts, Engine, KvType, Logits, Model, PrefixCache, Session};
+pub use generate::{
+    generate_batch, generate_batch_constrained, BatchItem, CancelFlag, Clock, Constraint, Event, FinishReason,
+    GenerateConfig, GenerationResult, Generator, Timings, TokenLogprob, Usage, Vocab, MAX_TOP_LOGPROBS,
+};
+#[cfg(feature = "std")]
+pub use grammar::{Grammar, MAX_GRAMMAR_BYTES, MAX_GRAMMAR_DEPTH};
+#[cfg(feature = "std")]
+pub use hf::{CheckpointInfo, GenerationDefaults};
+pub use model::{
+    Act, Arch, Config, Engine, KvType, Logits, LongRope, Model, Requantized, RopeStyle, Session, Widened, Window,
+    MAX_CTX,
+};
+pub use perplexity::{perplexity, Perplexity};
+#[cfg(feature = "std")]
+pub use request::{Prepared, Prompt, Request, MAX_STOPS};
+pub use sampler::{SamplerConfig, Sampling};
+#[cfg(feature = "std")]
+pub use tokenizer::Tokenizer;
+#[cfg(feature = "std")]
+pub use tools::{parse_tool_calls, Tool, ToolCall, ToolChoice, ToolRequest};
 
 /// The README's examples, run as doc-tests.
 #[cfg(doctest)]

@@ -7,7 +7,7 @@
 //! tokens banned for `ignore_eos`, a model without a tokenizer run on ids.
 //!
 //! ```
-//! use tern_core::request::{Prompt, Request};
+//! use tern_core::{Prompt, Request};
 //! let r = Request::from_json(br#"{"prompt": "Hello", "max_tokens": 8, "sampling": {"temperature": 0}}"#).unwrap();
 //! assert_eq!(r.prompt, Prompt::Text("Hello".into()));
 //! let e = Request::from_json(br#"{"prompt": "Hello", "sampling": {"top_p": "high"}}"#).unwrap_err();

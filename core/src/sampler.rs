@@ -272,7 +272,7 @@ impl Sampler {
     /// Pick the next token from `logits`, given the tokens so far.
     ///
     /// ```
-    /// use tern_core::sampler::{Rng, Sampler, SamplerConfig};
+    /// use tern_core::{runtime::Rng, runtime::Sampler, SamplerConfig};
     /// let mut greedy = Sampler::new(SamplerConfig::greedy());
     /// assert_eq!(greedy.sample(&[0.1, 2.0, -1.0], &[], &mut Rng::new(0)), 1);
     /// // the same seed draws the same tokens

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 /// comes.
 ///
 /// ```
-/// let mut s = tern_core::utf8::Utf8Stream::new();
+/// let mut s = tern_core::runtime::Utf8Stream::new();
 /// assert_eq!(s.push(&[0xE2, 0x82]), ""); // half of "€"
 /// assert_eq!(s.push(&[0xAC, b'!']), "€!");
 /// assert_eq!(s.finish(), "");

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tern_core::gguf::Gguf;
-use tern_core::tokenizer::Tokenizer;
+use tern_core::runtime::Gguf;
+use tern_core::Tokenizer;
 use tern_core::Model;
 
 fuzz_target!(|data: &[u8]| {

@@ -8,9 +8,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use tern_core::generate::Allowed;
-use tern_core::grammar::{Grammar, GrammarCompiler};
-use tern_core::tokenizer::Tokenizer;
+use tern_core::runtime::Allowed;
+use tern_core::{Grammar, runtime::GrammarCompiler};
+use tern_core::Tokenizer;
 
 /// GPT-2's byte-to-character map: each byte a token, then a few merges.
 fn tokenizer() -> Tokenizer {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tern_core::hf::{GenerationDefaults, HfConfig, Index};
+use tern_core::{GenerationDefaults, runtime::HfConfig, runtime::Index};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(c) = HfConfig::parse(data) {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tern_core::hf::Shards;
+use tern_core::runtime::Shards;
 
 fuzz_target!(|data: &[u8]| {
     let _ = Shards::read(&[("model.safetensors", data)], None, None);

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tern_core::tokenizer::Tokenizer;
+use tern_core::Tokenizer;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(t) = Tokenizer::from_hf(data, None, None, &[]) {

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use tern::{Event, Grammar, Model, Options};
-use tern_core::generate::{allows, Allowed};
+use tern_core::{runtime::allows, runtime::Allowed};
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -17,15 +17,15 @@
 use std::path::Path;
 
 use tern_core::backend::Kernels;
-use tern_core::encoder::Pooling;
 use tern_core::Engine;
+use tern_core::Pooling;
 
 use crate::load::{Buffer, DirFiles};
 use crate::{Result, Threads};
 
 /// A loaded embedding or reranking model; share it across threads (`Arc`).
 pub struct Embedder {
-    inner: tern_core::encoder::Embedder<Buffer>,
+    inner: tern_core::Embedder<Buffer>,
     threads: Threads,
     kernels: &'static dyn Kernels,
 }
@@ -45,9 +45,9 @@ impl Embedder {
         let path = dir.as_ref();
         let inner = if path.is_dir() {
             let files = DirFiles::open(path)?;
-            tern_core::encoder::Embedder::from_dir(&mut |name| files.take(name), pooling)?
+            tern_core::Embedder::from_dir(&mut |name| files.take(name), pooling)?
         } else {
-            tern_core::encoder::Embedder::from_gguf(Buffer::Mapped(crate::load::map(path)?), pooling)?
+            tern_core::Embedder::from_gguf(Buffer::Mapped(crate::load::map(path)?), pooling)?
         };
         Ok(Embedder { inner, threads: Threads::new(0), kernels })
     }
@@ -70,7 +70,7 @@ impl Embedder {
     }
 
     /// The encoder, tokenizer and input limit underneath.
-    pub fn core(&self) -> &tern_core::encoder::Embedder<Buffer> {
+    pub fn core(&self) -> &tern_core::Embedder<Buffer> {
         &self.inner
     }
 

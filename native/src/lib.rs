@@ -51,13 +51,13 @@ pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use load::{load, load_with, Buffer, LoadOptions, Loaded};
 pub use model::{Chat, Model, Options, Reply, Stream};
-pub use tern_core::chat::Message;
-pub use tern_core::generate::{CancelFlag, Event, FinishReason, GenerationResult, Timings, TokenLogprob, Usage};
-pub use tern_core::grammar::Grammar;
-pub use tern_core::sampler::SamplerConfig;
-pub use tern_core::tokenizer::Tokenizer;
-pub use tern_core::tools::{parse_tool_calls, Tool, ToolCall, ToolChoice};
 use tern_core::Engine;
+pub use tern_core::Grammar;
+pub use tern_core::Message;
+pub use tern_core::SamplerConfig;
+pub use tern_core::Tokenizer;
+pub use tern_core::{parse_tool_calls, Tool, ToolCall, ToolChoice};
+pub use tern_core::{CancelFlag, Event, FinishReason, GenerationResult, Timings, TokenLogprob, Usage};
 pub use tern_threads::Threads;
 
 /// What runs underneath [`Model`], for servers and bindings that schedule
@@ -68,10 +68,10 @@ pub use tern_threads::Threads;
 /// kernel backend implements `Kernels` (checked by `conformance`).
 pub mod runtime {
     pub use tern_core::backend::{conformance, Kernels};
-    pub use tern_core::bundle::{Bundle, BundleVocab};
-    pub use tern_core::conversation::Conversation;
-    pub use tern_core::generate::{Constraint, GenerateConfig, Generator, Vocab};
-    pub use tern_core::{Engine, KvType, Logits, Model, PrefixCache, Session};
+    pub use tern_core::Conversation;
+    pub use tern_core::{runtime::BundleVocab, Bundle};
+    pub use tern_core::{runtime::PrefixCache, Engine, KvType, Logits, Model, Session};
+    pub use tern_core::{Constraint, GenerateConfig, Generator, Vocab};
 }
 
 /// Where models are kept: `$TERN_MODELS`, else `~/.cache/tern/models`

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use memmap2::Mmap;
 use tern_core::backend::quant::GgmlType;
-use tern_core::bundle::Bundle;
-use tern_core::model::Requantized;
+use tern_core::Bundle;
+use tern_core::Requantized;
 
 use crate::error::{Error, Result};
 

@@ -22,15 +22,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use tern_core::backend::Kernels;
-use tern_core::conversation::Conversation;
-use tern_core::generate::{
-    generate_batch_constrained, BatchItem, CancelFlag, Event, Generation, GenerationResult, Parts,
+use tern_core::Conversation;
+use tern_core::Grammar;
+use tern_core::SamplerConfig;
+use tern_core::Tokenizer;
+use tern_core::{
+    generate_batch_constrained, runtime::Generation, runtime::Parts, BatchItem, CancelFlag, Event, GenerationResult,
 };
-use tern_core::grammar::Grammar;
-use tern_core::request::{Prompt, Request, Sampling};
-use tern_core::sampler::SamplerConfig;
-use tern_core::tokenizer::Tokenizer;
 use tern_core::{Engine, Session};
+use tern_core::{Prompt, Request, Sampling};
 
 use crate::{limits, Loaded, Result, Threads};
 
@@ -71,7 +71,7 @@ impl Options {
         self.req.max_tokens = Some(n);
         self
     }
-    /// The whole sampler chain (see `tern_core::sampler::SamplerConfig`),
+    /// The whole sampler chain (see `tern_core::SamplerConfig`),
     /// over the model's defaults.
     pub fn sampler(mut self, s: SamplerConfig) -> Options {
         self.req.sampling = Sampling::all(&s);
@@ -88,7 +88,7 @@ impl Options {
         self
     }
     /// Stop before this string (never part of the output); at most
-    /// four (`tern_core::request::MAX_STOPS`).
+    /// four (`tern_core::MAX_STOPS`).
     pub fn stop(mut self, s: &str) -> Options {
         self.req.stop.push(s.into());
         self
@@ -306,7 +306,7 @@ impl<'m> Chat<'m> {
     /// Offer `tools` to the model from now on; `choice` says whether a
     /// reply to `send` must call one (`Required`, `Named`: its arguments
     /// then valid against the function's schema) or may (`Auto`); `None`
-    /// takes the tools away. A reply's calls: [`tern_core::tools::parse_tool_calls`]
+    /// takes the tools away. A reply's calls: [`tern_core::parse_tool_calls`]
     /// on its text (they are also recorded as the message's `tool_calls`).
     ///
     /// ```
@@ -332,19 +332,15 @@ impl<'m> Chat<'m> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn tools(
-        &mut self,
-        tools: &[tern_core::tools::Tool],
-        choice: tern_core::tools::ToolChoice,
-    ) -> Result<&mut Self> {
-        if choice == tern_core::tools::ToolChoice::None {
+    pub fn tools(&mut self, tools: &[tern_core::Tool], choice: tern_core::ToolChoice) -> Result<&mut Self> {
+        if choice == tern_core::ToolChoice::None {
             self.conv.set_tools(None)?;
             self.forced = None;
             return Ok(self);
         }
         self.conv.set_tools(Some(tools))?;
         self.forced = match choice.forced(tools) {
-            Some(t) => Some(tern_core::tools::tool_call_grammar(&t, true)?),
+            Some(t) => Some(tern_core::runtime::tool_call_grammar(&t, true)?),
             None => None,
         };
         Ok(self)
@@ -353,14 +349,14 @@ impl<'m> Chat<'m> {
     /// Send a user message; the reply streams as events and is recorded
     /// in the conversation when its `Done` event has been read.
     pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
-        let msg = tern_core::chat::Message::new("user", text);
+        let msg = tern_core::Message::new("user", text);
         self.reply(vec![msg], self.forced.clone())
     }
 
     /// Add `msgs` and start the reply: its settings from the one request
     /// path (`grammar` over the options' if given); messages it refuses
     /// are taken back.
-    fn reply(&mut self, msgs: Vec<tern_core::chat::Message>, grammar: Option<Grammar>) -> Result<Reply<'_, 'm>> {
+    fn reply(&mut self, msgs: Vec<tern_core::Message>, grammar: Option<Grammar>) -> Result<Reply<'_, 'm>> {
         let mut req = self.options.request(Prompt::Ids(Vec::new()));
         req.grammar = grammar.or(req.grammar);
         let n = self.conv.messages.len();
@@ -377,7 +373,7 @@ impl<'m> Chat<'m> {
         let msgs = results
             .iter()
             .map(|&(id, content)| {
-                let mut m = tern_core::chat::Message::new("tool", content);
+                let mut m = tern_core::Message::new("tool", content);
                 m.tool_call_id = Some(id.to_string());
                 m
             })
@@ -386,7 +382,7 @@ impl<'m> Chat<'m> {
     }
 
     /// The messages so far.
-    pub fn messages(&self) -> &[tern_core::chat::Message] {
+    pub fn messages(&self) -> &[tern_core::Message] {
         &self.conv.messages
     }
 

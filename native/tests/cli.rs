@@ -36,7 +36,7 @@ fn run_json_with_prompt_ids_and_logits_out() {
     assert_eq!(bytes.len(), 4 * 49152 * 4, "one f32 row per generated token");
     let row0: Vec<f32> =
         bytes[..49152 * 4].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-    assert_eq!(tern_core::sampler::argmax(&row0), 7042);
+    assert_eq!(tern_core::runtime::argmax(&row0), 7042);
 }
 
 #[test]

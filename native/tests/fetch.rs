@@ -48,7 +48,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 }
 
 fn tiny_gguf() -> Vec<u8> {
-    tern_core::gguf::tiny::Tiny::default().gguf()
+    tern_core::runtime::tiny::Tiny::default().gguf()
 }
 
 /// A repository `test/SmolLM2-GGUF` whose Q4_1 file is the real test

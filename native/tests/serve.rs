@@ -787,7 +787,7 @@ fn hostile_clients_neither_stall_nor_exhaust_the_server() {
 
 /// SmolLM2 with another chat template, written to a temporary file.
 fn smollm2_with_template(template: &'static str) -> PathBuf {
-    use tern_core::gguf::{write, Gguf, Value};
+    use tern_core::{runtime::write, runtime::Gguf, runtime::Value};
     let bytes = std::fs::read(smollm2()).unwrap();
     let g = Gguf::parse(&bytes).unwrap();
     let meta: Vec<(&str, Value)> = g

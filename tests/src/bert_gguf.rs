@@ -10,8 +10,8 @@ use std::path::Path;
 use safetensors::SafeTensors;
 use serde_json::Value;
 use tern_core::backend::quant::GgmlType;
-use tern_core::gguf::write::{gguf, TensorData};
-use tern_core::gguf::Value as V;
+use tern_core::runtime::write::{gguf, TensorData};
+use tern_core::runtime::Value as V;
 
 /// The GGUF name of an HF BERT tensor (None: one llama.cpp drops).
 fn gguf_name(hf: &str, classifier: bool) -> Option<String> {

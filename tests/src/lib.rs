@@ -99,7 +99,7 @@ pub fn max_abs_diff(got: &[f32], want: &[f32]) -> f64 {
 }
 
 pub fn argmax(x: &[f32]) -> u32 {
-    tern_core::sampler::argmax(x)
+    tern_core::runtime::argmax(x)
 }
 
 /// Logits of a prompt and the first `steps` cached decode steps fed the
@@ -172,8 +172,8 @@ pub fn recorded_errors(model: &str, prompt: &str, run: &Run, n_vocab: usize) -> 
 
 /// Streaming `ids`' bytes through a UTF-8 stream gives `decoded` (as
 /// generated text: the decoder's one dropped leading space aside).
-pub fn assert_streams_as_decoded(tok: &tern_core::tokenizer::Tokenizer, ids: &[u32], decoded: &str, what: &str) {
-    let mut stream = tern_core::utf8::Utf8Stream::new();
+pub fn assert_streams_as_decoded(tok: &tern_core::Tokenizer, ids: &[u32], decoded: &str, what: &str) {
+    let mut stream = tern_core::runtime::Utf8Stream::new();
     let mut streamed = String::new();
     for &id in ids {
         streamed += &stream.push(tok.token_bytes(id));

@@ -9,7 +9,7 @@
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use tern_core::parallel::Parallel;
+use tern_core::backend::Parallel;
 
 mod regions;
 use regions::Regions;

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use tern_core::parallel::Parallel;
+use tern_core::backend::Parallel;
 use tern_threads::Threads;
 
 #[test]

@@ -3,7 +3,7 @@
 //! — also when several threads post regions at once and when the helpers
 //! have gone back to sleep.
 
-use tern_core::parallel::Parallel;
+use tern_core::backend::Parallel;
 use tern_threads::Threads;
 
 /// Fill `len` elements in chunks of `chunk`: each element its chunk index

@@ -4,8 +4,8 @@
 //! one score each out. The same kernels' numbers as the
 //! native build, so the same vectors bit for bit.
 
-use tern_core::encoder::{Embedder, Pooling, PoolingMode};
 use tern_core::Engine;
+use tern_core::{Embedder, Pooling, PoolingMode};
 use wasm_bindgen::prelude::*;
 
 use crate::errors::from_core;

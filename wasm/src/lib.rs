@@ -33,11 +33,11 @@ pub fn memory_bytes() -> f64 {
 }
 
 /// The pool forward passes run on: the threaded build's, else serial.
-pub(crate) fn pool() -> &'static dyn tern_core::parallel::Parallel {
+pub(crate) fn pool() -> &'static dyn tern_core::backend::Parallel {
     #[cfg(feature = "threads")]
     return threads::pool();
     #[cfg(not(feature = "threads"))]
-    return &tern_core::parallel::Serial;
+    return &tern_core::backend::Serial;
 }
 
 /// Whether this is the threaded build.

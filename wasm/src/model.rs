@@ -4,12 +4,12 @@
 //! of its prompt the session's cache already holds (a chat's earlier turns).
 
 use serde_json::json;
-use tern_core::bundle::{Bundle, Source};
-use tern_core::chat::{messages_from_json, ChatTemplate, Message};
-use tern_core::generate::{Event, Generation, GenerationResult, Parts, TokenLogprob, Vocab};
-use tern_core::model::Widened;
-use tern_core::request::Prompt;
-use tern_core::tools::{calls_json, parse_tool_calls};
+use tern_core::Prompt;
+use tern_core::Widened;
+use tern_core::{parse_tool_calls, runtime::calls_json};
+use tern_core::{runtime::messages_from_json, ChatTemplate, Message};
+use tern_core::{runtime::Generation, runtime::Parts, Event, GenerationResult, TokenLogprob, Vocab};
+use tern_core::{Bundle, Source};
 use tern_core::{Engine, KvType, Session};
 use wasm_bindgen::prelude::*;
 

@@ -4,9 +4,9 @@
 //! defaults (llama.cpp's, then the model's generation_config.json).
 
 use serde_json::{Map, Value};
-use tern_core::grammar::Grammar;
-use tern_core::request::{Prompt, Request, MAX_STOPS};
-use tern_core::tools::{ToolChoice, ToolRequest};
+use tern_core::Grammar;
+use tern_core::{Prompt, Request, MAX_STOPS};
+use tern_core::{ToolChoice, ToolRequest};
 
 use crate::errors::js_error;
 use wasm_bindgen::JsValue;

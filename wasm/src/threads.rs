@@ -8,7 +8,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use tern_core::parallel::{Parallel, Serial};
+use tern_core::{backend::Parallel, backend::Serial};
 use tern_threads::Threads;
 use wasm_bindgen::prelude::*;
 

@@ -20,6 +20,7 @@ pub mod tiles;
 
 use core::ops::Range;
 
+pub use crate::parallel::{Parallel, Serial};
 pub use cached::{q8_0_at, BlockRows, Cached, KvBlock, KvRows, KvType, Runs, KV_BLOCK};
 
 use quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};

@@ -90,7 +90,7 @@ impl Generation {
     }
 
     /// Sample only what `c` allows (a grammar, a JSON Schema: see
-    /// [`crate::grammar`]).
+    /// [`crate::Grammar`]).
     pub fn with_constraint(mut self, c: Box<dyn Constraint>) -> Self {
         self.constraint = Some(c);
         self

@@ -79,7 +79,7 @@ impl<'a> Gguf<'a> {
     /// and offset against the file.
     ///
     /// ```
-    /// use tern_core::{gguf::Gguf, Error};
+    /// use tern_core::{runtime::Gguf, Error};
     /// assert!(matches!(Gguf::parse(b"GG"), Err(Error::Truncated { .. })));
     /// assert!(matches!(Gguf::parse(b"NOPE and more bytes than a header needs......"), Err(Error::BadMagic { .. })));
     /// ```

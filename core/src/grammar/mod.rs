@@ -5,7 +5,7 @@
 //! [`Generation::with_constraint`](crate::generate::Generation::with_constraint).
 //!
 //! ```
-//! use tern_core::grammar::Grammar;
+//! use tern_core::Grammar;
 //! let g = Grammar::json_schema(r#"{"type": "object", "properties": {"n": {"type": "integer"}}}"#);
 //! assert!(g.is_ok());
 //! assert!(Grammar::json_schema("{not json").is_err());

@@ -21,7 +21,7 @@ pub(crate) mod weights;
 
 use alloc::vec::Vec;
 
-pub use config::{Arch, Config, RopeStyle};
+pub use config::{Act, Arch, Config, LongRope, RopeStyle, Window};
 pub use engine::Engine;
 pub use requant::{Requantized, Widened};
 pub use scratch::Scratch;

@@ -8,8 +8,8 @@
 use std::time::Instant;
 
 use tern::{Result, Threads};
-use tern_core::sampler::{Rng, Sampler, SamplerConfig};
 use tern_core::Logits;
+use tern_core::{runtime::Rng, runtime::Sampler, SamplerConfig};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -250,6 +250,6 @@ fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
 }
 
 fn threads_n(t: &Threads) -> usize {
-    use tern_core::parallel::Parallel;
+    use tern_core::backend::Parallel;
     t.n_workers()
 }

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tern::{limits, Error, Result, Threads};
-use tern_core::conversation::{Conversation, Overflow};
-use tern_core::generate::{FinishReason, Generator};
-use tern_core::request::{Prompt, Request, Sampling};
+use tern_core::{Conversation, Overflow};
+use tern_core::{FinishReason, Generator};
+use tern_core::{Prompt, Request, Sampling};
 
 use super::sampling::SamplingArgs;
 

@@ -26,7 +26,7 @@ pub struct Args {
     /// Pool the token vectors so (normalised), not as the model's files
     /// say: mean, cls or last (a decoder embedder: Qwen3-Embedding's last)
     #[arg(long, value_parser = super::encoder_input::parse_pooling)]
-    pooling: Option<tern_core::encoder::Pooling>,
+    pooling: Option<tern_core::Pooling>,
 }
 
 pub fn run(a: Args) -> Result<()> {

@@ -12,7 +12,7 @@ pub fn load(
     load: &super::LoadArgs,
     threads: usize,
     command: &str,
-    pooling: Option<tern_core::encoder::Pooling>,
+    pooling: Option<tern_core::Pooling>,
 ) -> Result<(PathBuf, tern::Embedder)> {
     if load.model.is_none() {
         return Err(tern::limits::invalid(format!(
@@ -28,9 +28,9 @@ pub fn load(
 }
 
 /// `--pooling`'s value: mean, cls or last, normalised.
-pub fn parse_pooling(s: &str) -> std::result::Result<tern_core::encoder::Pooling, String> {
-    let mode = tern_core::encoder::PoolingMode::from_name(s).map_err(|e| e.to_string())?;
-    Ok(tern_core::encoder::Pooling { mode, normalize: true })
+pub fn parse_pooling(s: &str) -> std::result::Result<tern_core::Pooling, String> {
+    let mode = tern_core::PoolingMode::from_name(s).map_err(|e| e.to_string())?;
+    Ok(tern_core::Pooling { mode, normalize: true })
 }
 
 /// The largest file of texts read (64 MiB: each text is cut to the

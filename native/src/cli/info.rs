@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 
 use tern::Result;
-use tern_core::bundle::Source as Format;
+use tern_core::Source as Format;
 
 #[derive(clap::Args)]
 pub struct Args {

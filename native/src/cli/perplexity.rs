@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use tern::{Result, Threads};
-use tern_core::perplexity::{perplexity, tokenize};
+use tern_core::{perplexity, runtime::tokenize};
 
 #[derive(clap::Args)]
 pub struct Args {

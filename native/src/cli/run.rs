@@ -5,9 +5,9 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use tern::{limits, Error, Result, Threads};
-use tern_core::chat::Message;
-use tern_core::generate::{Event, Generator, Vocab};
-use tern_core::request::{Prompt, Request};
+use tern_core::Message;
+use tern_core::{Event, Generator, Vocab};
+use tern_core::{Prompt, Request};
 
 use super::sampling::SamplingArgs;
 
@@ -87,9 +87,9 @@ pub fn run(a: Args) -> Result<()> {
     let n = a.sampling.n_predict;
     let prepared = lm.prepare(&req, a.ctx)?;
     let prompt = prepared.prompt.clone();
-    let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::model::MAX_CTX);
+    let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::MAX_CTX);
     let needed = needed.ok_or_else(|| {
-        let max = tern_core::model::MAX_CTX;
+        let max = tern_core::MAX_CTX;
         limits::invalid(format!("-n {n} after a prompt of {} tokens passes the longest context, {max}", prompt.len()))
     })?;
     let n_ctx = a.ctx.unwrap_or(needed + 1);
@@ -189,7 +189,7 @@ fn logprobs_json(lps: &[tern::TokenLogprob], vocab: &dyn Vocab) -> serde_json::V
 /// bytes of memory per byte of text, so a 100 MB file would have taken
 /// 10 GB before its tokens could be counted.
 fn read_prompt(f: &std::path::Path, lm: &tern::Loaded, ctx: Option<usize>) -> Result<String> {
-    let n_ctx = ctx.unwrap_or(lm.model.config.n_ctx_train).clamp(1, tern_core::model::MAX_CTX);
+    let n_ctx = ctx.unwrap_or(lm.model.config.n_ctx_train).clamp(1, tern_core::MAX_CTX);
     let longest = lm.tokenizer.as_ref().map_or(1, |t| t.longest_token());
     let max = (n_ctx as u64).saturating_mul(longest as u64).saturating_mul(2);
     let why = format!("{n_ctx} positions of at most {longest} bytes, twice over: a context of {n_ctx} (-c) holds less");

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use tern::{limits, Result};
-use tern_core::grammar::{Grammar, MAX_GRAMMAR_BYTES};
-use tern_core::request::{Prompt, Request, Sampling};
+use tern_core::{Grammar, MAX_GRAMMAR_BYTES};
+use tern_core::{Prompt, Request, Sampling};
 
 #[derive(clap::Args, Clone)]
 pub struct SamplingArgs {

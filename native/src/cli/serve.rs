@@ -70,7 +70,7 @@ pub struct Args {
     /// Pool the embedding model's token vectors so (normalised), not as its
     /// files say: mean, cls or last (a decoder: Qwen3-Embedding's last)
     #[arg(long, value_parser = super::encoder_input::parse_pooling, requires = "embedding_model")]
-    embedding_pooling: Option<tern_core::encoder::Pooling>,
+    embedding_pooling: Option<tern_core::Pooling>,
     /// Also serve POST /v1/rerank with this cross-encoder (a directory
     /// holding a BertForSequenceClassification)
     #[arg(long, value_name = "DIR")]

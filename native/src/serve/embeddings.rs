@@ -7,7 +7,7 @@
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use tern_core::encoder::{check_count, l2_normalize, Embedder};
+use tern_core::{runtime::check_count, runtime::l2_normalize, Embedder};
 
 use super::api_error::ApiError;
 use super::encode::Rows;

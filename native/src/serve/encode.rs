@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
 
-use tern_core::encoder::{Body, Pair, Progress};
 use tern_core::Engine;
+use tern_core::{runtime::Body, runtime::Pair, runtime::Progress};
 use tokio::sync::oneshot;
 
 /// What a request gives the encoder, checked and tokenized.

@@ -35,7 +35,7 @@ use super::ServeOptions;
 use crate::error::{Error, Result};
 use crate::Loaded;
 use tern_core::backend::KV_BLOCK;
-use tern_core::request::Prepared;
+use tern_core::Prepared;
 
 use super::tools::streamable;
 

@@ -3,13 +3,15 @@
 //! chunks in OpenAI's shapes.
 
 use serde_json::{json, Map, Value};
-use tern_core::chat::Message;
-use tern_core::generate::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
-use tern_core::grammar::Grammar;
-use tern_core::hf::GenerationDefaults;
-use tern_core::request::{Prompt, Request as CoreRequest};
-use tern_core::tokenizer::Tokenizer;
-use tern_core::tools::{calls_json, message_tool_calls, parse_tool_calls, ToolCall, ToolChoice, ToolRequest};
+use tern_core::GenerationDefaults;
+use tern_core::Grammar;
+use tern_core::Message;
+use tern_core::Tokenizer;
+use tern_core::{
+    parse_tool_calls, runtime::calls_json, runtime::message_tool_calls, ToolCall, ToolChoice, ToolRequest,
+};
+use tern_core::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
+use tern_core::{Prompt, Request as CoreRequest};
 
 pub use super::api_error::ApiError;
 
@@ -94,7 +96,7 @@ fn messages(v: &Value) -> Result<Vec<Message>, ApiError> {
                 .get("role")
                 .and_then(Value::as_str)
                 .ok_or_else(|| ApiError::invalid(&format!("messages[{i}].role"), "each message needs a role"))?;
-            if !tern_core::chat::ROLES.contains(&role) {
+            if !tern_core::runtime::ROLES.contains(&role) {
                 return Err(ApiError::invalid(&format!("messages[{i}].role"), format!("unknown role {role:?}")));
             }
             let role = if role == "developer" { "system" } else { role };

@@ -6,7 +6,7 @@
 //! the engine thread (`encode`).
 
 use serde_json::{json, Value};
-use tern_core::encoder::{check_count, Embedder, Pair};
+use tern_core::{runtime::check_count, runtime::Pair, Embedder};
 
 use super::api_error::ApiError;
 use super::encode::Rows;

@@ -20,10 +20,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tern_core::backend::KV_BLOCK;
-use tern_core::generate::{prefill_start, reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab};
-use tern_core::generate::{Constraint, Sampled, Sequence, TokenLogprob};
-use tern_core::model::Scratch;
-use tern_core::{Engine, Model, PrefixCache, Session};
+use tern_core::runtime::Scratch;
+use tern_core::{
+    runtime::prefill_start, runtime::reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab,
+};
+use tern_core::{runtime::PrefixCache, Engine, Model, Session};
+use tern_core::{runtime::Sampled, runtime::Sequence, Constraint, TokenLogprob};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::encode::{EncodeJob, Queue};

@@ -2,7 +2,7 @@
 //! may be sent before a call could begin. The request shapes and the
 //! model's syntax are core's (`tern_core::tools`).
 
-use tern_core::tools::CALL_OPEN;
+use tern_core::runtime::CALL_OPEN;
 
 /// The length of the text that may be streamed now: all of it before the
 /// first call's opening tag, less a tail that could begin one.
