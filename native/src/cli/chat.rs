@@ -122,7 +122,7 @@ pub fn run(a: Args) -> Result<()> {
                 // the cache, and messages of a context's text (JSON-escaped: up to 6 bytes a byte)
                 let text = (a.ctx as u64).saturating_mul(tok.longest_token() as u64 * 6);
                 let max = conv.session.state_bytes_max(&lm.model.config).saturating_add(text).saturating_add(1 << 20);
-                let r = limits::read_bounded(std::path::Path::new(arg), max, "conversation file")
+                let r = super::files::read_bounded(std::path::Path::new(arg), max, "conversation file")
                     .map_err(|e| e.to_string())
                     .and_then(|b| conv.load(&lm.model, &b).map_err(|e| e.to_string()));
                 match r {

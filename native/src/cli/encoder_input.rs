@@ -15,7 +15,7 @@ pub fn load(
     pooling: Option<tern_core::Pooling>,
 ) -> Result<(PathBuf, tern::Embedder)> {
     if load.model.is_none() {
-        return Err(tern::limits::invalid(format!(
+        return Err(super::files::invalid(format!(
             "tern {command} needs -m: an embedding model (a model directory or a GGUF)"
         )));
     }
@@ -41,7 +41,7 @@ const MAX_TEXTS_FILE: u64 = 64 << 20;
 pub fn texts(file: Option<&Path>, given: &[String]) -> Result<Vec<String>> {
     match file {
         Some(f) => {
-            let text = tern::limits::read_text(f, MAX_TEXTS_FILE, "texts file", "")?;
+            let text = super::files::read_text(f, MAX_TEXTS_FILE, "texts file", "")?;
             Ok(text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect())
         }
         None => Ok(given.to_vec()),

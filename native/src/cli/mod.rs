@@ -4,6 +4,7 @@ mod bench;
 mod chat;
 mod embed;
 mod encoder_input;
+mod files;
 mod info;
 mod perplexity;
 mod pull;

@@ -34,7 +34,7 @@ pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
     let lm = super::load(&path, &a.load)?;
     // (wikitext-2's test split is 1.3 MB; tokenizing takes ~100 bytes a byte)
-    let text = tern::limits::read_text(&a.file, 64 << 20, "text file", "")?;
+    let text = super::files::read_text(&a.file, 64 << 20, "text file", "")?;
     let (tokens, bos) = tokenize(lm.tokenizer()?, &text)?;
     let threads = Threads::new(tern::limits::check_threads(a.threads)?);
     let engine = tern::engine(&threads, a.exact)?;

@@ -79,7 +79,7 @@ pub fn run(a: Args) -> Result<()> {
         (None, None) => unreachable!("clap requires one"),
     };
     if a.ctx == Some(0) {
-        return Err(limits::invalid("-c 0: a context holds at least one position".into()));
+        return Err(super::files::invalid("-c 0: a context holds at least one position".into()));
     }
     let seed = a.sampling.seed();
     let req =
@@ -90,7 +90,10 @@ pub fn run(a: Args) -> Result<()> {
     let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::MAX_CTX);
     let needed = needed.ok_or_else(|| {
         let max = tern_core::MAX_CTX;
-        limits::invalid(format!("-n {n} after a prompt of {} tokens passes the longest context, {max}", prompt.len()))
+        super::files::invalid(format!(
+            "-n {n} after a prompt of {} tokens passes the longest context, {max}",
+            prompt.len()
+        ))
     })?;
     let n_ctx = a.ctx.unwrap_or(needed + 1);
     let threads = Threads::new(limits::check_threads(a.threads)?);
@@ -193,5 +196,5 @@ fn read_prompt(f: &std::path::Path, lm: &tern::Loaded, ctx: Option<usize>) -> Re
     let longest = lm.tokenizer.as_ref().map_or(1, |t| t.longest_token());
     let max = (n_ctx as u64).saturating_mul(longest as u64).saturating_mul(2);
     let why = format!("{n_ctx} positions of at most {longest} bytes, twice over: a context of {n_ctx} (-c) holds less");
-    limits::read_text(f, max, "prompt file", &why)
+    super::files::read_text(f, max, "prompt file", &why)
 }

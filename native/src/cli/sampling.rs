@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use tern::{limits, Result};
+use tern::Result;
 use tern_core::{Grammar, MAX_GRAMMAR_BYTES};
 use tern_core::{Prompt, Request, Sampling};
 
@@ -64,7 +64,7 @@ pub struct SamplingArgs {
 
 /// A grammar or schema file's text, refused unread past the grammar limit.
 fn read_source(f: &Path) -> Result<String> {
-    limits::read_text(f, MAX_GRAMMAR_BYTES as u64, "grammar file", "")
+    super::files::read_text(f, MAX_GRAMMAR_BYTES as u64, "grammar file", "")
 }
 
 impl SamplingArgs {
