@@ -99,54 +99,79 @@ fn row_decode<K: KQuant>(row: &[u8], a: &[BlockQ8K], nb: usize) -> f32 {
     acc
 }
 
-/// Four rows × up to `NT` tokens.
-macro_rules! rows_k {
-    ($name:ident, $features:literal) => {
-        #[target_feature(enable = $features)]
-        fn $name<K: KQuant, const NT: usize>(
-            rws: &[&[u8]; R],
-            a: &[BlockQ8K],
-            nb: usize,
-            t0: usize,
-            nt: usize,
-        ) -> [[f32; 4]; NT] {
-            let ts = K::TYPE.type_size();
-            let mut acc = [_mm_setzero_ps(); NT];
-            for b in 0..nb {
-                let o = b * ts;
-                prefetch(rws, o + PREFETCH);
-                let kb = [
-                    // SAFETY: this fn's features include AVX2.
-                    unsafe { K::unpack(&rws[0][o..o + ts]) },
-                    // SAFETY: this fn's features include AVX2.
-                    unsafe { K::unpack(&rws[1][o..o + ts]) },
-                    // SAFETY: this fn's features include AVX2.
-                    unsafe { K::unpack(&rws[2][o..o + ts]) },
-                    // SAFETY: this fn's features include AVX2.
-                    unsafe { K::unpack(&rws[3][o..o + ts]) },
-                ];
-                let d = f16x4!(rws, o + K::D_AT);
-                let dmin = match K::DMIN_AT {
-                    Some(m) => f16x4!(rws, o + m),
-                    None => _mm_setzero_ps(),
-                };
-                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
-                    let ab = &a[(t0 + j) * nb + b];
-                    let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];
-                    let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
-                    let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
-                    *acc = _mm_add_ps(*acc, update::<K>(d, dmin, _mm_set1_ps(ab.d), isum, imin));
-                }
+/// Four rows × up to `NT` tokens: the one loop, compiled for each
+/// caller's features by the thin wrappers below.
+///
+/// # Safety
+/// The CPU has AVX2, FMA and F16C.
+#[inline(always)]
+unsafe fn rows_k<K: KQuant, const NT: usize>(
+    rws: &[&[u8]; R],
+    a: &[BlockQ8K],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [[f32; 4]; NT] {
+    let ts = K::TYPE.type_size();
+    // SAFETY: SSE is baseline on x86-64.
+    let mut acc = unsafe { [_mm_setzero_ps(); NT] };
+    for b in 0..nb {
+        let o = b * ts;
+        // SAFETY: the caller guarantees AVX2, FMA and F16C, all these
+        // intrinsics and helpers need; each unpacked slice is one whole
+        // block of a row.
+        unsafe {
+            prefetch(rws, o + PREFETCH);
+            let kb = [
+                K::unpack(&rws[0][o..o + ts]),
+                K::unpack(&rws[1][o..o + ts]),
+                K::unpack(&rws[2][o..o + ts]),
+                K::unpack(&rws[3][o..o + ts]),
+            ];
+            let d = f16x4!(rws, o + K::D_AT);
+            let dmin = match K::DMIN_AT {
+                Some(m) => f16x4!(rws, o + m),
+                None => _mm_setzero_ps(),
+            };
+            for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                let ab = &a[(t0 + j) * nb + b];
+                let r = [kdot(&kb[0], ab), kdot(&kb[1], ab), kdot(&kb[2], ab), kdot(&kb[3], ab)];
+                let isum = hsum4(r[0].0, r[1].0, r[2].0, r[3].0);
+                let imin = hsum4(r[0].1, r[1].1, r[2].1, r[3].1);
+                *acc = _mm_add_ps(*acc, update::<K>(d, dmin, _mm_set1_ps(ab.d), isum, imin));
             }
-            let mut o = [[0.0f32; 4]; NT];
-            for (o, v) in o.iter_mut().zip(acc) {
-                // SAFETY: `o` holds four f32.
-                unsafe { _mm_storeu_ps(o.as_mut_ptr(), v) };
-            }
-            o
         }
-    };
+    }
+    let mut o = [[0.0f32; 4]; NT];
+    for (o, v) in o.iter_mut().zip(acc) {
+        // SAFETY: `o` holds four f32; SSE is baseline on x86-64.
+        unsafe { _mm_storeu_ps(o.as_mut_ptr(), v) };
+    }
+    o
 }
 
-rows_k!(rows_avx2, "avx2,fma,f16c");
-rows_k!(rows_avx512, "avx2,fma,f16c,avx512f,avx512bw,avx512vl");
+/// `rows_k` with AVX2.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn rows_avx2<K: KQuant, const NT: usize>(
+    rws: &[&[u8]; R],
+    a: &[BlockQ8K],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [[f32; 4]; NT] {
+    // SAFETY: this fn's features are the ones rows_k needs.
+    unsafe { rows_k::<K, NT>(rws, a, nb, t0, nt) }
+}
+
+/// `rows_k` with AVX-512's encodings (and its 32 registers).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
+fn rows_avx512<K: KQuant, const NT: usize>(
+    rws: &[&[u8]; R],
+    a: &[BlockQ8K],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [[f32; 4]; NT] {
+    // SAFETY: this fn's features include the ones rows_k needs.
+    unsafe { rows_k::<K, NT>(rws, a, nb, t0, nt) }
+}

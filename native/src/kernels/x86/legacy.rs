@@ -209,62 +209,114 @@ impl Act32 for BlockQ8_1 {
     }
 }
 
-/// Four rows × up to `NT` tokens (`t0..t0 + nt`) of a legacy format.
-/// Each (row, token) accumulates its blocks in order, as the reference.
-/// `$weights(block)` unpacks a row's block; `$dot(w, a, c)` is its exact
-/// dot with activations `a`, `c` being `$corr(a)`, computed once per token.
-/// (A macro: the AVX2 and the VNNI kernels are this loop compiled for
-/// their own features.)
-macro_rules! rows_32 {
-    ($name:ident, $features:literal, $weights:ident, $corr:ident, $dot:ident) => {
-        #[target_feature(enable = $features)]
-        pub(super) fn $name<T: Block32, A: Act32, const NT: usize>(
-            rws: &[&[u8]; R],
-            a: &[A],
-            nb: usize,
-            t0: usize,
-            nt: usize,
-        ) -> [[f32; 4]; NT] {
-            let ts = T::BYTES;
-            let mut acc = [_mm_setzero_ps(); NT];
-            for b in 0..nb {
-                let o = b * ts;
-                prefetch(rws, o + PREFETCH);
-                let w = [
-                    // SAFETY: this fn's features include those `$weights` needs.
-                    unsafe { $weights::<T>(&rws[0][o..o + ts]) },
-                    // SAFETY: as above.
-                    unsafe { $weights::<T>(&rws[1][o..o + ts]) },
-                    // SAFETY: as above.
-                    unsafe { $weights::<T>(&rws[2][o..o + ts]) },
-                    // SAFETY: as above.
-                    unsafe { $weights::<T>(&rws[3][o..o + ts]) },
-                ];
-                let dw = f16x4!(rws, o + T::D_AT);
-                // the rows' mins, for the formats that have them
-                let m = if T::OFFSET == 0 { f16x4!(rws, o + T::M_AT) } else { _mm_setzero_ps() };
-                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
-                    let ab = &a[(t0 + j) * nb + b];
-                    let av = load32(ab.qs());
-                    // SAFETY: this fn's features include those `$corr` and
-                    // `$dot` need.
-                    let p = unsafe {
-                        let c = $corr::<T>(av);
-                        [$dot::<T>(w[0], av, c), $dot::<T>(w[1], av, c), $dot::<T>(w[2], av, c), $dot::<T>(w[3], av, c)]
-                    };
-                    let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
-                    let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
-                    let t = ab.with_offset(t, m);
-                    *acc = _mm_add_ps(*acc, t);
-                }
-            }
-            acc.map(|v| to_array(v))
-        }
-    };
+/// How a kernel set takes a 32-element block's exact dot: the weights
+/// unpacked once per block, a per-token correction computed once per
+/// token and block, and the dot of weights and activations.
+pub(super) trait Dot32 {
+    /// The per-token correction (none for AVX2's sign trick).
+    type Corr: Copy;
+    /// A row's block, unpacked for `dot`.
+    ///
+    /// # Safety
+    /// The CPU has the implementor's features.
+    unsafe fn weights<T: Block32>(b: &[u8]) -> __m256i;
+    /// The correction of activations `a`.
+    ///
+    /// # Safety
+    /// As `weights`.
+    unsafe fn corr<T: Block32>(a: __m256i) -> Self::Corr;
+    /// The exact dot of `w` with `a`, as 8 partial i32 sums.
+    ///
+    /// # Safety
+    /// As `weights`.
+    unsafe fn dot<T: Block32>(w: __m256i, a: __m256i, c: Self::Corr) -> __m256i;
 }
-pub(super) use rows_32;
 
-rows_32!(rows_avx2, "avx2,fma,f16c", weights_avx2, no_corr, dot32);
+/// Four rows × up to `NT` tokens (`t0..t0 + nt`) of a legacy format:
+/// the one loop, compiled for each kernel set's features by its thin
+/// wrapper (`rows_avx2` here, `legacy_vnni::rows_vnni`). Each (row,
+/// token) accumulates its blocks in order, as the reference.
+///
+/// # Safety
+/// The CPU has AVX2, FMA, F16C and what `D` needs.
+#[inline(always)]
+pub(super) unsafe fn rows_32<D: Dot32, T: Block32, A: Act32, const NT: usize>(
+    rws: &[&[u8]; R],
+    a: &[A],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [[f32; 4]; NT] {
+    let ts = T::BYTES;
+    // SAFETY: SSE is baseline on x86-64.
+    let mut acc = unsafe { [_mm_setzero_ps(); NT] };
+    for b in 0..nb {
+        let o = b * ts;
+        // SAFETY: the caller guarantees AVX2, FMA, F16C and what `D`
+        // needs; each unpacked slice is one whole block of a row.
+        unsafe {
+            prefetch(rws, o + PREFETCH);
+            let w = [
+                D::weights::<T>(&rws[0][o..o + ts]),
+                D::weights::<T>(&rws[1][o..o + ts]),
+                D::weights::<T>(&rws[2][o..o + ts]),
+                D::weights::<T>(&rws[3][o..o + ts]),
+            ];
+            let dw = f16x4!(rws, o + T::D_AT);
+            // the rows' mins, for the formats that have them
+            let m = if T::OFFSET == 0 { f16x4!(rws, o + T::M_AT) } else { _mm_setzero_ps() };
+            for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                let ab = &a[(t0 + j) * nb + b];
+                let av = load32(ab.qs());
+                let c = D::corr::<T>(av);
+                let p = [
+                    D::dot::<T>(w[0], av, c),
+                    D::dot::<T>(w[1], av, c),
+                    D::dot::<T>(w[2], av, c),
+                    D::dot::<T>(w[3], av, c),
+                ];
+                let isum = _mm_cvtepi32_ps(hsum4(p[0], p[1], p[2], p[3]));
+                let t = _mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(ab.d())), isum);
+                let t = ab.with_offset(t, m);
+                *acc = _mm_add_ps(*acc, t);
+            }
+        }
+    }
+    // SAFETY: the caller guarantees AVX2.
+    unsafe { acc.map(|v| to_array(v)) }
+}
+
+/// AVX2's dot: the sign trick, no correction.
+pub(super) struct Avx2Dot;
+
+impl Dot32 for Avx2Dot {
+    type Corr = ();
+    #[inline(always)]
+    unsafe fn weights<T: Block32>(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { weights_avx2::<T>(b) }
+    }
+    #[inline(always)]
+    unsafe fn corr<T: Block32>(_: __m256i) {}
+    #[inline(always)]
+    unsafe fn dot<T: Block32>(w: __m256i, a: __m256i, _: ()) -> __m256i {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { dot32::<T>(w, a, ()) }
+    }
+}
+
+/// `rows_32` with AVX2.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn rows_avx2<T: Block32, A: Act32, const NT: usize>(
+    rws: &[&[u8]; R],
+    a: &[A],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [[f32; 4]; NT] {
+    // SAFETY: this fn's features are the ones rows_32 and Avx2Dot need.
+    unsafe { rows_32::<Avx2Dot, T, A, NT>(rws, a, nb, t0, nt) }
+}
 
 /// AVX2: the block's signed weights (sign trick in the dot) or, for the
 /// formats with a min, its unsigned quants.
@@ -284,10 +336,6 @@ unsafe fn weights_avx2<T: Block32>(b: &[u8]) -> __m256i {
         }
     }
 }
-
-/// AVX2 needs no per-token term.
-#[inline(always)]
-fn no_corr<T: Block32>(_: __m256i) {}
 
 /// AVX2: exact dot of 32 weights with 32 activations, as 8 partial i32 sums.
 ///

@@ -8,7 +8,7 @@
 //! from `−OFFSET·Σa`, with no horizontal sums; decode of short rows as 8
 //! rows' dots reduced by one hadd tree. Either way the reference's float
 //! update `acc + (dw · da) · isum` runs on 8 rows per instruction. The
-//! rows left over go four at a time (`rows_32` compiled for VNNI).
+//! rows left over go four at a time (`legacy::rows_32` compiled for VNNI).
 
 use core::arch::x86_64::*;
 use core::ops::Range;
@@ -17,10 +17,10 @@ use tern_core::backend::quant::{BlockQ8_0, QK8};
 use tern_core::backend::{Acts, QMatrix};
 
 use super::cpu::Avx512;
-use super::legacy::{rows_32, Act32, Block32};
+use super::legacy::{rows_32, Act32, Block32, Dot32};
 use super::simd::{
-    bcast, each_group4, each_tile8, f16x4, f16x8, hsum4, hsum8, load32, prefetch, tiles, to_array, transpose8,
-    PREFETCH, PREFILL_TILE, R, ROWS, TILE,
+    bcast, each_group4, each_tile8, f16x8, hsum8, load32, prefetch, tiles, transpose8, PREFETCH, PREFILL_TILE, R, ROWS,
+    TILE,
 };
 
 /// Tokens per 8-row tile in prefill (each block's unpacked, transposed
@@ -71,7 +71,40 @@ fn rows_imp<T: Block32>(w: &QMatrix, x: Acts, a: &[BlockQ8_0], n_tok: usize, row
     })
 }
 
-rows_32!(rows_vnni, "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni", weights_vnni, corr_vnni, dot32_vnni);
+/// VNNI's dot: unsigned quants into `vpdpbusd`, less `OFFSET · Σ a`.
+struct VnniDot;
+
+impl Dot32 for VnniDot {
+    type Corr = __m256i;
+    #[inline(always)]
+    unsafe fn weights<T: Block32>(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 and AVX-512 BW/VL.
+        unsafe { weights_vnni::<T>(b) }
+    }
+    #[inline(always)]
+    unsafe fn corr<T: Block32>(a: __m256i) -> __m256i {
+        // SAFETY: the caller guarantees AVX2, AVX-512 VL and VNNI.
+        unsafe { corr_vnni::<T>(a) }
+    }
+    #[inline(always)]
+    unsafe fn dot<T: Block32>(w: __m256i, a: __m256i, c: __m256i) -> __m256i {
+        // SAFETY: the caller guarantees AVX2, AVX-512 VL and VNNI.
+        unsafe { dot32_vnni::<T>(w, a, c) }
+    }
+}
+
+/// `legacy::rows_32` with VNNI.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn rows_vnni<T: Block32, A: Act32, const NT: usize>(
+    rws: &[&[u8]; R],
+    a: &[A],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [[f32; 4]; NT] {
+    // SAFETY: this fn's features are the ones rows_32 and VnniDot need.
+    unsafe { rows_32::<VnniDot, T, A, NT>(rws, a, nb, t0, nt) }
+}
 
 /// VNNI: unsigned quants straight into `vpdpbusd` (u8 × i8).
 ///
