@@ -138,6 +138,12 @@ impl Request {
     /// are `defaults`: the sampler (`SamplerConfig::validate`), token ids,
     /// stops, logprobs, tools and the grammar beside a forced call.
     pub fn validate(&self, n_vocab: usize, defaults: &GenerationDefaults) -> Result<()> {
+        self.check(n_vocab, defaults).map(drop)
+    }
+
+    /// [`Request::validate`], returning the tools asked for, parsed (None:
+    /// none, or `tool_choice: "none"`).
+    pub fn check(&self, n_vocab: usize, defaults: &GenerationDefaults) -> Result<Option<ToolRequest>> {
         self.sampling.over(&defaults.sampling).validate()?;
         let in_vocab = |k: &str, id: u32| match (id as usize) < n_vocab {
             true => Ok(()),
@@ -156,11 +162,11 @@ impl Request {
         if let Some(n) = self.logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
             return Err(field("logprobs", alloc::format!("{n} top logprobs (at most {MAX_TOP_LOGPROBS})")));
         }
-        let forced = self.tool_request()?.is_some_and(|t| t.forced().is_some());
-        if forced && self.grammar.is_some() {
+        let tools = self.tool_request()?;
+        if tools.as_ref().is_some_and(|t| t.forced().is_some()) && self.grammar.is_some() {
             return Err(field("tool_choice", "a forced tool call and a grammar exclude each other"));
         }
-        Ok(())
+        Ok(tools)
     }
 }
 
@@ -202,8 +208,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// `prompt + max_tokens − 1 ≤ n_ctx` (the last token is never fed back);
     /// `max_tokens` None is all the context has room for.
     pub fn prepare(&self, req: &Request, n_ctx: Option<usize>) -> Result<Prepared> {
-        req.validate(self.model.config.n_vocab, &self.defaults)?;
-        let tools = req.tool_request()?;
+        let tools = req.check(self.model.config.n_vocab, &self.defaults)?;
         let prompt = match &req.prompt {
             Prompt::Ids(ids) => ids.clone(),
             Prompt::Text(t) => self.tokenizer().map_err(|e| field("prompt", e.to_string()))?.encode(t, true)?,
@@ -222,11 +227,11 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// conversation's next turn, `crate::conversation`): `req`'s prompt
     /// is not used (give empty ids).
     pub fn prepare_ids(&self, req: &Request, prompt: Vec<u32>, n_ctx: Option<usize>) -> Result<Prepared> {
-        req.validate(self.model.config.n_vocab, &self.defaults)?;
+        let tools = req.check(self.model.config.n_vocab, &self.defaults)?;
         if let Some(&id) = prompt.iter().find(|&&id| id as usize >= self.model.config.n_vocab) {
             return Err(Error::TokenOutOfRange { id, n_vocab: self.model.config.n_vocab });
         }
-        self.finish(req, prompt, req.tool_request()?, n_ctx)
+        self.finish(req, prompt, tools, n_ctx)
     }
 
     fn finish(

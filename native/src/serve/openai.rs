@@ -7,9 +7,7 @@ use tern_core::GenerationDefaults;
 use tern_core::Grammar;
 use tern_core::Message;
 use tern_core::Tokenizer;
-use tern_core::{
-    parse_tool_calls, runtime::calls_json, runtime::message_tool_calls, ToolCall, ToolChoice, ToolRequest,
-};
+use tern_core::{parse_tool_calls, runtime::calls_json, runtime::message_tool_calls, ToolCall};
 use tern_core::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
 use tern_core::{Prompt, Request as CoreRequest};
 
@@ -224,19 +222,17 @@ impl Request {
                 _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
             }
         }
+        // tools go to core's request as sent; its one check parses them
         if let Some(t) = m.get("tools").filter(|t| chat && !t.is_null()) {
-            let tr = ToolRequest::parse(t, m.get("tool_choice"), m.get("parallel_tool_calls"))
-                .map_err(|e| ApiError::core("tools", e))?;
-            if tr.forced().is_some() && r.core.grammar.is_some() {
-                return Err(ApiError::invalid(
-                    "tool_choice",
-                    "a forced tool call and a response format exclude each other",
-                ));
-            }
-            r.tools_on = tr.choice != ToolChoice::None;
             r.core.tools = Some(t.clone());
-            r.core.tool_choice = m.get("tool_choice").cloned();
-            r.core.parallel_tool_calls = Some(tr.parallel);
+            r.core.tool_choice = m.get("tool_choice").filter(|c| !c.is_null()).cloned();
+            r.core.parallel_tool_calls = match m.get("parallel_tool_calls") {
+                None | Some(Value::Null) => None,
+                Some(Value::Bool(b)) => Some(*b),
+                Some(v) => {
+                    return Err(ApiError::invalid("parallel_tool_calls", format!("must be true or false, got {v}")))
+                }
+            };
         } else if m.get("tool_choice").is_some_and(|c| !c.is_null()) {
             return Err(ApiError::invalid("tool_choice", "tool_choice needs tools"));
         }
@@ -247,8 +243,10 @@ impl Request {
             }
             _ => {}
         }
-        // core's one rule for every field (the sampler's ranges, ids, stops)
-        r.core.validate(n_vocab, defaults).map_err(|e| ApiError::core("body", e))?;
+        // core's one rule for every field (the sampler's ranges, ids, stops,
+        // tools, a forced call beside a grammar)
+        let tools = r.core.check(n_vocab, defaults).map_err(|e| ApiError::core("body", e))?;
+        r.tools_on = tools.is_some();
         Ok(r)
     }
 }
