@@ -155,6 +155,8 @@ pub enum Error {
     UnsupportedArch {
         /// Its name.
         arch: String,
+        /// What tern runs instead ("the Llama, …, and Phi-3 families").
+        supported: String,
     },
     /// No kernel exists for this tensor's type in this model.
     UnsupportedTensorType {
@@ -266,11 +268,9 @@ impl fmt::Display for Error {
             }
             ModelFile { file, field, detail } => write!(f, "{file}: {field}: {detail}"),
             Hyperparameter { key, value, why } => write!(f, "{key} = {value}: {why}"),
-            UnsupportedArch { arch } => write!(
-                f,
-                "unsupported architecture {arch:?} (tern runs the Llama, Mistral, Qwen2, Qwen3, \
-                 Gemma 2, Gemma 3 and Phi-3 families)"
-            ),
+            UnsupportedArch { arch, supported } => {
+                write!(f, "unsupported architecture {arch:?} (tern runs {supported})")
+            }
             UnsupportedTensorType { arch, tensor, type_name } => {
                 write!(f, "{arch}: tensor {tensor} has type {type_name}, which has no kernel")
             }

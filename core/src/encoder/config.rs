@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 use crate::hf::fields::{bad, Fields};
 use crate::model::config::{MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
 
+/// What tern runs as an encoder, for the error naming another.
+pub(crate) const ENCODERS: &str = "BERT encoders (bert, BertModel, BertForSequenceClassification)";
+
 /// The longest input an encoder may take (positions it has embeddings for).
 pub(crate) const MAX_POSITIONS: usize = 1 << 16;
 
@@ -58,7 +61,7 @@ impl EncoderConfig {
         let classifier = match architecture.as_str() {
             "BertModel" | "bert" => false,
             "BertForSequenceClassification" => true,
-            _ => return Err(Error::UnsupportedArch { arch: architecture }),
+            _ => return Err(Error::UnsupportedArch { arch: architecture, supported: ENCODERS.into() }),
         };
         if let Some(a) = f.opt_str("hidden_act")?.filter(|&a| a != "gelu") {
             return Err(Error::Unsupported { what: format!("config.json: hidden_act {a:?} (BERT's is gelu)") });

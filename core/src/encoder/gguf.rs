@@ -15,7 +15,7 @@ impl EncoderConfig {
     pub fn from_gguf(g: &Gguf) -> Result<EncoderConfig> {
         let arch = g.require_str("general.architecture")?;
         if arch != "bert" {
-            return Err(Error::UnsupportedArch { arch: format!("{arch} as an encoder (tern's encoders are bert)") });
+            return Err(Error::UnsupportedArch { arch: arch.into(), supported: super::config::ENCODERS.into() });
         }
         let k = |s: &str| format!("bert.{s}");
         if g.get_bool(&k("attention.causal"))? == Some(true) {

@@ -60,7 +60,7 @@ impl Config {
         let attention = (family.gguf)(&keys, &dims)?;
         let block = family.block;
         Ok(Config {
-            arch: family.arch,
+            arch: family.arch(),
             name: g.get_str("general.name")?.unwrap_or("").to_string(),
             n_vocab,
             n_embd,

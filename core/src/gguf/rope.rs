@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::keys::GgufKeys;
 use crate::error::{Error, Result};
-use crate::model::config::{inv_freq, inv_freq_divided, LongRope, RopeSpec, Yarn};
+use crate::model::parts::{inv_freq, inv_freq_divided, LongRope, RopeSpec, Yarn};
 use crate::model::weights;
 
 /// The RoPE of a file whose heads rotate `n_rot` dims; `rope_freq_factors`

@@ -31,7 +31,6 @@ pub(crate) use gbnf::gbnf_to_lark;
 pub use shape::MAX_GRAMMAR_DEPTH;
 
 use crate::error::{Error, Result};
-pub use crate::generate::Constraint;
 
 /// The longest grammar, schema or regex source accepted (1 MiB).
 pub const MAX_GRAMMAR_BYTES: usize = 1 << 20;

@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 use super::fields::{bad, ids, Fields, FILE};
 use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
-use crate::model::config::{check_heads, embd_scale, Act, Config, RopeSpec, RopeStyle};
+use crate::model::config::{check_heads, embd_scale, Config};
 use crate::model::family::{Dims, Family};
+use crate::model::parts::{Act, RopeSpec, RopeStyle};
 use crate::model::weights::Expect;
 
 /// What config.json says beyond the dimensions.
@@ -140,7 +141,7 @@ impl HfConfig {
             None => None,
         };
         let config = Config {
-            arch: family.arch,
+            arch: family.arch(),
             name: f.opt_str("_name_or_path")?.unwrap_or("").to_string(),
             n_vocab: f.usize("vocab_size")?,
             n_embd,

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::fields::{bad, Fields, FILE};
 use crate::error::{Error, Result};
-use crate::model::config::{inv_freq, inv_freq_divided, LongRope, RopeSpec, Yarn};
+use crate::model::parts::{inv_freq, inv_freq_divided, LongRope, RopeSpec, Yarn};
 
 /// RoPE parameters: transformers 5's `rope_parameters`, or the older
 /// `rope_theta` + `rope_scaling`. With `su_is_longrope` (Phi-3), the

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::fields::{bad, Fields};
 use crate::error::Result;
-use crate::model::config::Window;
+use crate::model::parts::Window;
 
 /// `layer_types`, if given: per layer, whether it is windowed.
 pub(crate) fn layer_types(f: &Fields, n_layer: usize) -> Result<Option<Vec<bool>>> {

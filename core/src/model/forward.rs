@@ -5,10 +5,10 @@
 //! is in the batch, so results are batch-invariant bit for bit.
 
 use super::attention::attention;
-use super::config::Act;
 use super::engine::Engine;
 use super::kv_cache::KvCache;
 use super::matmul::matmul;
+use super::parts::Act;
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{hadamard, rope, View};

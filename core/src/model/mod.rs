@@ -1,7 +1,6 @@
 //! The model (immutable, shareable) and the session (KV cache, position,
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
-mod arch;
 mod attention;
 pub(crate) mod binder;
 pub(crate) mod config;
@@ -11,6 +10,7 @@ mod forward;
 mod hadamard;
 mod kv_cache;
 pub(crate) mod matmul;
+pub(crate) mod parts;
 mod prefix_cache;
 pub(crate) mod requant;
 mod rope;
@@ -21,8 +21,10 @@ pub(crate) mod weights;
 
 use alloc::vec::Vec;
 
-pub use config::{Act, Arch, Config, LongRope, RopeStyle, Window};
+pub use config::Config;
 pub use engine::Engine;
+pub use family::Arch;
+pub use parts::{Act, LongRope, RopeStyle, Window};
 pub use requant::{Requantized, Widened};
 pub use scratch::Scratch;
 pub use weights::{LayerWeights, TensorRef, Weights};

@@ -1,6 +1,6 @@
 //! Rotary position embedding: cos/sin tables per position, applied in place.
 
-use super::config::RopeStyle;
+use super::parts::RopeStyle;
 
 /// Fill `cs` with (cos, sin) of every rotated pair for each position:
 /// `cs[t * n_rot + 2i] = cos(pos_t · scale · inv_freq_i) · attn`,

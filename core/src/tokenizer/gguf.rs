@@ -77,7 +77,9 @@ impl Tokenizer {
                     None => return Err(Error::MissingKey { key: "tokenizer.ggml.scores".into() }),
                 };
                 let unk = id_key(g, "tokenizer.ggml.unknown_token_id", n)?.map(|i| tokens[i as usize]);
-                let flavor = spm::Flavor::of(g.get_str("general.architecture")?.unwrap_or(""));
+                // the family's spelling; an architecture tern does not run, Llama's
+                let arch = g.get_str("general.architecture")?.unwrap_or("");
+                let flavor = Family::by_gguf_name(arch).map_or(spm::Flavor::Llama, |f| f.spm);
                 let (inner, bytes) = spm::build(flavor, &tokens, &scores, &types, unk)?;
                 (inner, bytes, flavor.strips_first_space())
             }

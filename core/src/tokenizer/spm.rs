@@ -28,28 +28,9 @@ const MAX_MERGED_BYTES: usize = 256;
 /// GGUF token type of byte tokens (`<0x0A>`).
 pub(super) const TOKEN_BYTE: i64 = 6;
 
-/// How a family spells and splits its text.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flavor {
-    /// Llama 2, Mistral, TinyLlama...: `▁` put before the text (not after
-    /// a special token), spaces as `▁`, the first space dropped on decode.
-    Llama,
-    /// Gemma: no space put before the text; merges ranked by file order.
-    Gemma,
-    /// Phi-3: `▁` put before every piece of text, special tokens or not.
-    Phi3,
-}
+pub(super) use crate::model::family::SpmFlavor as Flavor;
 
 impl Flavor {
-    /// The flavour of a GGUF architecture's SentencePiece vocabulary.
-    pub(super) fn of(arch: &str) -> Flavor {
-        match arch {
-            "gemma" | "gemma2" | "gemma3" => Flavor::Gemma,
-            "phi3" => Flavor::Phi3,
-            _ => Flavor::Llama,
-        }
-    }
-
     /// Whether decoding a whole sequence drops its first space (the
     /// decoder's `Strip`, which Gemma's lacks).
     pub(super) fn strips_first_space(self) -> bool {

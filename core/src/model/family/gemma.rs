@@ -7,7 +7,7 @@ use super::{head_dim_scale, Block, Dims};
 use crate::error::{Error, Result};
 #[cfg(feature = "std")]
 use crate::hf::fields::{Fields, FILE};
-use crate::model::config::Act;
+use crate::model::parts::Act;
 
 /// Gemma's block.
 pub(crate) const BLOCK: Block =

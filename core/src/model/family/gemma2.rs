@@ -1,17 +1,17 @@
 //! Gemma 2: Gemma's block, every other layer windowed, attention scores
 //! and logits softcapped.
 
-use super::{every_nth_global, gemma, Arch, Attention, Dims, Family};
+use super::{every_nth_global, gemma, Attention, Dims, Family, SpmFlavor};
 use crate::error::Result;
 use crate::gguf::keys::GgufKeys;
 #[cfg(feature = "std")]
 use crate::hf::{fields::Fields, rope::rope, window::layer_types};
 #[cfg(feature = "std")]
-use crate::model::config::RopeSpec;
-use crate::model::config::{RopeStyle, Window};
+use crate::model::parts::RopeSpec;
+use crate::model::parts::{RopeStyle, Window};
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Gemma2,
+    title: "Gemma 2",
     gguf_name: "gemma2",
     hf_names: &["Gemma2ForCausalLM", "gemma2"],
     hf_defaults: Some(HF_DEFAULTS),
@@ -19,6 +19,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Neox,
     hf_tensors: gemma::HF_TENSORS,
     chat_template: Some(gemma::CHAT_TEMPLATE),
+    spm: SpmFlavor::Gemma,
     gguf,
     #[cfg(feature = "std")]
     hf,

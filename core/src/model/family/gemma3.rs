@@ -2,11 +2,11 @@
 //! global, the others windowed with their own RoPE.
 
 #[cfg(feature = "std")]
-use crate::model::config::RopeSpec;
+use crate::model::parts::RopeSpec;
 #[cfg(feature = "std")]
 use alloc::string::String;
 
-use super::{every_nth_global, gemma, Arch, Attention, Block, Dims, Family};
+use super::{every_nth_global, gemma, Attention, Block, Dims, Family, SpmFlavor};
 #[cfg(feature = "std")]
 use crate::error::Error;
 use crate::error::Result;
@@ -17,12 +17,12 @@ use crate::hf::{
     rope::rope_params,
     window::layer_types,
 };
-use crate::model::config::{inv_freq, RopeStyle, Window};
+use crate::model::parts::{inv_freq, RopeStyle, Window};
 #[cfg(feature = "std")]
 use serde_json::{Map, Value};
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Gemma3,
+    title: "Gemma 3",
     gguf_name: "gemma3",
     hf_names: &["Gemma3ForCausalLM", "gemma3_text", "Gemma3ForConditionalGeneration", "gemma3"],
     hf_defaults: Some(HF_DEFAULTS),
@@ -30,6 +30,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Neox,
     hf_tensors: gemma::HF_TENSORS,
     chat_template: Some(gemma::CHAT_TEMPLATE),
+    spm: SpmFlavor::Gemma,
     gguf,
     #[cfg(feature = "std")]
     hf,

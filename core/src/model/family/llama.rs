@@ -1,17 +1,17 @@
 //! Llama (SmolLM2, TinyLlama, Llama 2/3 and the Llama-shaped models):
 //! the block every other family is told against.
 
-use super::{every_layer, Arch, Attention, Block, Dims, Family};
+use super::{every_layer, Attention, Block, Dims, Family, SpmFlavor};
 use crate::error::Result;
 use crate::gguf::keys::GgufKeys;
 #[cfg(feature = "std")]
 use crate::hf::{fields::Fields, rope::rope, window::window};
 #[cfg(feature = "std")]
-use crate::model::config::RopeSpec;
-use crate::model::config::RopeStyle;
+use crate::model::parts::RopeSpec;
+use crate::model::parts::RopeStyle;
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Llama,
+    title: "Llama",
     gguf_name: "llama",
     hf_names: &["LlamaForCausalLM", "llama"],
     hf_defaults: None,
@@ -20,6 +20,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Adjacent,
     hf_tensors: &[],
     chat_template: None,
+    spm: SpmFlavor::Llama,
     gguf,
     #[cfg(feature = "std")]
     hf,

@@ -2,10 +2,10 @@
 //! it as `llama` (whose GGUF reading it shares); transformers' config
 //! defaults the window to 4096.
 
-use super::{Arch, Block, Family};
+use super::{Block, Family, SpmFlavor};
 #[cfg(feature = "std")]
-use crate::model::config::RopeSpec;
-use crate::model::config::RopeStyle;
+use crate::model::parts::RopeSpec;
+use crate::model::parts::RopeStyle;
 #[cfg(feature = "std")]
 use {
     super::{Attention, Dims},
@@ -14,7 +14,7 @@ use {
 };
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Llama,
+    title: "Mistral",
     gguf_name: "llama",
     hf_names: &["MistralForCausalLM", "mistral"],
     hf_defaults: None,
@@ -22,6 +22,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Adjacent,
     hf_tensors: &[],
     chat_template: None,
+    spm: SpmFlavor::Llama,
     gguf: super::llama::gguf,
     #[cfg(feature = "std")]
     hf,

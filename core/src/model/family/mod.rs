@@ -3,8 +3,8 @@
 //! attention (windows, score scale, softcaps), its block (activation,
 //! norms, embedding scale, fused matrices) and its tensor names — in one
 //! file each. The GGUF and HF parsers read the dimensions every family
-//! shares and ask the family for the rest. Adding a family is its file, a
-//! variant of [`Arch`] and a row of [`FAMILIES`].
+//! shares and ask the family for the rest. Adding a family is its file and
+//! a row of [`FAMILIES`]; its [`Arch`] is the family itself.
 
 mod gemma;
 mod gemma2;
@@ -15,16 +15,16 @@ mod phi3;
 mod qwen2;
 mod qwen3;
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
-pub use super::arch::Arch;
-use super::config::{Act, RopeStyle, Window};
+use super::parts::{Act, RopeStyle, Window};
 use crate::error::{Error, Result};
 use crate::gguf::keys::GgufKeys;
 #[cfg(feature = "std")]
 use crate::hf::fields::Fields;
 #[cfg(feature = "std")]
-use crate::model::config::RopeSpec;
+use crate::model::parts::RopeSpec;
 
 /// Every family, in lookup order (the first with a name wins: Llama's
 /// GGUF name before Mistral's, which llama.cpp writes as `llama` too).
@@ -34,9 +34,10 @@ pub(crate) const FAMILIES: [&Family; 7] =
 /// One family: its names, its block and how its attention is read.
 #[cfg_attr(not(feature = "std"), allow(dead_code))] // the HF side needs std
 pub(crate) struct Family {
-    /// The architecture it loads as.
-    pub arch: Arch,
-    /// GGUF's `general.architecture`.
+    /// Its name in prose ("Gemma 3").
+    pub title: &'static str,
+    /// GGUF's `general.architecture` (two families may share one: Mistral
+    /// converts as `llama`; the first in [`FAMILIES`] reads it).
     pub gguf_name: &'static str,
     /// config.json's `architectures` entries and `model_type`s.
     pub hf_names: &'static [&'static str],
@@ -53,12 +54,28 @@ pub(crate) struct Family {
     pub hf_tensors: &'static [(&'static str, &'static str)],
     /// The chat template a GGUF file of this family without one gets.
     pub chat_template: Option<&'static str>,
+    /// How its SentencePiece vocabulary spells and splits text (GGUF
+    /// files of BPE vocabularies ignore it).
+    pub spm: SpmFlavor,
     /// The attention from GGUF keys and llama.cpp's defaults.
     pub gguf: fn(&GgufKeys, &Dims) -> Result<Attention>,
     /// The RoPE and the attention from config.json and transformers'
     /// defaults.
     #[cfg(feature = "std")]
     pub hf: fn(&Fields, &Dims) -> Result<(RopeSpec, Attention)>,
+}
+
+/// How a family's SentencePiece vocabulary spells and splits its text
+/// (`crate::tokenizer::spm` acts on it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpmFlavor {
+    /// Llama 2, Mistral, TinyLlama...: `▁` put before the text (not after
+    /// a special token), spaces as `▁`, the first space dropped on decode.
+    Llama,
+    /// Gemma: no space put before the text; merges ranked by file order.
+    Gemma,
+    /// Phi-3: `▁` put before every piece of text, special tokens or not.
+    Phi3,
 }
 
 /// A family's transformer block beyond Llama's.
@@ -143,19 +160,50 @@ pub(crate) fn every_nth_global(n_layer: usize, period: usize) -> Vec<bool> {
     (0..n_layer).map(|i| (i + 1) % period != 0).collect()
 }
 
+/// A model architecture tern runs: the family a file names, by its
+/// GGUF name (a Mistral checkpoint is `llama`, as llama.cpp converts it).
+#[derive(Clone, Copy)]
+pub struct Arch(&'static Family);
+
 impl Arch {
     /// The architecture of a GGUF `general.architecture` name.
     pub fn parse(s: &str) -> Result<Arch> {
-        Family::by_gguf_name(s).map(|f| f.arch)
+        Family::by_gguf_name(s).map(Arch)
     }
     /// Its GGUF name.
     pub fn name(self) -> &'static str {
-        self.family().gguf_name
+        self.0.gguf_name
     }
     /// Its family.
     pub(crate) fn family(self) -> &'static Family {
-        // every Arch has a row (the `every_arch_has_a_family` test)
-        FAMILIES.iter().find(|f| f.arch == self).unwrap_or(&FAMILIES[0])
+        self.0
+    }
+}
+
+impl Family {
+    /// Its architecture.
+    pub(crate) fn arch(&'static self) -> Arch {
+        Arch(self)
+    }
+}
+
+impl PartialEq for Arch {
+    fn eq(&self, other: &Arch) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Arch {}
+
+impl core::fmt::Debug for Arch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Arch({:?})", self.name())
+    }
+}
+
+impl core::fmt::Display for Arch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -163,25 +211,41 @@ impl Family {
     /// The family of a GGUF `general.architecture` name.
     pub(crate) fn by_gguf_name(name: &str) -> Result<&'static Family> {
         let found = FAMILIES.iter().find(|f| f.gguf_name == name);
-        found.copied().ok_or_else(|| Error::UnsupportedArch { arch: name.into() })
+        found.copied().ok_or_else(|| unsupported(name))
     }
     /// The family of a config.json architecture or model_type.
     #[cfg(feature = "std")]
     pub(crate) fn by_hf_name(name: &str) -> Result<&'static Family> {
         let found = FAMILIES.iter().find(|f| f.hf_names.contains(&name));
-        found.copied().ok_or_else(|| Error::UnsupportedArch { arch: name.into() })
+        found.copied().ok_or_else(|| unsupported(name))
     }
+}
+
+/// `name` is no family's: the error lists the families there are.
+fn unsupported(name: &str) -> Error {
+    let mut supported = String::from("the ");
+    for (i, f) in FAMILIES.iter().enumerate() {
+        if i > 0 {
+            supported.push_str(if i + 1 == FAMILIES.len() { " and " } else { ", " });
+        }
+        supported.push_str(f.title);
+    }
+    supported.push_str(" families");
+    Error::UnsupportedArch { arch: name.into(), supported }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
 
     #[test]
-    fn every_arch_has_a_family_and_every_name_one_family() {
-        for arch in [Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Gemma2, Arch::Gemma3, Arch::Phi3] {
-            let f = FAMILIES.iter().find(|f| f.arch == arch).expect("a row");
-            assert_eq!(Arch::parse(f.gguf_name), Ok(arch));
+    fn every_family_is_its_arch_and_every_name_one_family() {
+        for f in FAMILIES {
+            // a GGUF name reads as the first family that has it
+            let first = FAMILIES.iter().find(|g| g.gguf_name == f.gguf_name).unwrap();
+            assert_eq!(Arch::parse(f.gguf_name).map(|a| a.family().title), Ok(first.title));
+            assert_eq!(f.arch().name(), f.gguf_name);
         }
         for (i, f) in FAMILIES.iter().enumerate() {
             for n in f.hf_names {
@@ -189,6 +253,11 @@ mod tests {
                 assert_eq!(others.count(), 0, "{n} names two families");
             }
         }
-        assert!(Arch::parse("gpt2").is_err());
+        let err = Arch::parse("gpt2").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unsupported architecture \"gpt2\" (tern runs the Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 and \
+             Phi-3 families)"
+        );
     }
 }

@@ -1,10 +1,10 @@
 //! Phi-3: Llama's block with Q/K/V stored as one matrix and gate/up as
 //! another; partial rotary dims; LongRoPE for the long-context models.
 
-use super::{Arch, Block, Family};
+use super::{Block, Family, SpmFlavor};
 #[cfg(feature = "std")]
-use crate::model::config::RopeSpec;
-use crate::model::config::RopeStyle;
+use crate::model::parts::RopeSpec;
+use crate::model::parts::RopeStyle;
 #[cfg(feature = "std")]
 use {
     super::{Attention, Dims},
@@ -13,7 +13,7 @@ use {
 };
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Phi3,
+    title: "Phi-3",
     gguf_name: "phi3",
     hf_names: &["Phi3ForCausalLM", "phi3"],
     hf_defaults: None,
@@ -21,6 +21,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Neox,
     hf_tensors: &[("attn_qkv.weight", "self_attn.qkv_proj.weight"), ("ffn_up.weight", "mlp.gate_up_proj.weight")],
     chat_template: None,
+    spm: SpmFlavor::Phi3,
     // a sliding window, when the file has one, over every layer
     gguf: super::llama::gguf,
     #[cfg(feature = "std")]

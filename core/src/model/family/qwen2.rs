@@ -1,12 +1,12 @@
 //! Qwen2 / Qwen2.5: Llama's block with Q/K/V biases.
 
-use super::{Arch, Attention, Block, Dims, Family};
+use super::{Attention, Block, Dims, Family, SpmFlavor};
 use crate::error::Result;
 use crate::gguf::keys::GgufKeys;
-use crate::model::config::RopeStyle;
+use crate::model::parts::RopeStyle;
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Qwen2,
+    title: "Qwen2",
     gguf_name: "qwen2",
     hf_names: &["Qwen2ForCausalLM", "qwen2"],
     hf_defaults: None,
@@ -14,6 +14,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Neox,
     hf_tensors: &[],
     chat_template: None,
+    spm: SpmFlavor::Llama,
     gguf,
     #[cfg(feature = "std")]
     hf: super::llama::hf,

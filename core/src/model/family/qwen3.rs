@@ -1,10 +1,10 @@
 //! Qwen3: Llama's block with Q and K normalised per head.
 
-use super::{Arch, Block, Family};
-use crate::model::config::RopeStyle;
+use super::{Block, Family, SpmFlavor};
+use crate::model::parts::RopeStyle;
 
 pub(crate) static FAMILY: Family = Family {
-    arch: Arch::Qwen3,
+    title: "Qwen3",
     gguf_name: "qwen3",
     hf_names: &["Qwen3ForCausalLM", "qwen3"],
     hf_defaults: None,
@@ -12,6 +12,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Neox,
     hf_tensors: &[],
     chat_template: None,
+    spm: SpmFlavor::Llama,
     gguf: super::qwen2::gguf,
     #[cfg(feature = "std")]
     hf: super::llama::hf,
