@@ -3,6 +3,8 @@
 # `gguf` package from PyPI (in a venv under target/), into target/test-models:
 #   tiny-qwen3.gguf         the tiny Qwen3 oracle model written as GGUF
 #   tiny-phi3-bf16.gguf     the tiny Phi-3 (fused matrices, windowed) as GGUF
+#   tiny-{gemma,gemma2,mistral}-bf16.gguf, tiny-phi3-longrope.gguf,
+#   tiny-qwen3-yarn.gguf    the other tiny families' oracles, likewise
 #   qwen2.5-hf-f32/         the Qwen2.5 GGUF dequantized to an HF directory
 #   smollm2-hf-f32/         the same for SmolLM2 (llama: Q/K un-permuted)
 #   ggml-vocab-{llama-spm,phi-3}.gguf(.inp)  llama.cpp's vocabulary-only
@@ -26,6 +28,7 @@ tiny_gguf() { # HF dir, name
 }
 tiny_gguf "$oracle/tiny/tiny-qwen3" tiny-qwen3
 tiny_gguf tests/fixtures/tiny/tiny-phi3-bf16 tiny-phi3-bf16
+tiny_gguf tests/fixtures/tiny/tiny-gemma-bf16 tiny-gemma-bf16
 tiny_gguf tests/fixtures/tiny/tiny-gemma2-bf16 tiny-gemma2-bf16
 tiny_gguf tests/fixtures/tiny/tiny-qwen3-yarn tiny-qwen3-yarn
 tiny_gguf tests/fixtures/tiny/tiny-mistral-bf16 tiny-mistral-bf16

@@ -15,10 +15,11 @@ use tern_core::{Engine, Logits};
 use tern_tests::hfdir::{self, tiny};
 use tern_tests::*;
 
-const TINY: [&str; 14] = [
+const TINY: [&str; 15] = [
     "tiny-qwen2",
     "tiny-qwen3",
     "tiny-llama",
+    "tiny-gemma-bf16",
     "tiny-gemma2",
     "tiny-gemma2-bf16",
     "tiny-gemma3",
@@ -211,6 +212,17 @@ fn qwen3_yarn_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
     let (a, b) = (&g.model.config, &dir.model.config);
     assert!(a.rope_attn_factor > 1.0);
     assert_eq!((&a.rope_inv_freq, a.rope_attn_factor), (&b.rope_inv_freq, b.rope_attn_factor));
+}
+
+/// Gemma (the first): llama.cpp's `gemma` GGUF, norms stored as 1 + w
+/// under Llama's names, head_dim from the key length, no window, no
+/// softcaps; its SentencePiece spelling is Gemma's.
+#[test]
+fn gemma_gguf_from_gguf_py_equals_the_oracle_and_the_hf_directory() {
+    let g = gguf_twin_equals_the_oracle_and_the_hf_directory("tiny-gemma-bf16", "gemma");
+    let c = &g.model.config;
+    assert_eq!((c.head_dim, c.n_head, c.n_embd), (32, 4, 64));
+    assert!(c.window.is_none() && c.attn_softcap.is_none() && c.final_softcap.is_none() && !c.post_norms);
 }
 
 /// Gemma 2: norms stored as 1 + w, every other layer windowed, softcaps

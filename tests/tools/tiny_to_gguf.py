@@ -1,13 +1,15 @@
 """Test-only: write a tiny bf16 or f32 oracle model (an HF directory saved
-by transformers: Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM or
-MistralForCausalLM) as a GGUF file with the `gguf` package (gguf-py), the
-way llama.cpp's converter lays out a qwen3, phi3, gemma2 or llama model:
+by transformers: Qwen3ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM,
+Gemma2ForCausalLM or MistralForCausalLM) as a GGUF file with the `gguf`
+package (gguf-py), the way llama.cpp's converter lays out a qwen3, phi3,
+gemma, gemma2 or llama model:
 matrices kept in their saved dtype, norms in f32; Phi-3's fused qkv_proj
 as attn_qkv and gate_up_proj as ffn_up, its rotated dimensions and sliding
 window as keys, LongRoPE's factors as rope_factors_long/short tensors with
 the original context and attention factor as keys; Gemma 2's norms stored
 as 1 + w, its four norms per layer under their GGUF names, its window and
-softcaps as keys; YaRN as Qwen's converter writes it (type, factor,
+softcaps as keys; Gemma's norms as 1 + w under Llama's names, its
+head_dim as the key length; YaRN as Qwen's converter writes it (type, factor,
 original context); Mistral's Q and K rows permuted for ggml's RoPE, its
 window as `llama.attention.sliding_window`; no tokenizer (the oracle
 models have none).
@@ -53,6 +55,10 @@ GEMMA_LAYER = {
 }
 
 
+# llama.cpp's Gemma converters store norm weights as 1 + w
+GEMMAS = ("gemma", "gemma2")
+
+
 def gguf_name(hf: str, arch: str) -> str:
     if hf in NAMES:
         return NAMES[hf]
@@ -82,6 +88,7 @@ def main(src: str, out: str) -> None:
     src = Path(src)
     cfg = json.loads((src / "config.json").read_text())
     arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2",
+            "GemmaForCausalLM": "gemma",
             "MistralForCausalLM": "llama"}[cfg["architectures"][0]]
     w = gguf.GGUFWriter(out, arch)
     w.add_name(src.name)
@@ -92,7 +99,7 @@ def main(src: str, out: str) -> None:
     w.add_head_count(cfg["num_attention_heads"])
     w.add_head_count_kv(cfg["num_key_value_heads"])
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    if arch in ("qwen3", "gemma2"):
+    if arch in ("qwen3", "gemma", "gemma2"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     if arch == "gemma2":  # llama.cpp's Gemma2 converter: window and softcaps as keys
@@ -129,7 +136,7 @@ def main(src: str, out: str) -> None:
             x = np.frombuffer(data, dtype=np.float32).reshape(shape)
             if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
                 x = permute(x, cfg["num_attention_heads"] if "q_proj" in name else cfg["num_key_value_heads"])
-            w.add_tensor(gguf_name(name, arch), x + np.float32(1) if arch == "gemma2" and len(shape) == 1 else x)
+            w.add_tensor(gguf_name(name, arch), x + np.float32(1) if arch in GEMMAS and len(shape) == 1 else x)
             continue
         bits = np.frombuffer(data, dtype=np.uint16).reshape(shape)
         if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
@@ -137,7 +144,7 @@ def main(src: str, out: str) -> None:
             bits = permute(bits, heads)
         if len(shape) == 1:  # norms in f32, exactly the bf16 values (Gemma's plus 1, in f32)
             norm = (bits.astype(np.uint32) << 16).view(np.float32)
-            w.add_tensor(gguf_name(name, arch), norm + np.float32(1) if arch == "gemma2" else norm)
+            w.add_tensor(gguf_name(name, arch), norm + np.float32(1) if arch in GEMMAS else norm)
         else:
             # raw bytes, one row per row; the writer derives the element shape
             w.add_tensor(gguf_name(name, arch), bits.view(np.uint8).reshape(shape[0], -1),

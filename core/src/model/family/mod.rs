@@ -7,6 +7,7 @@
 //! a row of [`FAMILIES`]; its [`Arch`] is the family itself.
 
 mod gemma;
+mod gemma1;
 mod gemma2;
 mod gemma3;
 mod llama;
@@ -28,8 +29,16 @@ use crate::model::parts::RopeSpec;
 
 /// Every family, in lookup order (the first with a name wins: Llama's
 /// GGUF name before Mistral's, which llama.cpp writes as `llama` too).
-pub(crate) const FAMILIES: [&Family; 7] =
-    [&llama::FAMILY, &mistral::FAMILY, &qwen2::FAMILY, &qwen3::FAMILY, &gemma2::FAMILY, &gemma3::FAMILY, &phi3::FAMILY];
+pub(crate) const FAMILIES: [&Family; 8] = [
+    &llama::FAMILY,
+    &mistral::FAMILY,
+    &qwen2::FAMILY,
+    &qwen3::FAMILY,
+    &gemma1::FAMILY,
+    &gemma2::FAMILY,
+    &gemma3::FAMILY,
+    &phi3::FAMILY,
+];
 
 /// One family: its names, its block and how its attention is read.
 #[cfg_attr(not(feature = "std"), allow(dead_code))] // the HF side needs std
@@ -256,8 +265,8 @@ mod tests {
         let err = Arch::parse("gpt2").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unsupported architecture \"gpt2\" (tern runs the Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3 and \
-             Phi-3 families)"
+            "unsupported architecture \"gpt2\" (tern runs the Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Gemma 3 \
+             and Phi-3 families)"
         );
     }
 }
