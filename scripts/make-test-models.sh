@@ -11,6 +11,7 @@
 #                           GGUFs (Llama 2's and Phi-3's SentencePiece
 #                           vocabularies) and their test strings, from the
 #                           llama-cpp-python 0.3.9 sdist, SHA-256 checked
+#   templates/*.jinja       chat templates of other families (Qwen3's, DeepSeek-R1's)
 # Idempotent: each is made once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,4 +59,23 @@ vocab() { # file sha256
 vocab ggml-vocab-llama-spm.gguf 16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69
 vocab ggml-vocab-llama-spm.gguf.inp ef7a25a263fba141f64a8a842ceb1c572cdb8e1313f592d974f7a06bbd3a4934
 vocab ggml-vocab-phi-3.gguf 967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
+# chat templates of other families (llama.cpp's models/templates, MIT), from
+# the llama-cpp-python 0.3.36 sdist, SHA-256 checked
+template() { # name sha256
+  [ -f "$out/templates/$1.jinja" ] && echo "$2  $out/templates/$1.jinja" | sha256sum --check --status && return
+  mkdir -p "$out/templates"
+  if [ ! -f "$out/llama-cpp-python-0.3.36.tar.gz" ]; then
+    curl -sSfL -o "$out/llama-cpp-python-0.3.36.tar.gz.part" \
+      https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-0.3.36.tar.gz
+    echo "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e  $out/llama-cpp-python-0.3.36.tar.gz.part" \
+      | sha256sum --check --status || { echo "sha256 mismatch for the llama-cpp-python 0.3.36 sdist" >&2; exit 1; }
+    mv "$out/llama-cpp-python-0.3.36.tar.gz.part" "$out/llama-cpp-python-0.3.36.tar.gz"
+  fi
+  tar -xzf "$out/llama-cpp-python-0.3.36.tar.gz" -O "llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates/$1.jinja" \
+    > "$out/templates/$1.jinja.part"
+  echo "$2  $out/templates/$1.jinja.part" | sha256sum --check --status || { echo "sha256 mismatch for $1" >&2; exit 1; }
+  mv "$out/templates/$1.jinja.part" "$out/templates/$1.jinja"
+}
+template Qwen-Qwen3-0.6B 87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5
+template deepseek-ai-DeepSeek-R1-Distill-Qwen-32B bbe594884b44d740667ee65a70bc8d333a565eab3d63ea59f291ea73ada84ba6
 echo "test models in $out"

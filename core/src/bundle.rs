@@ -85,6 +85,14 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         self.template.as_ref().map_err(Clone::clone)
     }
 
+    /// Use `source` as the chat template instead of the files' own (as
+    /// llama.cpp's `--chat-template-file`); an error if it does not
+    /// compile or the model has no tokenizer.
+    pub fn set_chat_template(&mut self, source: &str) -> Result<()> {
+        self.template = Ok(ChatTemplate::with_source(self.tokenizer()?, source)?);
+        Ok(())
+    }
+
     /// The grammar compiler for this model's vocabulary, built on first use
     /// (about half a second for a 150k-token vocabulary; then shared).
     pub fn grammar(&self) -> Result<&GrammarCompiler> {

@@ -43,6 +43,42 @@ impl Message {
     }
 }
 
+/// Variables a request adds to a template's (`chat_template_kwargs`).
+pub type TemplateKwargs = serde_json::Map<String, serde_json::Value>;
+
+/// The variables the rendering sets itself, which kwargs may not.
+pub const RESERVED: [&str; 5] = ["messages", "add_generation_prompt", "bos_token", "eos_token", "tools"];
+
+/// The most bytes a request's template variables may take (as JSON).
+pub const MAX_KWARGS_BYTES: usize = 64 << 10;
+
+/// Template variables a stranger sent, bounded: no reserved name, at most
+/// [`MAX_KWARGS_BYTES`].
+pub(crate) fn check_kwargs(k: &TemplateKwargs) -> Result<()> {
+    let bad = |what: String| Error::InvalidField { field: "chat_template_kwargs".into(), what };
+    if let Some(r) = RESERVED.iter().find(|r| k.contains_key(**r)) {
+        return Err(bad(alloc::format!("{r} is set by the request itself, not by chat_template_kwargs")));
+    }
+    let n = serde_json::to_string(k).map_or(usize::MAX, |s| s.len());
+    if n > MAX_KWARGS_BYTES {
+        return Err(bad(alloc::format!("{n} bytes of template variables (at most {MAX_KWARGS_BYTES})")));
+    }
+    Ok(())
+}
+
+/// How one turn is rendered and tokenized ([`ChatTemplate::encode_turn`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Turn<'a> {
+    /// Open the assistant's turn.
+    pub add_generation_prompt: bool,
+    /// Control-token strings in content are control tokens.
+    pub content_specials: bool,
+    /// OpenAI's tool definitions for the template to render.
+    pub tools: Option<&'a serde_json::Value>,
+    /// More template variables.
+    pub kwargs: Option<&'a TemplateKwargs>,
+}
+
 /// Instructions a rendering may run: a long conversation takes ~100 a
 /// message; a template looping 10^10 times stops here (~0.3 s).
 const MAX_FUEL: u64 = 10_000_000;
@@ -144,16 +180,38 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         tools: Option<&serde_json::Value>,
     ) -> Result<String> {
+        self.render_with(messages, add_generation_prompt, tools, None)
+    }
+
+    /// [`ChatTemplate::render`] with more variables for the template
+    /// (`chat_template_kwargs`: `enable_thinking`, `reasoning_effort`, …);
+    /// the names the rendering sets itself ([`RESERVED`]) are refused.
+    pub fn render_with(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+        tools: Option<&serde_json::Value>,
+        kwargs: Option<&TemplateKwargs>,
+    ) -> Result<String> {
         let t = self.env.get_template("chat").map_err(template_err)?;
         let tools = tools.map(|t| minijinja::Value::from(Serde(t)));
+        let extra = match kwargs {
+            Some(k) => {
+                check_kwargs(k)?;
+                minijinja::Value::from(Serde(k))
+            }
+            None => minijinja::Value::from(()),
+        };
         let ctx = context! {
             messages => Serde(messages),
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos_token.as_str(),
             eos_token => self.eos_token.as_str(),
             tools => tools,
+            ..extra
         };
-        let content: usize = messages.iter().map(|m| m.content.len() + m.role.len()).sum();
+        let kwargs_bytes = kwargs.map_or(0, |k| serde_json::to_string(k).map_or(0, |s| s.len()));
+        let content: usize = messages.iter().map(|m| m.content.len() + m.role.len()).sum::<usize>() + kwargs_bytes;
         let mut out = Capped { out: Vec::new(), max: MAX_OUTPUT.max(content.saturating_mul(2)) };
         match t.render_captured_to(ctx, &mut out) {
             Ok(_) => {}
@@ -178,8 +236,19 @@ impl ChatTemplate {
             .chat_template
             .as_deref()
             .ok_or_else(|| Error::Template { detail: "the model has no chat template".into() })?;
+        ChatTemplate::with_source(tok, src)
+    }
+
+    /// `source` as a template for this tokenizer's model, printing its
+    /// BOS/EOS strings.
+    pub fn with_source(tok: &Tokenizer, source: &str) -> Result<ChatTemplate> {
         let name = |id: Option<u32>| id.and_then(|i| tok.token_str(i)).unwrap_or_default();
-        ChatTemplate::new(src, &name(tok.bos), &name(tok.eos))
+        ChatTemplate::new(source, &name(tok.bos), &name(tok.eos))
+    }
+
+    /// Its Jinja source.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// Token ids of the rendered conversation (BOS as the model asks).
@@ -210,16 +279,26 @@ impl ChatTemplate {
         content_specials: bool,
         tools: Option<&serde_json::Value>,
     ) -> Result<Vec<u32>> {
+        let turn = Turn { add_generation_prompt, content_specials, tools, kwargs: None };
+        self.encode_turn(tok, messages, &turn).map(|(ids, _)| ids)
+    }
+
+    /// Token ids of the rendered conversation, and the rendering (its
+    /// control tokens as the template wrote them), as `turn` asks.
+    pub fn encode_turn(&self, tok: &Tokenizer, messages: &[Message], turn: &Turn) -> Result<(Vec<u32>, String)> {
+        let Turn { add_generation_prompt, content_specials, tools, kwargs } = *turn;
         if tools.is_some() {
             self.check_tool_calls()?;
         }
         if content_specials {
-            return tok.encode(self.once_bos(tok, &self.render(messages, add_generation_prompt, tools)?), true);
+            let text = self.render_with(messages, add_generation_prompt, tools, kwargs)?;
+            return Ok((tok.encode(self.once_bos(tok, &text), true)?, text));
         }
         let mut esc = tok.escaper();
         let escaped: Vec<Message> =
             messages.iter().map(|m| Message { content: esc.escape(&m.content), ..m.clone() }).collect();
-        esc.encode(self.once_bos(tok, &self.render(&escaped, add_generation_prompt, tools)?), true)
+        let text = self.render_with(&escaped, add_generation_prompt, tools, kwargs)?;
+        Ok((esc.encode(self.once_bos(tok, &text), true)?, text))
     }
 
     /// The rendering without the template's own BOS when the tokenizer adds

@@ -47,6 +47,8 @@ mod model;
 mod parallel;
 mod perplexity;
 #[cfg(feature = "std")]
+mod reasoning;
+#[cfg(feature = "std")]
 mod request;
 pub mod runtime;
 mod sampler;
@@ -64,7 +66,7 @@ pub use backend::quant::GgmlType;
 #[cfg(feature = "std")]
 pub use bundle::{Bundle, Source};
 #[cfg(feature = "std")]
-pub use chat::{ChatTemplate, Message};
+pub use chat::{ChatTemplate, Message, TemplateKwargs, Turn};
 #[cfg(feature = "std")]
 pub use conversation::{Conversation, Overflow};
 #[cfg(feature = "std")]
@@ -83,6 +85,8 @@ pub use model::{
     MAX_CTX,
 };
 pub use perplexity::{perplexity, Perplexity};
+#[cfg(feature = "std")]
+pub use reasoning::{Parts, Reasoning, ReasoningFormat, ReasoningSplit, ThinkMarkers, THINK_MARKERS};
 #[cfg(feature = "std")]
 pub use request::{Prepared, Prompt, Request, MAX_STOPS};
 pub use sampler::{SamplerConfig, Sampling};

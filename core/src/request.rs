@@ -21,11 +21,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bundle::Bundle;
-use crate::chat::Message;
+use crate::chat::{Message, TemplateKwargs, Turn};
 use crate::error::{Error, Result};
 use crate::generate::{Clock, Constraint, GenerateConfig, Generation, MAX_TOP_LOGPROBS};
 use crate::grammar::Grammar;
 use crate::hf::GenerationDefaults;
+use crate::reasoning::{markers_in, Reasoning, ReasoningFormat};
 pub use crate::sampler::Sampling;
 use crate::tools::{ToolChoice, ToolRequest};
 
@@ -87,7 +88,19 @@ pub struct Request {
     /// Control-token strings in messages are control tokens (else text).
     #[serde(default)]
     pub content_specials: bool,
+    /// More variables for the chat template (`enable_thinking`, …).
+    #[serde(default)]
+    pub chat_template_kwargs: Option<TemplateKwargs>,
+    /// OpenAI's `reasoning_effort`, given to templates that read it.
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+    /// How a chat reply's thinking block is returned.
+    #[serde(default)]
+    pub reasoning_format: ReasoningFormat,
 }
+
+/// The values `reasoning_effort` takes (OpenAI's).
+pub const REASONING_EFFORTS: [&str; 5] = ["none", "minimal", "low", "medium", "high"];
 
 impl Request {
     /// A request to continue `prompt`, everything else the default.
@@ -105,7 +118,20 @@ impl Request {
             parallel_tool_calls: None,
             logprobs: None,
             content_specials: false,
+            chat_template_kwargs: None,
+            reasoning_effort: None,
+            reasoning_format: ReasoningFormat::Auto,
         }
+    }
+
+    /// The template's variables: `chat_template_kwargs`, and
+    /// `reasoning_effort` when given.
+    pub fn template_kwargs(&self) -> Option<TemplateKwargs> {
+        let mut k = self.chat_template_kwargs.clone();
+        if let Some(e) = &self.reasoning_effort {
+            k.get_or_insert_with(Default::default).entry("reasoning_effort").or_insert(e.as_str().into());
+        }
+        k
     }
 
     /// The JSON form (the field names above): an [`Error::InvalidField`]
@@ -159,6 +185,13 @@ impl Request {
         if self.stop.len() > MAX_STOPS {
             return Err(field("stop", alloc::format!("{} stop strings (at most {MAX_STOPS})", self.stop.len())));
         }
+        if let Some(k) = &self.chat_template_kwargs {
+            crate::chat::check_kwargs(k)?;
+        }
+        if let Some(e) = self.reasoning_effort.as_deref().filter(|e| !REASONING_EFFORTS.contains(e)) {
+            let what = alloc::format!("{e:?} is not one of {}", REASONING_EFFORTS.join(", "));
+            return Err(field("reasoning_effort", what));
+        }
         if let Some(n) = self.logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
             return Err(field("logprobs", alloc::format!("{n} top logprobs (at most {MAX_TOP_LOGPROBS})")));
         }
@@ -185,6 +218,9 @@ pub struct Prepared {
     pub constraint: Option<Box<dyn Constraint>>,
     /// The tools the model may call (its calls are to be parsed out).
     pub tools: Option<ToolRequest>,
+    /// Where a chat reply's thinking block is (None: the template has
+    /// none, the prompt is not chat, or `reasoning_format` is `none`).
+    pub reasoning: Option<Reasoning>,
 }
 
 impl Prepared {
@@ -209,6 +245,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// `max_tokens` None is all the context has room for.
     pub fn prepare(&self, req: &Request, n_ctx: Option<usize>) -> Result<Prepared> {
         let tools = req.check(self.model.config.n_vocab, &self.defaults)?;
+        let mut reasoning = None;
         let prompt = match &req.prompt {
             Prompt::Ids(ids) => ids.clone(),
             Prompt::Text(t) => self.tokenizer().map_err(|e| field("prompt", e.to_string()))?.encode(t, true)?,
@@ -216,11 +253,36 @@ impl<B: AsRef<[u8]>> Bundle<B> {
                 let tok = self.tokenizer().map_err(|e| field("messages", e.to_string()))?;
                 let t = self.template().map_err(|e| field("messages", e.to_string()))?;
                 let defs = tools.as_ref().map(|t| &t.defs);
+                let kwargs = req.template_kwargs();
+                let turn = Turn {
+                    add_generation_prompt: true,
+                    content_specials: req.content_specials,
+                    tools: defs,
+                    kwargs: kwargs.as_ref(),
+                };
                 let k = if defs.is_some() { "tools" } else { "messages" };
-                t.encode_with_tools(tok, msgs, true, req.content_specials, defs).map_err(|e| field(k, e.to_string()))?
+                let (ids, rendered) = t.encode_turn(tok, msgs, &turn).map_err(|e| match e {
+                    e @ Error::InvalidField { .. } => e,
+                    e => field(k, e.to_string()),
+                })?;
+                reasoning = self.reasoning(req.reasoning_format, &rendered);
+                ids
             }
         };
-        self.finish(req, prompt, tools, n_ctx)
+        let mut p = self.finish(req, prompt, tools, n_ctx)?;
+        p.reasoning = reasoning;
+        Ok(p)
+    }
+
+    /// Where a reply to a prompt rendered as `rendered` thinks, for a
+    /// request asking `format`.
+    pub fn reasoning(&self, format: ReasoningFormat, rendered: &str) -> Option<Reasoning> {
+        let t = self.template().ok()?;
+        let markers = markers_in(|m| t.source_has(m))?;
+        match format {
+            ReasoningFormat::None => None,
+            f => Some(Reasoning::of(markers, rendered, f == ReasoningFormat::DeepseekLegacy)),
+        }
     }
 
     /// [`Bundle::prepare`] for a prompt the caller rendered itself (a
@@ -278,6 +340,6 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             ignore_eos: req.ignore_eos,
             logprobs: req.logprobs,
         };
-        Ok(Prepared { prompt, cfg, constraint, tools })
+        Ok(Prepared { prompt, cfg, constraint, tools, reasoning: None })
     }
 }

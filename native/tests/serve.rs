@@ -1062,3 +1062,85 @@ fn rerank_as_tern_rerank_scores() {
     assert_eq!(status, 400, "{e}");
     assert!(e.contains("--rerank-model"), "{e}");
 }
+
+fn test_template(name: &str) -> String {
+    let p = root().join("target/test-models/templates").join(format!("{name}.jinja"));
+    assert!(p.exists(), "{} is missing: run scripts/make-test-models.sh (scripts/test.sh does)", p.display());
+    p.display().to_string()
+}
+
+/// Qwen3's own chat template (llama.cpp's copy) on SmolLM2, whose ChatML
+/// tokens it shares: a reply held by a grammar to a thinking block and an
+/// answer comes back with `reasoning_content` apart, whole and streamed,
+/// through the openai client; `reasoning_format: none` leaves it inline;
+/// `enable_thinking: false` reaches the template (its empty block makes
+/// the prompt longer); SmolLM2's own template, which has no thinking
+/// block, leaves the same reply as it was.
+#[test]
+fn reasoning_content_comes_apart_where_the_template_thinks() {
+    let qwen3 = test_template("Qwen-Qwen3-0.6B");
+    let srv = Server::start(&["--chat-template", &qwen3]);
+    let r = python(&["reasoning", &srv.base()]);
+    let (reasoning, content) = (r["reasoning"].as_str().unwrap(), r["content"].as_str().unwrap());
+    assert!(!reasoning.is_empty() && !reasoning.contains("think") && reasoning == reasoning.trim(), "{r}");
+    assert!(
+        content.ends_with('.') && !content.contains("think") && content.chars().next().unwrap().is_uppercase(),
+        "{r}"
+    );
+    assert_eq!((r["stream_reasoning"].as_str(), r["stream_content"].as_str()), (Some(reasoning), Some(content)), "{r}");
+    let inline = r["inline"].as_str().unwrap();
+    assert!(
+        inline.starts_with(&format!("<think>\n{reasoning}")) && inline.ends_with(&format!("</think>\n\n{content}")),
+        "{r}"
+    );
+    assert!(r["inline_reasoning"].is_null(), "{r}");
+    // "<think>\n\n</think>\n\n" added by enable_thinking false
+    assert!(r["off_prompt_tokens"].as_u64().unwrap() > r["prompt_tokens"].as_u64().unwrap(), "{r}");
+    assert_eq!(r["effort_content"].as_str(), Some(content), "{r}");
+
+    // field errors name the field
+    let bad = |body: &str, field: &str| {
+        let (status, b) = srv.call("POST", "/v1/chat/completions", &[], body);
+        assert!(status == 400 && b.contains(&format!("\"param\":\"{field}\"")), "{body}: {status} {b}");
+    };
+    let msgs = r#""messages":[{"role":"user","content":"hi"}]"#;
+    bad(&format!(r#"{{{msgs},"chat_template_kwargs":{{"messages":[]}}}}"#), "chat_template_kwargs");
+    bad(&format!(r#"{{{msgs},"chat_template_kwargs":[1]}}"#), "chat_template_kwargs");
+    bad(&format!(r#"{{{msgs},"reasoning_effort":"extreme"}}"#), "reasoning_effort");
+    bad(&format!(r#"{{{msgs},"reasoning_format":"hidden"}}"#), "reasoning_format");
+    drop(srv);
+
+    // a template without a thinking block: the same text stays content
+    let srv = Server::start(&[]);
+    let body = r#"{"messages":[{"role":"user","content":"What is two and two?"}],"max_tokens":48,"temperature":0,
+        "grammar":"root ::= \"<think>\\n\" [a-z ]{3,24} \"\\n</think>\\n\\n\" [A-Z] [a-z]{2,8} \".\""}"#;
+    let (status, b) = srv.call("POST", "/v1/chat/completions", &[], body);
+    let v: Value = serde_json::from_str(&b).unwrap();
+    let m = &v["choices"][0]["message"];
+    assert!(status == 200 && m["content"].as_str().unwrap().starts_with("<think>\n"), "{b}");
+    assert!(m.get("reasoning_content").is_none(), "{b}");
+}
+
+/// --reasoning-budget takes llama-server's two values; 0 tells the
+/// template `enable_thinking: false`.
+#[test]
+fn reasoning_budget_zero_turns_thinking_off_in_the_template() {
+    let qwen3 = test_template("Qwen-Qwen3-0.6B");
+    let body = r#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"temperature":0}"#;
+    let prompt_tokens = |args: &[&str]| {
+        let srv = Server::start(args);
+        let (status, b) = srv.call("POST", "/v1/chat/completions", &[], body);
+        assert_eq!(status, 200, "{b}");
+        serde_json::from_str::<Value>(&b).unwrap()["usage"]["prompt_tokens"].as_u64().unwrap()
+    };
+    let on = prompt_tokens(&["--chat-template", &qwen3]);
+    let off = prompt_tokens(&["--chat-template", &qwen3, "--reasoning-budget", "0"]);
+    let kwargs = prompt_tokens(&["--chat-template", &qwen3, "--chat-template-kwargs", r#"{"enable_thinking":false}"#]);
+    assert!(off > on && off == kwargs, "{on} {off} {kwargs}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["serve", "-m", &smollm2(), "--reasoning-budget", "100"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("-1 (unrestricted) or 0 (off)"), "{err}");
+}

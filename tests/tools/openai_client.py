@@ -14,6 +14,12 @@
     python openai_client.py embeddings BASE_URL
         /v1/embeddings: base64 (the client's default) and float, dimensions,
         token-id input, bad inputs; prints one JSON object
+    python openai_client.py reasoning BASE_URL
+        a server whose chat template thinks (<think>…</think>): a reply held
+        to a thinking block and an answer by a regex, whole and streamed
+        (reasoning_content apart, as llama-server), with
+        chat_template_kwargs, reasoning_effort and reasoning_format through
+        extra_body; prints one JSON object
     python openai_client.py load_chat BASE_URL N TOKENS SCHEMA.json|-
         N chat requests at once as streams, under a JSON Schema (or free);
         prints throughput, TTFT p50 and how many replies are whole JSON
@@ -58,6 +64,33 @@ def basic(base: str) -> None:
         "completion": comp.choices[0].text, "completion_stream": "".join(texts), "stream_usage": stream_usage,
         "stopped": stopped.choices[0].text, "stopped_finish": stopped.choices[0].finish_reason,
         "seeded": seeded, "models": models,
+    }))
+
+
+def reasoning(base: str) -> None:
+    c = OpenAI(base_url=base, api_key="unused")
+    msgs = [{"role": "user", "content": "What is two and two?"}]
+    # the reply's shape held by a regex, its words the model's
+    shape = {"grammar": 'root ::= "<think>\\n" [a-z ]{3,24} "\\n</think>\\n\\n" [A-Z] [a-z]{2,8} "."'}
+    kw = dict(model="tern", messages=msgs, max_tokens=48, temperature=0)
+    whole = c.chat.completions.create(**kw, extra_body=shape)
+    r, t = [], []
+    for ch in c.chat.completions.create(**kw, stream=True, extra_body=shape):
+        if ch.choices:
+            d = ch.choices[0].delta
+            r.append((d.model_extra or {}).get("reasoning_content") or "")
+            t.append(d.content or "")
+    inline = c.chat.completions.create(**kw, extra_body=dict(shape, reasoning_format="none"))
+    off = c.chat.completions.create(**kw, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    effort = c.chat.completions.create(**kw, reasoning_effort="low", extra_body=shape)
+    m = whole.choices[0].message
+    print(json.dumps({
+        "reasoning": (m.model_extra or {}).get("reasoning_content"), "content": m.content,
+        "stream_reasoning": "".join(r), "stream_content": "".join(t),
+        "inline": inline.choices[0].message.content,
+        "inline_reasoning": (inline.choices[0].message.model_extra or {}).get("reasoning_content"),
+        "prompt_tokens": whole.usage.prompt_tokens, "off_prompt_tokens": off.usage.prompt_tokens,
+        "effort_content": effort.choices[0].message.content,
     }))
 
 
@@ -247,6 +280,8 @@ if __name__ == "__main__":
         structured(sys.argv[2])
     elif sys.argv[1] == "tools":
         tools(sys.argv[2])
+    elif sys.argv[1] == "reasoning":
+        reasoning(sys.argv[2])
     elif sys.argv[1] == "embeddings":
         embeddings(sys.argv[2])
     elif sys.argv[1] == "load_chat":

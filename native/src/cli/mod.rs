@@ -12,6 +12,7 @@ mod rerank;
 mod run;
 mod sampling;
 mod serve;
+mod template_args;
 
 use std::path::PathBuf;
 
@@ -101,6 +102,8 @@ impl LoadArgs {
         fetcher.get(self.model.as_deref().unwrap_or(tern::fetch::known::QWEN.names[0]))
     }
 }
+
+pub use template_args::TemplateArgs;
 
 fn parse_quant(s: &str) -> std::result::Result<tern_core::backend::quant::GgmlType, String> {
     match s.to_ascii_lowercase().as_str() {

@@ -6,6 +6,8 @@ use tern::Result;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
+    #[command(flatten)]
+    template: super::TemplateArgs,
     /// Address to listen on (loopback unless --allow-remote)
     #[arg(long, default_value = "127.0.0.1")]
     host: std::net::IpAddr,
@@ -80,7 +82,8 @@ pub struct Args {
 #[cfg(feature = "serve")]
 pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
-    let lm = super::load(&path, &a.load)?;
+    let mut lm = super::load(&path, &a.load)?;
+    a.template.apply(&mut lm)?;
     // (their forward passes run on the engine thread's workers)
     let load = |dir: &Option<std::path::PathBuf>, pooling| -> Result<Option<tern::Embedder>> {
         dir.as_ref().map(|d| Ok(tern::Embedder::load_with(d, pooling)?.with_threads(1))).transpose()
@@ -110,6 +113,8 @@ pub fn run(a: Args) -> Result<()> {
         prefix_cache: !a.no_prefix_cache,
         embedding_model_id,
         rerank_model_id,
+        reasoning_format: a.template.reasoning_format(),
+        chat_template_kwargs: a.template.kwargs(),
     };
     tern::serve::serve(lm, embedder, reranker, o)
 }

@@ -59,6 +59,8 @@ pub struct App {
     /// Renderings and tokenizations running at once (one per core).
     prep: Semaphore,
     content_specials: bool,
+    reasoning_format: tern_core::ReasoningFormat,
+    template_kwargs: Option<tern_core::TemplateKwargs>,
     max_connections: usize,
     read_timeout: Duration,
     next_id: AtomicU64,
@@ -95,6 +97,8 @@ impl App {
             drain: o.drain,
             prep: Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
             content_specials: o.content_specials,
+            reasoning_format: o.reasoning_format,
+            template_kwargs: o.chat_template_kwargs.clone(),
             max_connections: o.max_connections,
             read_timeout: o.read_timeout,
             next_id: AtomicU64::new(1),
@@ -172,7 +176,7 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     };
     drop(bytes);
     let (stream_on, include_usage, tools_on) = (req.stream, req.include_usage, req.tools_on);
-    let Prepared { prompt, cfg, constraint, .. } = match prepare(app.clone(), req, chat).await {
+    let Prepared { prompt, cfg, constraint, reasoning, .. } = match prepare(app.clone(), req, chat).await {
         Ok(p) => p,
         Err(e) => return error(e),
     };
@@ -184,10 +188,11 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     }
     let n = app.next_id.fetch_add(1, Relaxed);
     let id = format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" });
+    let reply = Reply { id, chat, tools: tools_on, reasoning };
     if stream_on {
-        stream(app.clone(), admitted, rx, id, chat, tools_on, include_usage)
+        stream(app.clone(), admitted, rx, reply, include_usage)
     } else {
-        whole(app.clone(), admitted, rx, id, chat, tools_on).await
+        whole(app.clone(), admitted, rx, reply).await
     }
 }
 
@@ -324,6 +329,14 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> std::result::R
 async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Result<Prepared, ApiError> {
     let work = app.clone();
     req.core.content_specials = app.content_specials;
+    req.core.reasoning_format = req.reasoning_format.unwrap_or(app.reasoning_format);
+    if let Some(server) = &app.template_kwargs {
+        // the request's variables over the server's
+        let mine = req.core.chat_template_kwargs.take().unwrap_or_default();
+        let mut k = server.clone();
+        k.extend(mine);
+        req.core.chat_template_kwargs = Some(k);
+    }
     blocking(&app, move || {
         work.lm.prepare(&req.core, Some(work.ctx)).map_err(|e| match e {
             tern_core::Error::ContextFull { n_ctx, needed } => {
@@ -347,24 +360,33 @@ async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Re
     .await
 }
 
-/// The answer's envelope.
-fn envelope<'a>(app: &'a App, id: &'a str, chat: bool, tools: bool) -> Envelope<'a> {
-    Envelope { id, created: unix_now(), model: &app.model_id, chat, tok: app.lm.tokenizer.as_ref(), tools }
-}
-
-async fn whole(
-    app: Arc<App>,
-    _admitted: Admitted,
-    mut rx: mpsc::UnboundedReceiver<Update>,
+/// What shapes one answer: its id, endpoint, tools and thinking block.
+struct Reply {
     id: String,
     chat: bool,
     tools: bool,
-) -> Response {
+    reasoning: Option<tern_core::Reasoning>,
+}
+
+/// The answer's envelope.
+fn envelope<'a>(app: &'a App, reply: &'a Reply) -> Envelope<'a> {
+    Envelope {
+        id: &reply.id,
+        created: unix_now(),
+        model: &app.model_id,
+        chat: reply.chat,
+        tok: app.lm.tokenizer.as_ref(),
+        tools: reply.tools,
+        reasoning: reply.reasoning.filter(|_| reply.chat),
+    }
+}
+
+async fn whole(app: Arc<App>, _admitted: Admitted, mut rx: mpsc::UnboundedReceiver<Update>, reply: Reply) -> Response {
     while let Some(u) = rx.recv().await {
         match u {
             Update::Token { .. } => {}
             Update::Done(r) => {
-                return Json(envelope(&app, &id, chat, tools).response(&r)).into_response();
+                return Json(envelope(&app, &reply).response(&r)).into_response();
             }
             Update::Error(e) => return error(ApiError::new(500, "server_error", e)),
         }
@@ -376,46 +398,59 @@ fn stream(
     app: Arc<App>,
     admitted: Admitted,
     mut rx: mpsc::UnboundedReceiver<Update>,
-    id: String,
-    chat: bool,
-    tools: bool,
+    reply: Reply,
     usage: bool,
 ) -> Response {
     let (tx, out) = mpsc::channel::<std::result::Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let _admitted = admitted;
-        let env = envelope(&app, &id, chat, tools);
-        // with tools, text is held back from where a call could begin
+        let env = envelope(&app, &reply);
+        let tools = reply.tools && reply.chat;
+        // the thinking block apart; with tools, content is held back from
+        // where a call could begin
+        let mut split = env.reasoning.map(|r| r.splitter());
         let (mut all, mut sent) = (String::new(), 0);
         let send = |v: Value| tx.send(Ok(Event::default().data(v.to_string())));
-        if chat && send(env.chunk(None, None, None)).await.is_err() {
+        if reply.chat && send(env.chunk(None, None)).await.is_err() {
             return;
         }
         while let Some(u) = rx.recv().await {
             let ok = match u {
-                Update::Token { text, logprob } if tools => {
-                    all.push_str(&text);
-                    let upto = streamable(&all).max(sent);
+                Update::Token { text, logprob } => {
+                    let parts = match &mut split {
+                        Some(s) => s.push(&text),
+                        None => tern_core::Parts { reasoning: String::new(), content: text },
+                    };
+                    all.push_str(&parts.content);
+                    let upto = if tools { streamable(&all).max(sent) } else { all.len() };
                     let delta = &all[sent..upto];
                     sent = upto;
-                    match (delta.is_empty(), &logprob) {
-                        (true, None) => true,
-                        _ => send(env.chunk(Some(delta), logprob.as_ref(), None)).await.is_ok(),
+                    let mut ok = true;
+                    let mut lp = logprob.as_ref();
+                    if !parts.reasoning.is_empty() {
+                        ok = send(env.reasoning_chunk(&parts.reasoning, lp.take())).await.is_ok();
                     }
+                    if ok && (!delta.is_empty() || lp.is_some()) {
+                        ok = send(env.chunk(Some(delta), lp)).await.is_ok();
+                    }
+                    ok
                 }
-                Update::Token { text, logprob } => send(env.chunk(Some(&text), logprob.as_ref(), None)).await.is_ok(),
                 Update::Done(r) => {
-                    if tools {
-                        let (_, calls) = env.calls(&r);
-                        let rest = if calls.is_empty() { &all[sent..] } else { "" };
-                        if !rest.is_empty() {
-                            let _ = send(env.chunk(Some(rest), None, None)).await;
+                    if let Some(parts) = split.as_mut().map(|s| s.finish()) {
+                        if !parts.reasoning.is_empty() {
+                            let _ = send(env.reasoning_chunk(&parts.reasoning, None)).await;
                         }
-                        if !calls.is_empty() {
-                            let _ = send(env.tool_calls_chunk(&calls)).await;
-                        }
+                        all.push_str(&parts.content);
                     }
-                    let _ = send(env.chunk(None, None, Some(&r))).await;
+                    let calls = if tools { env.calls_in(&all).1 } else { Vec::new() };
+                    let rest = if calls.is_empty() { &all[sent..] } else { "" };
+                    if !rest.is_empty() {
+                        let _ = send(env.chunk(Some(rest), None)).await;
+                    }
+                    if !calls.is_empty() {
+                        let _ = send(env.tool_calls_chunk(&calls)).await;
+                    }
+                    let _ = send(env.end_chunk(&r, &calls)).await;
                     if usage {
                         let _ = send(env.usage_chunk(&r)).await;
                     }

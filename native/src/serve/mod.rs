@@ -71,6 +71,13 @@ pub struct ServeOptions {
     pub embedding_model_id: Option<String>,
     /// The name `/v1/models` gives the reranking model, if one is served.
     pub rerank_model_id: Option<String>,
+    /// How chat replies' thinking blocks are returned unless a request
+    /// says (`reasoning_format`).
+    pub reasoning_format: tern_core::ReasoningFormat,
+    /// Template variables every chat request gets under its own
+    /// `chat_template_kwargs` (llama-server's `--chat-template-kwargs`;
+    /// `--reasoning-budget 0` adds `enable_thinking: false`).
+    pub chat_template_kwargs: Option<tern_core::TemplateKwargs>,
 }
 
 /// Limits on the server's sizes (each far past what one machine serves).

@@ -9,7 +9,7 @@ use tern_core::Message;
 use tern_core::Tokenizer;
 use tern_core::{parse_tool_calls, runtime::calls_json, runtime::message_tool_calls, ToolCall};
 use tern_core::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
-use tern_core::{Prompt, Request as CoreRequest};
+use tern_core::{Prompt, Reasoning, ReasoningFormat, Request as CoreRequest};
 
 pub use super::api_error::ApiError;
 
@@ -27,6 +27,8 @@ pub struct Request {
     pub grammar_field: Option<&'static str>,
     /// Tools the reply may call (its calls are parsed out).
     pub tools_on: bool,
+    /// `reasoning_format`, if the request gave one (else the server's).
+    pub reasoning_format: Option<ReasoningFormat>,
 }
 
 fn top_count(v: &Value, k: &str) -> Result<usize, ApiError> {
@@ -142,6 +144,7 @@ impl Request {
             include_usage: false,
             grammar_field: None,
             tools_on: false,
+            reasoning_format: None,
         };
         let mut want_logprobs = false;
         let mut top = None;
@@ -216,6 +219,21 @@ impl Request {
                     one_grammar(&mut r, g, "grammar")?;
                 }
                 "json_schema" | "grammar" => {}
+                "chat_template_kwargs" if chat => {
+                    let o =
+                        v.as_object().ok_or_else(|| ApiError::invalid(k, "chat_template_kwargs must be an object"))?;
+                    r.core.chat_template_kwargs = Some(o.clone());
+                }
+                "reasoning_effort" => {
+                    let e = v.as_str().ok_or_else(|| ApiError::invalid(k, "reasoning_effort must be a string"))?;
+                    r.core.reasoning_effort = Some(e.into());
+                }
+                "reasoning_format" => {
+                    let f = v.as_str().and_then(ReasoningFormat::parse).ok_or_else(|| {
+                        ApiError::invalid(k, format!("reasoning_format must be one of {}", ReasoningFormat::NAMES))
+                    })?;
+                    r.reasoning_format = Some(f);
+                }
                 "tools" | "tool_choice" | "functions" | "echo" | "best_of" | "suffix" => {
                     return Err(ApiError::invalid(k, format!("{k} is not supported")))
                 }
@@ -281,6 +299,8 @@ pub(crate) struct Envelope<'a> {
     pub(crate) tok: Option<&'a Tokenizer>,
     /// Whether the reply may hold tool calls (tools given, not `none`).
     pub(crate) tools: bool,
+    /// Where a chat reply's thinking block is, to return it apart.
+    pub(crate) reasoning: Option<Reasoning>,
 }
 
 fn token_bytes(tok: Option<&Tokenizer>, id: u32) -> &[u8] {
@@ -294,12 +314,21 @@ fn token_entry(tok: Option<&Tokenizer>, id: u32, logprob: f32) -> Value {
 }
 
 impl Envelope<'_> {
-    /// The reply's text outside tool calls, and the calls (none unless
+    /// The content's text outside tool calls, and the calls (none unless
     /// tools were offered).
-    pub fn calls(&self, r: &GenerationResult) -> (String, Vec<ToolCall>) {
+    pub fn calls_in(&self, content: &str) -> (String, Vec<ToolCall>) {
         match self.tools && self.chat {
-            true => parse_tool_calls(&r.text),
-            false => (r.text.clone(), Vec::new()),
+            true => parse_tool_calls(content),
+            false => (content.to_string(), Vec::new()),
+        }
+    }
+
+    /// A whole reply's reasoning (empty without a thinking block) and
+    /// content.
+    pub fn parts(&self, r: &GenerationResult) -> tern_core::Parts {
+        match self.reasoning {
+            Some(x) => x.split(&r.text),
+            None => tern_core::Parts { reasoning: String::new(), content: r.text.clone() },
         }
     }
 
@@ -309,6 +338,26 @@ impl Envelope<'_> {
             true => finish_reason(r),
             false => "tool_calls",
         }
+    }
+
+    /// A stream chunk of the thinking block's text
+    /// (`delta.reasoning_content`, as llama-server and DeepSeek's API).
+    pub fn reasoning_chunk(&self, text: &str, lp: Option<&TokenLogprob>) -> Value {
+        let lp = lp.map_or(Value::Null, |t| self.logprobs(core::slice::from_ref(t)));
+        let choice =
+            json!({ "index": 0, "delta": { "reasoning_content": text }, "finish_reason": null, "logprobs": lp });
+        Value::Object(self.wrap("chat.completion.chunk", json!([choice])))
+    }
+
+    /// The last chunk: no delta, the finish reason (`tool_calls` when
+    /// `calls` were made).
+    pub fn end_chunk(&self, r: &GenerationResult, calls: &[ToolCall]) -> Value {
+        let reason = Self::reason(r, calls);
+        let choice = match self.chat {
+            true => json!({ "index": 0, "delta": {}, "finish_reason": reason, "logprobs": null }),
+            false => json!({ "index": 0, "text": "", "finish_reason": reason, "logprobs": null }),
+        };
+        Value::Object(self.wrap(if self.chat { "chat.completion.chunk" } else { "text_completion" }, json!([choice])))
     }
 
     /// A stream chunk with the reply's tool calls, all in one delta.
@@ -363,11 +412,15 @@ impl Envelope<'_> {
     pub fn response(&self, r: &GenerationResult) -> Value {
         let lp = if r.logprobs.is_empty() { Value::Null } else { self.logprobs(&r.logprobs) };
         let choice = if self.chat {
-            let mut message = json!({ "role": "assistant", "content": r.text });
-            let (text, calls) = self.calls(r);
+            let parts = self.parts(r);
+            let mut message = json!({ "role": "assistant", "content": parts.content });
+            let (text, calls) = self.calls_in(&parts.content);
             if !calls.is_empty() {
                 let content = if text.is_empty() { Value::Null } else { text.into() };
                 message = json!({ "role": "assistant", "content": content, "tool_calls": calls_json(&calls, self.id) });
+            }
+            if !parts.reasoning.is_empty() {
+                message["reasoning_content"] = parts.reasoning.into();
             }
             json!({ "index": 0, "message": message, "finish_reason": Self::reason(r, &calls), "logprobs": lp })
         } else {
@@ -378,20 +431,18 @@ impl Envelope<'_> {
         Value::Object(m)
     }
 
-    /// One stream chunk: a text delta (or the assistant role first), or the
-    /// end with its finish reason.
-    pub fn chunk(&self, text: Option<&str>, lp: Option<&TokenLogprob>, end: Option<&GenerationResult>) -> Value {
-        let reason = end.map(|r| Self::reason(r, &self.calls(r).1));
+    /// One stream chunk: a text delta, or (`None`) the assistant's role
+    /// first.
+    pub fn chunk(&self, text: Option<&str>, lp: Option<&TokenLogprob>) -> Value {
         let lp = lp.map_or(Value::Null, |t| self.logprobs(core::slice::from_ref(t)));
         let choice = if self.chat {
             let delta = match text {
                 Some(t) => json!({ "content": t }),
-                None if end.is_none() => json!({ "role": "assistant", "content": "" }),
-                None => json!({}),
+                None => json!({ "role": "assistant", "content": "" }),
             };
-            json!({ "index": 0, "delta": delta, "finish_reason": reason, "logprobs": lp })
+            json!({ "index": 0, "delta": delta, "finish_reason": null, "logprobs": lp })
         } else {
-            json!({ "index": 0, "text": text.unwrap_or(""), "finish_reason": reason, "logprobs": lp })
+            json!({ "index": 0, "text": text.unwrap_or(""), "finish_reason": null, "logprobs": lp })
         };
         Value::Object(self.wrap(if self.chat { "chat.completion.chunk" } else { "text_completion" }, json!([choice])))
     }

@@ -1,0 +1,78 @@
+//! The chat template's flags shared by `run`, `chat` and `serve`, as
+//! llama.cpp spells them: another template, variables for it, and how a
+//! reasoning model's thinking block is handled.
+
+use std::path::PathBuf;
+
+use tern::Result;
+use tern_core::{ReasoningFormat, TemplateKwargs};
+
+/// The largest template file read.
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
+
+#[derive(clap::Args, Clone, Default)]
+pub struct TemplateArgs {
+    /// Render chats with this Jinja chat template instead of the model's
+    /// own (llama.cpp's --chat-template-file)
+    #[arg(long, visible_alias = "chat-template-file", value_name = "FILE")]
+    chat_template: Option<PathBuf>,
+    /// Variables for the chat template, a JSON object (e.g.
+    /// '{"enable_thinking": false}')
+    #[arg(long, value_name = "JSON", value_parser = parse_kwargs)]
+    chat_template_kwargs: Option<TemplateKwargs>,
+    /// A reasoning model's thinking block: apart from the answer (auto,
+    /// deepseek), apart and also inline (deepseek-legacy), or left in the
+    /// text as written (none)
+    #[arg(long, value_name = "FORMAT", value_parser = parse_format, default_value = "auto")]
+    reasoning_format: ReasoningFormat,
+    /// Thinking allowed: -1 unrestricted, 0 off (the template is told
+    /// `enable_thinking: false`), as llama-server
+    #[arg(long, value_name = "N", default_value = "-1", allow_negative_numbers = true, value_parser = parse_budget)]
+    reasoning_budget: i64,
+}
+
+impl TemplateArgs {
+    /// Put the template file, if one is given, in place of the model's.
+    pub fn apply(&self, lm: &mut tern::Loaded) -> Result<()> {
+        if let Some(path) = &self.chat_template {
+            let source = super::files::read_text(path, MAX_TEMPLATE_BYTES, "the chat template", "")?;
+            lm.set_chat_template(&source)?;
+        }
+        Ok(())
+    }
+
+    /// The template variables: --chat-template-kwargs, and
+    /// `enable_thinking: false` for --reasoning-budget 0.
+    pub fn kwargs(&self) -> Option<TemplateKwargs> {
+        let mut k = self.chat_template_kwargs.clone();
+        if self.reasoning_budget == 0 {
+            k.get_or_insert_with(Default::default).entry("enable_thinking").or_insert(false.into());
+        }
+        k
+    }
+
+    /// --reasoning-format.
+    pub fn reasoning_format(&self) -> ReasoningFormat {
+        self.reasoning_format
+    }
+}
+
+fn parse_kwargs(s: &str) -> std::result::Result<TemplateKwargs, String> {
+    match serde_json::from_str(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err("a JSON object, e.g. '{\"enable_thinking\": false}'".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+fn parse_budget(s: &str) -> std::result::Result<i64, String> {
+    match s.trim() {
+        "-1" => Ok(-1),
+        "0" => Ok(0),
+        _ => Err("-1 (unrestricted) or 0 (off), as llama-server takes".into()),
+    }
+}
+
+fn parse_format(s: &str) -> std::result::Result<ReasoningFormat, String> {
+    ReasoningFormat::parse(s).ok_or_else(|| format!("one of {}", ReasoningFormat::NAMES))
+}
