@@ -497,3 +497,54 @@ fn hostile_files_and_lines_are_bounded_errors() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `tern run --chat` with a template that thinks (Qwen3's, llama.cpp's
+/// copy, on SmolLM2 whose ChatML tokens it shares) and a grammar holding
+/// the reply to a thinking block and an answer: the answer alone on
+/// stdout, the thinking on stderr (`--reasoning hide`: nowhere), both in
+/// `--json`; `--reasoning-format none` leaves it inline.
+#[test]
+fn run_shows_the_thinking_block_apart_from_the_answer() {
+    let template =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-models/templates/Qwen-Qwen3-0.6B.jinja");
+    assert!(template.exists(), "{} is missing: run scripts/make-test-models.sh", template.display());
+    let grammar = std::env::temp_dir().join(format!("tern-cli-think-{}.gbnf", std::process::id()));
+    std::fs::write(&grammar, r#"root ::= "<think>\n" [a-z ]{3,24} "\n</think>\n\n" [A-Z] [a-z]{2,8} ".""#).unwrap();
+    let run = |extra: &[&str]| {
+        let out = tern()
+            .args([
+                "run",
+                "-m",
+                &smollm2(),
+                "--chat",
+                "-p",
+                "What is two and two?",
+                "--temp",
+                "0",
+                "-n",
+                "48",
+                "-t",
+                "1",
+            ])
+            .args(["--chat-template", template.to_str().unwrap(), "--grammar", grammar.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (json, _) = run(&["--json"]);
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let (reasoning, content) = (j["reasoning_content"].as_str().unwrap(), j["content"].as_str().unwrap());
+    assert!(!reasoning.is_empty() && content.ends_with('.') && !content.contains("think"), "{j}");
+    assert!(j["text"].as_str().unwrap().starts_with("<think>\n"), "{j}");
+    let (out, err) = run(&[]);
+    assert_eq!(out, format!("{content}\n"));
+    assert!(err.starts_with(reasoning), "{err}");
+    let (out, err) = run(&["--reasoning", "hide"]);
+    assert_eq!(out, format!("{content}\n"));
+    assert!(!err.contains(reasoning), "{err}");
+    let (out, _) = run(&["--reasoning-format", "none"]);
+    assert_eq!(out, format!("{}\n", j["text"].as_str().unwrap()));
+    std::fs::remove_file(&grammar).ok();
+}

@@ -30,6 +30,12 @@ pub struct Args {
     /// System message for --chat
     #[arg(long, requires = "chat")]
     system: Option<String>,
+    #[command(flatten)]
+    template: super::TemplateArgs,
+    /// With --chat and a model that thinks: its thinking block on stderr
+    /// (show) or not at all (hide); the answer alone on stdout
+    #[arg(long, value_enum, default_value_t = super::template_args::Show::Show)]
+    reasoning: super::template_args::Show,
     /// With --chat: control-token strings typed into the messages
     /// (`<|im_end|>`…) become control tokens [default: they are text]
     #[arg(long, requires = "chat")]
@@ -63,7 +69,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
-    let lm = super::load(&path, &a.load)?;
+    let mut lm = super::load(&path, &a.load)?;
+    a.template.apply(&mut lm)?;
     let from_file = match &a.file {
         Some(f) => Some(read_prompt(f, &lm, a.ctx)?),
         None => None,
@@ -82,11 +89,17 @@ pub fn run(a: Args) -> Result<()> {
         return Err(super::files::invalid("-c 0: a context holds at least one position".into()));
     }
     let seed = a.sampling.seed();
-    let req =
-        Request { logprobs: a.logprobs, content_specials: a.content_specials, ..a.sampling.request(prompt, seed)? };
+    let req = Request {
+        logprobs: a.logprobs,
+        content_specials: a.content_specials,
+        chat_template_kwargs: a.template.kwargs(),
+        reasoning_format: a.template.reasoning_format(),
+        ..a.sampling.request(prompt, seed)?
+    };
     let n = a.sampling.n_predict;
     let prepared = lm.prepare(&req, a.ctx)?;
     let prompt = prepared.prompt.clone();
+    let prepared_reasoning = prepared.reasoning;
     let needed = prompt.len().checked_add(n.max(1) - 1).filter(|&x| x <= tern_core::MAX_CTX);
     let needed = needed.ok_or_else(|| {
         let max = tern_core::MAX_CTX;
@@ -107,14 +120,14 @@ pub fn run(a: Args) -> Result<()> {
     };
     let vocab = lm.vocab();
     let mut gen = Generator::over(&lm.model, engine, &vocab, &mut session, prepared.generation(tern::clock));
-    let mut stdout = std::io::stdout().lock();
+    let reasoning = prepared_reasoning;
+    let mut printer = super::template_args::Printer::new(reasoning, a.reasoning);
     let result = loop {
         let ev = gen.next().expect("a generator ends with Done")?;
         match ev {
             Event::Token { text, .. } => {
                 if !a.json {
-                    let _ = stdout.write_all(text.as_bytes());
-                    let _ = stdout.flush();
+                    printer.print(&text);
                 }
             }
             Event::Done(r) => break r,
@@ -158,9 +171,15 @@ pub fn run(a: Args) -> Result<()> {
         if a.logprobs.is_some() {
             j["logprobs"] = logprobs_json(&result.logprobs, &vocab);
         }
+        if let Some(r) = reasoning {
+            let parts = r.split(&result.text);
+            j["reasoning_content"] = parts.reasoning.into();
+            j["content"] = parts.content.into();
+        }
         println!("{j}");
     } else {
-        let _ = writeln!(stdout);
+        printer.finish();
+        println!();
         eprintln!(
             "tern: {} prompt tokens in {:.0} ms ({:.1} tok/s), {} tokens at {:.1} tok/s, finish: {}",
             prompt.len(),

@@ -57,6 +57,78 @@ impl TemplateArgs {
     }
 }
 
+/// How `run` and `chat` show a reply's thinking block.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Show {
+    /// On stderr (dimmed on a terminal), the answer alone on stdout
+    #[default]
+    Show,
+    /// Not at all
+    Hide,
+}
+
+/// Prints a streamed reply: its thinking block as `show` says, the rest
+/// on stdout.
+pub struct Printer {
+    split: Option<tern_core::ReasoningSplit>,
+    show: Show,
+    dim: bool,
+    in_reasoning: bool,
+}
+
+impl Printer {
+    /// For a reply whose thinking block is where `reasoning` says (None:
+    /// everything is the answer).
+    pub fn new(reasoning: Option<tern_core::Reasoning>, show: Show) -> Printer {
+        use std::io::IsTerminal;
+        let dim = std::io::stderr().is_terminal();
+        Printer { split: reasoning.map(|r| r.splitter()), show, dim, in_reasoning: false }
+    }
+
+    /// Print the next piece of the reply.
+    pub fn print(&mut self, text: &str) {
+        let parts = match &mut self.split {
+            Some(s) => s.push(text),
+            None => tern_core::Parts { reasoning: String::new(), content: text.into() },
+        };
+        self.write(parts);
+    }
+
+    /// Print what is still held at the end.
+    pub fn finish(&mut self) {
+        if let Some(parts) = self.split.as_mut().map(|s| s.finish()) {
+            self.write(parts);
+        }
+        self.end_reasoning();
+    }
+
+    fn write(&mut self, parts: tern_core::Parts) {
+        use std::io::Write;
+        if !parts.reasoning.is_empty() && self.show == Show::Show {
+            let mut err = std::io::stderr().lock();
+            if !self.in_reasoning && self.dim {
+                let _ = err.write_all(b"\x1b[2m");
+            }
+            self.in_reasoning = true;
+            let _ = err.write_all(parts.reasoning.as_bytes());
+            let _ = err.flush();
+        }
+        if !parts.content.is_empty() {
+            self.end_reasoning();
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(parts.content.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    fn end_reasoning(&mut self) {
+        if self.in_reasoning {
+            eprintln!("{}", if self.dim { "\x1b[0m" } else { "" });
+            self.in_reasoning = false;
+        }
+    }
+}
+
 fn parse_kwargs(s: &str) -> std::result::Result<TemplateKwargs, String> {
     match serde_json::from_str(s) {
         Ok(serde_json::Value::Object(m)) => Ok(m),
