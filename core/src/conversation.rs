@@ -5,10 +5,11 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use crate::chat::{ChatTemplate, Message, ROLES};
+use crate::chat::{ChatTemplate, Message, TemplateKwargs, Turn, ROLES};
 use crate::error::{Error, Result};
 use crate::generate::{Clock, GenerateConfig, GenerationResult, Generator};
 use crate::model::{Engine, Model, Session};
+use crate::reasoning::{markers_in, Reasoning, ReasoningFormat};
 use crate::tokenizer::Tokenizer;
 
 /// What to do when a conversation no longer fits the context.
@@ -40,6 +41,11 @@ pub struct Conversation {
     /// the model; with them, replies are parsed for calls
     /// ([`crate::ToolRequest`]).
     pub tools: Option<serde_json::Value>,
+    /// More variables for the template (`enable_thinking`, …).
+    pub template_kwargs: Option<TemplateKwargs>,
+    /// The last rendering (where the reply to it starts: in a thinking
+    /// block or not).
+    rendered: String,
 }
 
 impl Conversation {
@@ -62,6 +68,8 @@ impl Conversation {
             overflow: Overflow::Error,
             content_specials: false,
             tools: None,
+            template_kwargs: None,
+            rendered: String::new(),
         })
     }
 
@@ -78,20 +86,41 @@ impl Conversation {
 
     /// The rendered conversation, opening the assistant's turn.
     pub fn render(&self) -> Result<String> {
-        self.template.render(&self.messages, true, self.tools.as_ref())
+        self.template.render_with(&self.messages, true, self.tools.as_ref(), self.template_kwargs.as_ref())
+    }
+
+    /// Render with `source` as the template from now on, instead of the
+    /// model's own.
+    pub fn set_template(&mut self, tok: &Tokenizer, source: &str) -> Result<()> {
+        self.template = ChatTemplate::with_source(tok, source)?;
+        Ok(())
+    }
+
+    /// Where the reply to the last opened turn thinks, for `format` (None:
+    /// the template has no thinking block, or `format` is `none`).
+    pub fn reasoning(&self, format: ReasoningFormat) -> Option<Reasoning> {
+        let markers = markers_in(|m| self.template.source_has(m))?;
+        match format {
+            ReasoningFormat::None => None,
+            f => Some(Reasoning::of(markers, &self.rendered, f == ReasoningFormat::DeepseekLegacy)),
+        }
     }
 
     /// Token ids of the whole conversation so far plus the assistant opener,
     /// after applying the overflow policy for a reply of `reserve` tokens.
     pub fn prompt(&mut self, tok: &Tokenizer, reserve: usize) -> Result<Vec<u32>> {
         loop {
-            let ids = self.template.encode_with_tools(
-                tok,
-                &self.messages,
-                true,
-                self.content_specials,
-                self.tools.as_ref(),
-            )?;
+            let turn = Turn {
+                add_generation_prompt: true,
+                content_specials: self.content_specials,
+                tools: self.tools.as_ref(),
+                kwargs: self.template_kwargs.as_ref(),
+            };
+            if turn.tools.is_some() {
+                self.template.check_tool_calls()?;
+            }
+            let (ids, rendered) = self.template.encode_turn(tok, &self.messages, &turn)?;
+            self.rendered = rendered;
             let needed = ids.len() + reserve;
             if needed <= self.session.n_ctx() {
                 return Ok(ids);

@@ -546,5 +546,20 @@ fn run_shows_the_thinking_block_apart_from_the_answer() {
     assert!(!err.contains(reasoning), "{err}");
     let (out, _) = run(&["--reasoning-format", "none"]);
     assert_eq!(out, format!("{}\n", j["text"].as_str().unwrap()));
+    // tern chat: the same turn, the same split
+    let mut child = tern()
+        .args(["chat", "-m", &smollm2(), "--temp", "0", "-n", "48", "-t", "1"])
+        .args(["--chat-template", template.to_str().unwrap(), "--grammar", grammar.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"What is two and two?\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout, format!("{content}\n"), "{stderr}");
+    assert!(stderr.contains(&format!("> {reasoning}\n")), "{stderr}");
     std::fs::remove_file(&grammar).ok();
 }

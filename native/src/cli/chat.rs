@@ -3,7 +3,7 @@
 //! Commands: /reset, /save FILE, /load FILE, /quit. Ctrl-C cancels the
 //! reply being written (and quits at the prompt).
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -24,6 +24,11 @@ pub struct Args {
     /// System message
     #[arg(long)]
     system: Option<String>,
+    #[command(flatten)]
+    template: super::TemplateArgs,
+    /// A thinking block on stderr (show) or not at all (hide)
+    #[arg(long, value_enum, default_value_t = super::template_args::Show::Show)]
+    reasoning: super::template_args::Show,
     #[command(flatten)]
     sampling: SamplingArgs,
     /// Context size
@@ -52,6 +57,10 @@ pub fn run(a: Args) -> Result<()> {
         conv.overflow = Overflow::DropOldest;
     }
     conv.content_specials = a.content_specials;
+    conv.template_kwargs = a.template.kwargs();
+    if let Some(source) = a.template.source()? {
+        conv.set_template(tok, &source)?;
+    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     let busy = Arc::new(AtomicBool::new(false));
@@ -69,7 +78,6 @@ pub fn run(a: Args) -> Result<()> {
 
     eprintln!("tern chat: {} — /reset, /save FILE, /load FILE, /quit; Ctrl-C stops a reply", lm.model.config.name);
     let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout();
     let mut seed = a.sampling.seed();
     // every reply matches the grammar, if one is given: compiled here to
     // refuse a bad one before the first turn, then for each reply (~1 ms)
@@ -143,13 +151,13 @@ pub fn run(a: Args) -> Result<()> {
         // refuse is taken back
         let n_msgs = conv.messages.len();
         let prepared = conv.open_turn(tok, line, a.sampling.n_predict).and_then(|ids| lm.prepare_ids(&turn, ids, None));
+        let mut printer =
+            super::template_args::Printer::new(conv.reasoning(a.template.reasoning_format()), a.reasoning);
         let r = prepared.inspect_err(|_| conv.messages.truncate(n_msgs)).and_then(|p| {
             let g = Generator::over(&lm.model, engine, tok, &mut conv.session, p.generation(tern::clock));
-            g.with_cancel(cancel.clone()).run(|_, text| {
-                let _ = stdout.write_all(text.as_bytes());
-                let _ = stdout.flush();
-            })
+            g.with_cancel(cancel.clone()).run(|_, text| printer.print(text))
         });
+        printer.finish();
         busy.store(false, Ordering::SeqCst);
         match r {
             Ok(r) => {

@@ -34,11 +34,16 @@ pub struct TemplateArgs {
 impl TemplateArgs {
     /// Put the template file, if one is given, in place of the model's.
     pub fn apply(&self, lm: &mut tern::Loaded) -> Result<()> {
-        if let Some(path) = &self.chat_template {
-            let source = super::files::read_text(path, MAX_TEMPLATE_BYTES, "the chat template", "")?;
+        if let Some(source) = self.source()? {
             lm.set_chat_template(&source)?;
         }
         Ok(())
+    }
+
+    /// The template file's text, if one is given.
+    pub fn source(&self) -> Result<Option<String>> {
+        let read = |p: &PathBuf| super::files::read_text(p, MAX_TEMPLATE_BYTES, "the chat template", "");
+        self.chat_template.as_ref().map(read).transpose()
     }
 
     /// The template variables: --chat-template-kwargs, and
