@@ -85,8 +85,8 @@ export class LocalEngine {
     return this.#call(() => this.#model.decode(Uint32Array.from(ids)));
   }
 
-  applyChatTemplate(messages, { addGenerationPrompt = true, tools, toolChoice } = {}) {
-    const opts = JSON.stringify({ tools, toolChoice });
+  applyChatTemplate(messages, { addGenerationPrompt = true, tools, toolChoice, chatTemplateKwargs, reasoningEffort } = {}) {
+    const opts = JSON.stringify({ tools, toolChoice, chatTemplateKwargs, reasoningEffort });
     return this.#call(() => this.#model.render_chat(JSON.stringify(messages), addGenerationPrompt, opts));
   }
 
@@ -100,15 +100,19 @@ export class LocalEngine {
    * Control-token strings typed into messages are text, unless
    * `contentSpecials`. A chat's `tools` are rendered by the template.
    */
-  promptIds(kind, input, { contentSpecials = false, tools, toolChoice, parallelToolCalls } = {}) {
+  promptIds(kind, input, options = {}) {
+    const { contentSpecials = false, tools, toolChoice, parallelToolCalls } = options;
+    const { chatTemplateKwargs, reasoningEffort, reasoningFormat } = options;
     if (kind === 'chat') {
       if (!Array.isArray(input))
         throw new TernError('invalid_argument', 'messages must be an array of { role, content }');
-      const opts = JSON.stringify({ tools, toolChoice, parallelToolCalls });
+      const opts = JSON.stringify({ tools, toolChoice, parallelToolCalls, chatTemplateKwargs, reasoningEffort, reasoningFormat });
       return Array.from(this.#call(() => this.#model.encode_chat(JSON.stringify(input), true, !!contentSpecials, opts)));
     }
     if (tools !== undefined || toolChoice !== undefined)
       throw new TernError('invalid_argument', 'tools are an option of chat, not of generate');
+    for (const k of ['chatTemplateKwargs', 'reasoningEffort', 'reasoningFormat'])
+      if (options[k] !== undefined) throw new TernError('invalid_argument', `${k} is an option of chat, not of generate`);
     if (Array.isArray(input) || input instanceof Uint32Array) return Array.from(input);
     if (typeof input !== 'string')
       throw new TernError('invalid_argument', 'prompt must be a string or an array of token ids');

@@ -181,6 +181,16 @@ export interface ChatOptions extends GenerateOptions {
   toolChoice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
   /** A forced reply may hold several calls (default true). */
   parallelToolCalls?: boolean;
+  /** More variables for the chat template, e.g. `{ enable_thinking: false }` (Qwen3). */
+  chatTemplateKwargs?: Record<string, unknown>;
+  /** OpenAI's `reasoning_effort`, given to templates that read it. */
+  reasoningEffort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
+  /**
+   * A thinking model's block (`<think>…</think>` where the template has
+   * one): `'auto'` (default) apart from the answer (events' `reasoning` and
+   * `content`), `'deepseek-legacy'` apart and inline, `'none'` inline only.
+   */
+  reasoningFormat?: 'none' | 'auto' | 'deepseek' | 'deepseek-legacy';
 }
 
 /** A token's log-probability, and the most likely tokens at its step. */
@@ -198,6 +208,10 @@ export interface TokenEvent {
   text: string;
   /** With `logprobs`. */
   logprob?: TokenLogprob;
+  /** A chat whose template thinks: the thinking block's settled text in this token (else empty). */
+  reasoning?: string;
+  /** A chat whose template thinks: the answer's settled text in this token. */
+  content?: string;
 }
 
 export interface GenerationResult {
@@ -221,8 +235,10 @@ export interface GenerationResult {
   promptIds: number[];
   /** Each token's, with `logprobs` (else empty). */
   logprobs: TokenLogprob[];
-  /** A chat with `tools`: the reply's text outside its calls. */
+  /** A chat with `tools`, or whose template thinks: the reply's answer (outside its calls and thinking block). */
   content?: string;
+  /** A chat whose template thinks: the thinking block's text. */
+  reasoning?: string;
   /** A chat with `tools`: the reply's calls, in order (none: an empty list). */
   toolCalls?: ToolCall[];
 }

@@ -4,12 +4,13 @@
 // native build's on the same directory; a broken map is a typed error.
 
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import { loadModel } from '../src/index.js';
-import { fixture, nativeGreedy, root } from './helpers.js';
+import { fixture, nativeGreedy, nativeRun, root } from './helpers.js';
 
 const DIR = join(root, 'target/test-models/smollm2-hf-f32');
 const rec = fixture('llamacpp_greedy.json')['smollm2-135m'];
@@ -46,6 +47,52 @@ describe('SmolLM2 as an HF directory', () => {
     try {
       const native = nativeGreedy(DIR, rec.p2.prompt_ids, 8);
       assert.deepEqual(await greedyIds(model, rec.p2.prompt_ids, 8), native.ids);
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
+describe('a template that thinks', () => {
+  // Qwen3's chat template (llama.cpp's copy, scripts/make-test-models.sh)
+  // on SmolLM2, whose ChatML tokens it shares; a grammar holds the reply to
+  // a thinking block and an answer
+  const QWEN3 = join(root, 'target/test-models/templates/Qwen-Qwen3-0.6B.jinja');
+  const shape = 'root ::= "<think>\\n" [a-z ]{3,24} "\\n</think>\\n\\n" [A-Z] [a-z]{2,8} "."';
+
+  test('chat events carry reasoning apart from content, as the native build splits it', async () => {
+    const files = {};
+    for (const f of await readdir(DIR)) files[f] = new Uint8Array(await readFile(join(DIR, f)));
+    files['chat_template.jinja'] = new Uint8Array(await readFile(QWEN3));
+    const model = await loadModel(files, { worker: false });
+    try {
+      const msgs = [{ role: 'user', content: 'What is two and two?' }];
+      const opts = { maxTokens: 48, temperature: 0, grammar: shape };
+      const g = model.chat(msgs, opts);
+      let reasoning = '', content = '', done;
+      for await (const ev of g) {
+        if (ev.type === 'token') (reasoning += ev.reasoning, content += ev.content);
+        else done = ev;
+      }
+      assert.ok(done.text.startsWith('<think>\n'), done.text);
+      assert.ok(done.reasoning.length > 0 && !done.reasoning.includes('think'), done.reasoning);
+      assert.match(done.content, /^[A-Z][a-z]+\.$/);
+      assert.equal(reasoning, done.reasoning);
+      assert.equal(content, done.content);
+      const gbnf = join(tmpdir(), `tern-npm-think-${process.pid}.gbnf`);
+      await writeFile(gbnf, shape);
+      const native = nativeRun(['-m', DIR, '--chat', '-p', msgs[0].content, '-n', '48', '--temp', '0',
+        '--chat-template', QWEN3, '--grammar', gbnf]);
+      await rm(gbnf);
+      assert.deepEqual([done.reasoning, done.content], [native.reasoning_content, native.content]);
+      // inline with reasoningFormat none; enable_thinking reaches the template
+      const inline = await model.chat(msgs, { ...opts, reasoningFormat: 'none' }).result;
+      assert.equal(inline.text, done.text);
+      assert.equal(inline.reasoning, undefined);
+      const off = await model.chat(msgs, { maxTokens: 1, chatTemplateKwargs: { enable_thinking: false } }).result;
+      assert.ok(off.usage.promptTokens > done.usage.promptTokens);
+      await assert.rejects(model.chat(msgs, { reasoningFormat: 'hidden' }).result, /reasoningFormat/);
+      await assert.rejects(model.generate('x', { reasoningFormat: 'none' }).result, /option of chat/);
     } finally {
       model.dispose();
     }

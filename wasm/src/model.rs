@@ -4,13 +4,13 @@
 //! of its prompt the session's cache already holds (a chat's earlier turns).
 
 use serde_json::json;
-use tern_core::Prompt;
 use tern_core::Widened;
 use tern_core::{parse_tool_calls, runtime::calls_json};
 use tern_core::{runtime::messages_from_json, ChatTemplate, Message};
 use tern_core::{runtime::Generation, runtime::Parts, Event, GenerationResult, TokenLogprob, Vocab};
 use tern_core::{Bundle, Source};
 use tern_core::{Engine, KvType, Session};
+use tern_core::{Prompt, Reasoning, ReasoningSplit, Turn};
 use wasm_bindgen::prelude::*;
 
 use crate::errors::{from_core, js_error};
@@ -52,6 +52,11 @@ pub struct TernModel {
     /// begun so far (numbering their calls' ids).
     tools: bool,
     n_begun: u64,
+    /// The last chat prompt encoded and where a reply to it thinks (a
+    /// generation begun on those ids splits its thinking block apart).
+    last_chat: Option<(Vec<u32>, Reasoning)>,
+    /// The running generation's thinking-block splitter, and its block.
+    split: Option<(ReasoningSplit, Reasoning)>,
 }
 
 impl TernModel {
@@ -103,7 +108,18 @@ impl TernModel {
         } else {
             (b, None)
         };
-        Ok(TernModel { b, session: None, exact: false, gen: None, file_bytes, widened, tools: false, n_begun: 0 })
+        Ok(TernModel {
+            b,
+            session: None,
+            exact: false,
+            gen: None,
+            file_bytes,
+            widened,
+            tools: false,
+            n_begun: 0,
+            last_chat: None,
+            split: None,
+        })
     }
 
     fn engine(&self) -> Engine<'static> {
@@ -202,17 +218,18 @@ impl TernModel {
     ) -> Result<String, JsValue> {
         let (t, msgs) = self.chat_input(messages_json)?;
         let tools = options::tools(options_json)?;
+        let (kwargs, _) = options::chat(options_json)?;
         if tools.is_some() {
             t.check_tool_calls().map_err(from_core)?;
         }
-        t.render(&msgs, add_generation_prompt, tools.as_ref().map(|t| &t.defs)).map_err(from_core)
+        t.render_with(&msgs, add_generation_prompt, tools.as_ref().map(|t| &t.defs), kwargs.as_ref()).map_err(from_core)
     }
 
     /// Token ids of the rendered conversation; control-token strings in
     /// the messages are text unless `content_specials`. The tools of
     /// `options_json` (`tools`, `toolChoice`) are rendered by the template.
     pub fn encode_chat(
-        &self,
+        &mut self,
         messages_json: &str,
         add_generation_prompt: bool,
         content_specials: bool,
@@ -220,9 +237,17 @@ impl TernModel {
     ) -> Result<Vec<u32>, JsValue> {
         let (t, msgs) = self.chat_input(messages_json)?;
         let tools = options::tools(options_json)?;
+        let (kwargs, format) = options::chat(options_json)?;
         let tok = self.b.tokenizer().map_err(from_core)?;
-        t.encode_with_tools(tok, &msgs, add_generation_prompt, content_specials, tools.as_ref().map(|t| &t.defs))
-            .map_err(from_core)
+        let turn = Turn {
+            add_generation_prompt,
+            content_specials,
+            tools: tools.as_ref().map(|t| &t.defs),
+            kwargs: kwargs.as_ref(),
+        };
+        let (ids, rendered) = t.encode_turn(tok, &msgs, &turn).map_err(from_core)?;
+        self.last_chat = self.b.reasoning(format, &rendered).map(|r| (ids.clone(), r));
+        Ok(ids)
     }
 
     /// Start generating after `prompt` (the whole sequence: the cached
@@ -238,6 +263,11 @@ impl TernModel {
         let options::Options { req, tools } = options::parse(options_json, Prompt::Ids(prompt), n_vocab)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
         let prepared = self.b.prepare(&req, Some(n_ctx)).map_err(options::prepare_error)?;
+        // a chat prompt just encoded: its reply's thinking block apart
+        self.split = match self.last_chat.take() {
+            Some((ids, r)) if ids == prepared.prompt => Some((r.splitter(), r)),
+            _ => None,
+        };
         self.gen = Some(prepared.generation(clock));
         self.tools = tools;
         self.n_begun += 1;
@@ -282,20 +312,31 @@ impl TernModel {
 }
 
 impl TernModel {
-    fn event_json(&self, ev: &Event) -> String {
+    fn event_json(&mut self, ev: &Event) -> String {
         match ev {
             Event::Token { id, text, logprob } => {
                 let mut e = json!({ "type": "token", "id": id, "text": text });
                 if let Some(lp) = logprob {
                     e["logprob"] = logprob_json(lp, &self.b.vocab());
                 }
+                // a thinking block's settled text apart from the answer's
+                if let Some((s, _)) = self.split.as_mut() {
+                    let p = s.push(text);
+                    (e["reasoning"], e["content"]) = (p.reasoning.into(), p.content.into());
+                }
                 e.to_string()
             }
             Event::Done(r) => {
                 let mut e = done_json(r, &self.b.vocab());
+                let mut content = r.text.clone();
+                if let Some((_, reasoning)) = self.split.take() {
+                    let p = reasoning.split(&r.text);
+                    (e["reasoning"], content) = (p.reasoning.into(), p.content);
+                    e["content"] = content.clone().into();
+                }
                 // with tools: the text outside the calls, and the calls
                 if self.tools {
-                    let (content, calls) = parse_tool_calls(&r.text);
+                    let (content, calls) = parse_tool_calls(&content);
                     if !calls.is_empty() {
                         e["finishReason"] = "tool_calls".into();
                     }

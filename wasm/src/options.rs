@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 use tern_core::Grammar;
-use tern_core::{Prompt, Request, MAX_STOPS};
+use tern_core::{Prompt, ReasoningFormat, Request, MAX_STOPS};
 use tern_core::{ToolChoice, ToolRequest};
 
 use crate::errors::js_error;
@@ -158,6 +158,8 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
                 r.grammar = Some(Grammar::regex(src).map_err(|e| grammar_err(k, e))?);
             }
             "tools" | "toolChoice" | "parallelToolCalls" => {}
+            // (chat options: read where the messages are rendered, `chat`)
+            "chatTemplateKwargs" | "reasoningEffort" | "reasoningFormat" => {}
             "logitBias" => {
                 let m = v.as_object().ok_or_else(|| bad(k, "an object of token id → bias"))?;
                 for (id, b) in m {
@@ -182,6 +184,28 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
         r.parallel_tool_calls = Some(t.parallel);
     }
     Ok(Options { req: r, tools: tools.is_some() })
+}
+
+/// The chat options of `json`: the template's variables
+/// (`chatTemplateKwargs`, `reasoningEffort`) and `reasoningFormat`.
+pub fn chat(json: &str) -> Result<(Option<tern_core::TemplateKwargs>, ReasoningFormat), JsValue> {
+    let obj = object(json)?;
+    let mut r = Request::new(Prompt::Ids(Vec::new()));
+    if let Some(v) = obj.get("chatTemplateKwargs").filter(|v| !v.is_null()) {
+        r.chat_template_kwargs = Some(v.as_object().ok_or_else(|| bad("chatTemplateKwargs", "an object"))?.clone());
+    }
+    if let Some(v) = obj.get("reasoningEffort").filter(|v| !v.is_null()) {
+        r.reasoning_effort = Some(v.as_str().ok_or_else(|| bad("reasoningEffort", "a string"))?.into());
+    }
+    let format = match obj.get("reasoningFormat").filter(|v| !v.is_null()) {
+        None => ReasoningFormat::Auto,
+        Some(v) => v
+            .as_str()
+            .and_then(ReasoningFormat::parse)
+            .ok_or_else(|| bad("reasoningFormat", &format!("one of {}", ReasoningFormat::NAMES)))?,
+    };
+    r.validate(usize::MAX, &tern_core::GenerationDefaults::default()).map_err(option_error)?;
+    Ok((r.template_kwargs(), format))
 }
 
 /// A core error from running the options: an option's is named as
