@@ -402,6 +402,10 @@ fn sigterm_lets_the_running_stream_finish_then_exits_0() {
     std::thread::sleep(Duration::from_millis(20));
     let (status, body) = srv.call("POST", "/v1/completions", &[], r#"{"prompt":"x","max_tokens":1}"#);
     assert_eq!(status, 503, "{body}");
+    // and /health says so, with when to ask again, so a balancer stops routing here
+    let mut health = String::new();
+    srv.send("GET", "/health", &[], "").read_to_string(&mut health).unwrap();
+    assert!(health.starts_with("HTTP/1.1 503") && health.to_ascii_lowercase().contains("retry-after: 5"), "{health}");
     let mut rest = String::new();
     s.read_to_string(&mut rest).unwrap();
     assert!(rest.contains(r#""finish_reason":"length""#), "the stream was cut: {rest}");
@@ -1143,4 +1147,63 @@ fn reasoning_budget_zero_turns_thinking_off_in_the_template() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("-1 (unrestricted) or 0 (off)"), "{err}");
+}
+
+/// llama-server's utility endpoints: /tokenize (ids, pieces) and
+/// /detokenize round-trip a text as `tern run` tokenizes it;
+/// /apply-template renders what the chat endpoint prefills; /props names
+/// the template, context and slots; /v1/models/{id} is the model or a 404;
+/// /health is 200 while serving.
+#[test]
+fn utility_endpoints_answer_as_llama_server() {
+    let srv = Server::start(&["--parallel", "2", "-c", "1024"]);
+    let post = |path: &str, body: &str| {
+        let (status, b) = srv.call("POST", path, &[], body);
+        assert_eq!(status, 200, "{path} {body}: {b}");
+        serde_json::from_str::<Value>(&b).unwrap()
+    };
+    let text = "The capital of France is";
+    let t = post("/tokenize", &format!(r#"{{"content":"{text}"}}"#));
+    let ids: Vec<u64> = t["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let run = tern_run(&["-p", text, "-n", "1"]);
+    let run_ids: Vec<u64> = run["prompt_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(ids, run_ids, "SmolLM2 adds no BOS");
+    let p = post("/tokenize", &format!(r#"{{"content":"{text}","with_pieces":true}}"#));
+    let pieces: String = p["tokens"].as_array().unwrap().iter().map(|t| t["piece"].as_str().unwrap()).collect();
+    assert_eq!(pieces.replace('Ġ', " "), text, "{p}");
+    assert_eq!(p["tokens"][0]["id"], json!(ids[0]));
+    let d = post("/detokenize", &format!(r#"{{"tokens":{}}}"#, json!(ids)));
+    assert_eq!(d["content"], text);
+    let msgs = r#"[{"role":"user","content":"What is the capital of France?"}]"#;
+    let a = post("/apply-template", &format!(r#"{{"messages":{msgs}}}"#));
+    let prompt = a["prompt"].as_str().unwrap();
+    assert!(prompt.ends_with("<|im_start|>assistant\n") && prompt.contains("capital of France"), "{prompt}");
+    // the rendering is what the chat endpoint prefills
+    let chat = tern_run(&["--chat", "-p", "What is the capital of France?", "-n", "1"]);
+    let t = post("/tokenize", &json!({ "content": prompt, "add_special": true }).to_string());
+    assert_eq!(t["tokens"].as_array().unwrap().len(), chat["prompt_ids"].as_array().unwrap().len());
+    let (status, b) = srv.call("GET", "/props", &[], "");
+    let props: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(status, 200);
+    assert!(props["chat_template"].as_str().unwrap().contains("im_start"), "{props}");
+    assert_eq!(
+        (props["total_slots"].as_u64(), props["default_generation_settings"]["n_ctx"].as_u64()),
+        (Some(2), Some(1024))
+    );
+    let (status, b) = srv.call("GET", "/v1/models/smollm2-135m-instruct-q4_1.gguf", &[], "");
+    assert!(status == 200 && b.contains("\"object\":\"model\""), "{b}");
+    let (status, b) = srv.call("GET", "/v1/models/gpt-4", &[], "");
+    assert!(status == 404 && b.contains("gpt-4"), "{b}");
+    let (status, b) = srv.call("GET", "/health", &[], "");
+    assert_eq!((status, b.as_str()), (200, r#"{"status":"ok"}"#));
+    // bad input names the field
+    for (path, body, field) in [
+        ("/tokenize", r#"{"content":7}"#, "content"),
+        ("/tokenize", r#"{"content":"x","with_pieces":"yes"}"#, "with_pieces"),
+        ("/detokenize", r#"{"tokens":[1,99999999]}"#, "tokens"),
+        ("/apply-template", r#"{"messages":"hi"}"#, "messages"),
+    ] {
+        let (status, b) = srv.call("POST", path, &[], body);
+        assert!(status == 400 && b.contains(&format!("\"param\":\"{field}\"")), "{path} {body}: {status} {b}");
+    }
 }

@@ -38,33 +38,34 @@ use tern_core::backend::KV_BLOCK;
 use tern_core::Prepared;
 
 use super::tools::streamable;
+use super::utility;
 
 pub struct App {
-    lm: Arc<Loaded>,
+    pub(super) lm: Arc<Loaded>,
     /// The model `/v1/embeddings` runs, if one is served, and its name.
-    embedder: Encoder,
+    pub(super) embedder: Encoder,
     /// The cross-encoder `/v1/rerank` runs, if one is served, and its name.
-    reranker: Encoder,
-    engine: Handle,
-    metrics: Arc<Metrics>,
-    model_id: String,
-    api_key: Option<String>,
-    max_body: usize,
-    ctx: usize,
-    parallel: usize,
-    capacity: usize,
-    inflight: AtomicUsize,
-    draining: AtomicBool,
-    drain: Duration,
+    pub(super) reranker: Encoder,
+    pub(super) engine: Handle,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) model_id: String,
+    pub(super) api_key: Option<String>,
+    pub(super) max_body: usize,
+    pub(super) ctx: usize,
+    pub(super) parallel: usize,
+    pub(super) capacity: usize,
+    pub(super) inflight: AtomicUsize,
+    pub(super) draining: AtomicBool,
+    pub(super) drain: Duration,
     /// Renderings and tokenizations running at once (one per core).
-    prep: Semaphore,
-    content_specials: bool,
-    reasoning_format: tern_core::ReasoningFormat,
-    template_kwargs: Option<tern_core::TemplateKwargs>,
-    max_connections: usize,
-    read_timeout: Duration,
-    next_id: AtomicU64,
-    started: u64,
+    pub(super) prep: Semaphore,
+    pub(super) content_specials: bool,
+    pub(super) reasoning_format: tern_core::ReasoningFormat,
+    pub(super) template_kwargs: Option<tern_core::TemplateKwargs>,
+    pub(super) max_connections: usize,
+    pub(super) read_timeout: Duration,
+    pub(super) next_id: AtomicU64,
+    pub(super) started: u64,
 }
 
 fn unix_now() -> u64 {
@@ -107,12 +108,12 @@ impl App {
     }
 }
 
-fn error(e: ApiError) -> Response {
+pub(super) fn error(e: ApiError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
     (status, Json(e.body())).into_response()
 }
 
-fn authorized(app: &App, headers: &HeaderMap) -> bool {
+pub(super) fn authorized(app: &App, headers: &HeaderMap) -> bool {
     let Some(key) = &app.api_key else { return true };
     let got = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     got.and_then(|v| v.strip_prefix(b"Bearer ")).is_some_and(|got| same_bytes(got, key.as_bytes()))
@@ -127,7 +128,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-fn unauthorized() -> Response {
+pub(super) fn unauthorized() -> Response {
     error(ApiError::new(401, "authentication_error", "missing or wrong API key (Authorization: Bearer …)"))
 }
 
@@ -154,7 +155,7 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         return unauthorized();
     }
     if app.draining.load(Relaxed) {
-        return error(ApiError::new(503, "server_error", "the server is shutting down"));
+        return utility::draining();
     }
     // admission first: past capacity nothing is read, parsed or tokenized
     let Some(admitted) = admit(&app) else {
@@ -222,7 +223,7 @@ async fn encoder_call(
         return unauthorized();
     }
     if app.draining.load(Relaxed) {
-        return error(ApiError::new(503, "server_error", "the server is shutting down"));
+        return utility::draining();
     }
     let Some((model, id)) = model else {
         return error(ApiError::invalid("model", missing));
@@ -260,7 +261,7 @@ async fn encoder_call(
 }
 
 /// Run `f` on the blocking pool, at most one per core at a time.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     app: &App,
     f: impl FnOnce() -> std::result::Result<T, ApiError> + Send + 'static,
 ) -> std::result::Result<T, ApiError> {
@@ -296,7 +297,11 @@ async fn rerank(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> 
 
 /// The body, at most `--max-body` bytes (413), within `--read-timeout`
 /// (408); a body that ends early or breaks off is 400.
-async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> std::result::Result<axum::body::Bytes, ApiError> {
+pub(super) async fn read_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+) -> std::result::Result<axum::body::Bytes, ApiError> {
     let too_large = || ApiError::new(413, "invalid_request_error", format!("request body over {} bytes", app.max_body));
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > app.max_body as u64) {
@@ -475,6 +480,11 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if !authorized(&app, &headers) {
         return unauthorized();
     }
+    Json(json!({ "object": "list", "data": model_entries(&app) })).into_response()
+}
+
+/// The models served: the generation model, and the encoders.
+pub(super) fn model_entries(app: &App) -> Vec<Value> {
     let c = &app.lm.model.config;
     let mut data = vec![json!({ "id": app.model_id, "object": "model", "created": app.started, "owned_by": "tern",
                "meta": { "arch": c.arch.name(), "n_ctx_train": c.n_ctx_train, "n_ctx": app.ctx, "n_vocab": c.n_vocab } })];
@@ -489,7 +499,7 @@ async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
                                        "meta": meta })),
         }
     }
-    Json(json!({ "object": "list", "data": data })).into_response()
+    data
 }
 
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
@@ -518,7 +528,12 @@ pub async fn run(
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/rerank", post(rerank))
         .route("/v1/models", get(models))
-        .route("/health", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/v1/models/{id}", get(utility::model))
+        .route("/health", get(utility::health))
+        .route("/tokenize", post(utility::tokenize))
+        .route("/detokenize", post(utility::detokenize))
+        .route("/apply-template", post(utility::apply_template))
+        .route("/props", get(utility::props))
         .route("/metrics", get(metrics))
         .with_state(app.clone());
     let listener = tokio::net::TcpListener::bind(addr)

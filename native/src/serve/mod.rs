@@ -12,6 +12,7 @@ pub mod openai;
 mod rerank;
 mod scheduler;
 mod tools;
+mod utility;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
