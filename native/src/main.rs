@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_from(cli::llama_flags::normalize(std::env::args_os()));
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -180,6 +180,27 @@ fn ctrl_c_cancels_the_reply_not_the_chat() {
     assert!((first + &rest).contains("[cancelled]"), "{rest}");
 }
 
+/// `bench -o`: llama-bench's csv and one JSON object a line; another
+/// choice is an error naming the choices.
+#[test]
+fn bench_prints_csv_and_jsonl() {
+    let bench = |o: &str| {
+        let out =
+            tern().args(["bench", "-m", &smollm2(), "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", o]).output();
+        out.unwrap()
+    };
+    let csv = String::from_utf8(bench("csv").stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[0].starts_with("engine,backends,model_filename,") && lines[1].starts_with("tern,CPU/"), "{csv}");
+    let jsonl = String::from_utf8(bench("jsonl").stdout).unwrap();
+    let rows: Vec<serde_json::Value> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!((rows.len(), rows[0]["n_prompt"].as_u64(), rows[1]["n_gen"].as_u64()), (2, Some(8), Some(2)));
+    let bad = bench("xml");
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success() && err.contains("md, json, jsonl, csv"), "{err}");
+}
+
 #[test]
 fn bench_json_uses_llama_bench_fields() {
     let out = tern()
@@ -335,6 +356,54 @@ fn llama_cpp_flags() {
 
     let out = tern().arg("--version").output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("tern {}", env!("CARGO_PKG_VERSION")));
+
+    // llama.cpp's one-dash spellings: -sys, -r, --ctx-size as tern's own
+    // flags; -ngl and -fa accepted, each with its one line of why
+    let chat = ["--chat", "-p", "Name a colour", "--temp", "0"];
+    let ours = tern()
+        .args(["run", "-m", &smollm2(), "-n", "12", "-t", "1", "--json"])
+        .args(chat)
+        .args(["--system", "Be brief", "-c", "256", "--stop", "."])
+        .output()
+        .unwrap();
+    let theirs = tern()
+        .args(["run", "-m", &smollm2(), "-n", "12", "-t", "1", "--json"])
+        .args(chat)
+        .args(["-sys", "Be brief", "--ctx-size", "256", "-r", ".", "-ngl", "99", "-fa"])
+        .output()
+        .unwrap();
+    assert!(theirs.status.success(), "{}", String::from_utf8_lossy(&theirs.stderr));
+    let ids = |o: &std::process::Output| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["ids"].clone();
+    assert_eq!(ids(&ours), ids(&theirs));
+    let err = String::from_utf8_lossy(&theirs.stderr);
+    assert!(
+        err.contains("--n-gpu-layers 99: this build has no GPU offload") && err.contains("--flash-attn on"),
+        "{err}"
+    );
+    // -cnv: llama-cli's conversation mode, its -p the system prompt
+    let mut child = tern()
+        .args(["run", "-m", &smollm2(), "-cnv", "-p", "Be brief", "-n", "12", "--temp", "0", "-t", "1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"Name a colour\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.starts_with("tern chat:"), "{stderr}");
+    let once = tern()
+        .args(["run", "-m", &smollm2(), "-n", "12", "-t", "1", "--json", "--system", "Be brief"])
+        .args(chat)
+        .output()
+        .unwrap();
+    let once: serde_json::Value = serde_json::from_slice(&once.stdout).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), once["text"].as_str().unwrap().trim_end());
+    // -hf is -m's hub reference (here: offline, not in the cache)
+    let out = tern().args(["run", "-hf", "nobody/none-GGUF:Q4_K_M", "-p", "x", "--offline"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("nobody/none-GGUF") && !err.contains("Usage"), "{err}");
 }
 
 /// `tern embed`: one unit vector per text (the same text, the same bits),

@@ -231,6 +231,17 @@ fn tern_pull_prints_the_path_and_progress_only_on_a_terminal() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
+    // the same file by the addresses people paste: hf.co/… and the hub's
+    // page of the file (both from the cache now)
+    for address in [
+        "hf.co/test/SmolLM2-GGUF:Q4_1",
+        "https://huggingface.co/test/SmolLM2-GGUF/blob/main/SmolLM2-135M-Instruct-Q4_1.gguf",
+    ] {
+        let out = pull(&["--offline", address]);
+        assert!(out.status.success(), "{address}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), path, "{address}");
+    }
+
     let out = pull(&["--offline", "test/SmolLM2-GGUF:Q8_0"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("offline, and test/SmolLM2-GGUF is not in the cache"));
 

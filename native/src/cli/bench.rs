@@ -30,9 +30,9 @@ pub struct Args {
     /// Repetitions
     #[arg(short, long, default_value_t = 5)]
     reps: usize,
-    /// Output: md or json
-    #[arg(short, long, default_value = "md")]
-    output: String,
+    /// Output: md, json (llama-bench's fields), jsonl (one object a line) or csv
+    #[arg(short, long, value_enum, default_value_t = Output::Md)]
+    output: Output,
     /// KV cache element type: f16, f16-wide (f16 values stored as f32) or f32
     #[arg(long, value_parser = super::parse_kv_type, default_value = "f16")]
     kv_type: tern_core::KvType,
@@ -137,7 +137,7 @@ pub fn run(a: Args) -> Result<()> {
     let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let kernels = tern::kernels::select()?.name();
     let side = side_costs(&lm, a.n_prompt.max(1))?;
-    if a.output == "json" {
+    if a.output != Output::Md {
         let rows: Vec<serde_json::Value> = samples
             .iter()
             .map(|s| {
@@ -166,7 +166,7 @@ pub fn run(a: Args) -> Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows).unwrap_or_default());
+        print_rows(a.output, &rows);
         return Ok(());
     }
     println!("| model | size | backend | threads | test | t/s | ITL p50/p90/p99 ms |");
@@ -252,4 +252,46 @@ fn side_costs(lm: &tern::Loaded, n: usize) -> Result<SideCosts> {
 fn threads_n(t: &Threads) -> usize {
     use tern_core::backend::Parallel;
     t.n_workers()
+}
+
+/// `-o`: how the results are printed (llama-bench's choices but `sql`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// A Markdown table
+    Md,
+    /// A JSON array of llama-bench's fields
+    Json,
+    /// One JSON object a line
+    Jsonl,
+    /// A header line of llama-bench's fields, then a line a test
+    Csv,
+}
+
+/// The rows as JSON, JSON lines or CSV (arrays as JSON text in one field).
+fn print_rows(output: Output, rows: &[serde_json::Value]) {
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(rows).unwrap_or_default()),
+        Output::Jsonl => rows.iter().for_each(|r| println!("{r}")),
+        Output::Csv => {
+            let Some(first) = rows.first().and_then(|r| r.as_object()) else { return };
+            let keys: Vec<&String> = first.keys().collect();
+            println!("{}", keys.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(","));
+            for r in rows {
+                let field = |k: &String| match &r[k.as_str()] {
+                    serde_json::Value::String(s) => csv_quote(s),
+                    v => csv_quote(&v.to_string()),
+                };
+                println!("{}", keys.iter().map(|k| field(k)).collect::<Vec<_>>().join(","));
+            }
+        }
+        Output::Md => {}
+    }
+}
+
+/// A CSV field: quoted (quotes doubled) when it holds a comma, quote or line break.
+fn csv_quote(s: &str) -> String {
+    match s.contains([',', '"', '\n', '\r']) {
+        true => format!("\"{}\"", s.replace('"', "\"\"")),
+        false => s.to_string(),
+    }
 }

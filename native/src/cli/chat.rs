@@ -21,8 +21,8 @@ const MAX_LINE: u64 = 16 << 20;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// System message
-    #[arg(long)]
+    /// System message (llama.cpp's -sys)
+    #[arg(long, visible_alias = "system-prompt")]
     system: Option<String>,
     #[command(flatten)]
     template: super::TemplateArgs,
@@ -32,7 +32,7 @@ pub struct Args {
     #[command(flatten)]
     sampling: SamplingArgs,
     /// Context size
-    #[arg(short, long, default_value_t = 4096)]
+    #[arg(short, long, visible_alias = "ctx-size", default_value_t = 4096)]
     ctx: usize,
     /// When the context is full, drop the oldest turns instead of failing
     #[arg(long)]

@@ -6,6 +6,7 @@ mod embed;
 mod encoder_input;
 mod files;
 mod info;
+pub mod llama_flags;
 mod perplexity;
 mod pull;
 mod rerank;
@@ -86,6 +87,20 @@ pub struct LoadArgs {
     /// Quantize float (f32/f16/bf16) weights at load: q8_0
     #[arg(long, value_parser = parse_quant)]
     quantize: Option<tern_core::backend::quant::GgmlType>,
+    /// A hub repository, owner/repo[:QUANT] (llama.cpp's -hf; the same as -m)
+    #[arg(long, global = true, value_name = "REPO", conflicts_with = "model")]
+    hf_repo: Option<String>,
+    /// With --hf-repo: this file of the repository (llama.cpp's -hff)
+    #[arg(long, global = true, value_name = "FILE", requires = "hf_repo")]
+    hf_file: Option<String>,
+    /// Accepted for llama.cpp's command lines (-ngl): this build has no GPU
+    /// offload, every layer runs on the CPU
+    #[arg(long, global = true, value_name = "N", allow_negative_numbers = true)]
+    n_gpu_layers: Option<i64>,
+    /// Accepted for llama.cpp's command lines (-fa [on|off|auto]): tern's
+    /// attention is always the fused, tiled kind; nothing to switch
+    #[arg(long, global = true, value_name = "on|off|auto", num_args = 0..=1, default_missing_value = "on")]
+    flash_attn: Option<String>,
 }
 
 impl LoadArgs {
@@ -98,8 +113,23 @@ impl LoadArgs {
     /// The model's local path: fetched into the cache first if it is a
     /// URL or hub reference not there yet (the default model too).
     fn model_path(&self) -> Result<PathBuf> {
+        self.notes();
         let fetcher = tern::fetch::Fetcher::new().offline(self.offline).quiet(self.quiet);
-        fetcher.get(self.model.as_deref().unwrap_or(tern::fetch::known::QWEN.names[0]))
+        let hub = self.hf_repo.as_ref().map(|r| match &self.hf_file {
+            Some(f) => format!("{}/{f}", r.split(':').next().unwrap_or(r)),
+            None => r.clone(),
+        });
+        fetcher.get(hub.as_deref().or(self.model.as_deref()).unwrap_or(tern::fetch::known::QWEN.names[0]))
+    }
+
+    /// One line for each llama.cpp flag that means nothing here.
+    fn notes(&self) {
+        if let Some(n) = self.n_gpu_layers {
+            eprintln!("tern: --n-gpu-layers {n}: this build has no GPU offload; every layer runs on the CPU");
+        }
+        if let Some(v) = &self.flash_attn {
+            eprintln!("tern: --flash-attn {v}: tern's attention is always the fused, tiled kind; nothing to switch");
+        }
     }
 }
 

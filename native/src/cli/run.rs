@@ -27,8 +27,8 @@ pub struct Args {
     /// Apply the model's chat template, the prompt as one user turn
     #[arg(long)]
     chat: bool,
-    /// System message for --chat
-    #[arg(long, requires = "chat")]
+    /// System message for --chat (llama.cpp's -sys)
+    #[arg(long, visible_alias = "system-prompt", requires = "chat")]
     system: Option<String>,
     #[command(flatten)]
     template: super::TemplateArgs,
@@ -63,7 +63,7 @@ pub struct Args {
     #[arg(short, long, default_value_t = 0)]
     threads: usize,
     /// Context size [default: prompt + n_predict]
-    #[arg(short, long)]
+    #[arg(short, long, visible_alias = "ctx-size")]
     ctx: Option<usize>,
 }
 

@@ -39,8 +39,9 @@ pub struct SamplingArgs {
     /// RNG seed [default: from the clock; printed with --json]
     #[arg(short, long)]
     pub seed: Option<u64>,
-    /// Stop string (repeatable); never part of the output
-    #[arg(long)]
+    /// Stop string (repeatable); never part of the output (llama.cpp's
+    /// -r/--reverse-prompt)
+    #[arg(long, short = 'r', visible_alias = "reverse-prompt")]
     pub stop: Vec<String>,
     /// Never sample end-of-generation tokens (their logits set to -inf, as
     /// llama.cpp's --ignore-eos does)

@@ -13,11 +13,12 @@ pub struct Args {
     host: std::net::IpAddr,
     #[arg(long, default_value_t = 8080)]
     port: u16,
-    /// Sequences decoded together, each with its own KV cache
+    /// Sequences decoded together, each with its own KV cache (llama.cpp's -np)
     #[arg(long, default_value_t = 4)]
     parallel: usize,
-    /// Context positions per sequence
-    #[arg(short, long, default_value_t = 4096)]
+    /// Context positions per sequence (llama-server's -c is shared by all
+    /// its slots: its -c 16384 -np 4 is -c 4096 --parallel 4 here)
+    #[arg(short, long, visible_alias = "ctx-size", default_value_t = 4096)]
     ctx: usize,
     /// Memory for the KV cache of all sequences and the prefix cache
     /// together, in 256-position blocks shared between sequences (e.g.

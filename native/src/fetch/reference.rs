@@ -61,6 +61,9 @@ pub fn parse(s: &str) -> Result<Reference> {
     if s.is_empty() {
         return Err(bad("it is empty"));
     }
+    if let Some(hub) = hub_address(s) {
+        return hub.and_then(|r| parse(&r)).map_err(|_| bad("not a repository or file on the Hugging Face hub"));
+    }
     let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return match s.parse::<ureq::http::Uri>() {
@@ -113,6 +116,30 @@ pub fn parse(s: &str) -> Result<Reference> {
     Ok(Reference::Hub { repo, pick })
 }
 
+/// A Hugging Face address as a hub reference: `hf.co/owner/repo[:QUANT]`
+/// (llama.cpp's and ollama's form), or a page or file address pasted from
+/// the browser — `https://huggingface.co/owner/repo`, `…/tree/main`,
+/// `…/blob/main/file.gguf`, `…/resolve/main/file.gguf` — as
+/// `owner/repo[/file]`. None: not such an address.
+fn hub_address(s: &str) -> Option<Result<String>> {
+    let lower = s.to_ascii_lowercase();
+    let scheme = ["https://", "http://"].iter().find(|p| lower.starts_with(**p)).map_or(0, |p| p.len());
+    let host =
+        ["huggingface.co/", "hf.co/", "www.huggingface.co/"].iter().find(|h| lower[scheme..].starts_with(**h))?;
+    let rest = &s[scheme + host.len()..];
+    let rest = rest.split(['?', '#']).next().unwrap_or("").trim_end_matches('/');
+    let parts: Vec<&str> = rest.split('/').collect();
+    let wrong = || Error::Fetch { detail: format!("{s:?}: a Hugging Face address tern does not read") };
+    Some(match parts.as_slice() {
+        [_, _] => Ok(rest.to_string()),
+        [owner, repo, "tree", "main"] => Ok(format!("{owner}/{repo}")),
+        [owner, repo, "blob" | "resolve", "main", file @ ..] if !file.is_empty() => {
+            Ok(format!("{owner}/{repo}/{}", file.join("/")))
+        }
+        _ => Err(wrong()),
+    })
+}
+
 /// A hub owner or repository name: 1–96 of `A-Za-z0-9-_.`, not starting
 /// or ending with `.` or `-`, no `..`.
 fn check_name(n: &str) -> std::result::Result<(), String> {
@@ -151,6 +178,25 @@ mod tests {
             Reference::Hub { repo, pick } => (repo.to_string(), pick),
             other => panic!("{s}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn hugging_face_addresses() {
+        let q = ("bartowski/Qwen2.5-0.5B-Instruct-GGUF".to_string(), Pick::Quant("Q4_K_M".into()));
+        assert_eq!(hub("hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M"), q);
+        assert_eq!(hub("https://hf.co/bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M"), q);
+        let page = ("Qwen/Qwen3-0.6B".to_string(), Pick::Default);
+        assert_eq!(hub("https://huggingface.co/Qwen/Qwen3-0.6B"), page);
+        assert_eq!(hub("https://huggingface.co/Qwen/Qwen3-0.6B/"), page);
+        assert_eq!(hub("https://huggingface.co/Qwen/Qwen3-0.6B/tree/main"), page);
+        let file = ("o/r-GGUF".to_string(), Pick::File("sub/m-q8_0.gguf".into()));
+        assert_eq!(hub("https://huggingface.co/o/r-GGUF/blob/main/sub/m-q8_0.gguf"), file);
+        assert_eq!(hub("https://huggingface.co/o/r-GGUF/resolve/main/sub/m-q8_0.gguf?download=true"), file);
+        for bad in ["https://huggingface.co/o", "https://huggingface.co/o/r/blob/v2/m.gguf", "hf.co/o/r/../x.gguf"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        // other hosts stay URLs
+        assert!(matches!(parse("https://example.com/m.gguf"), Ok(Reference::Url(_))));
     }
 
     #[test]

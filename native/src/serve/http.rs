@@ -541,7 +541,7 @@ pub async fn run(
         .map_err(|e| Error::Serve { detail: format!("binding {addr}: {e}") })?;
     let bound = listener.local_addr().map_err(|e| Error::Serve { detail: e.to_string() })?;
     eprintln!(
-        "tern serve: {} on http://{bound} ({} parallel, queue {}, ctx {}, KV {} blocks of {KV_BLOCK} positions)",
+        "tern serve: {} on http://{bound} ({} parallel, queue {}, ctx {} per sequence, KV {} blocks of {KV_BLOCK} positions)",
         app.model_id,
         app.parallel,
         app.capacity - app.parallel,
