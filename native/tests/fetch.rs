@@ -406,3 +406,40 @@ fn a_file_list_dripped_past_the_metadata_deadline_fails() {
     assert!(took < std::time::Duration::from_secs(3), "the deadline did not hold: {took:?}");
     assert_eq!(files_in(&dir), Vec::<String>::new());
 }
+
+/// A model already in the Hugging Face cache (as huggingface-cli,
+/// transformers and candle leave it: `models--owner--repo`, `refs/main`,
+/// a snapshot of symlinks into `blobs/`) is used where it is, nothing
+/// fetched; one the cache lacks is fetched as before.
+#[cfg(unix)]
+#[test]
+fn models_in_the_hugging_face_cache_are_not_fetched_again() {
+    let hub = Hub::start();
+    smollm2_repo(&hub);
+    let dir = tempdir("hfcache");
+    let repo = dir.join("huggingface/hub/models--test--SmolLM2-GGUF");
+    std::fs::create_dir_all(repo.join("blobs")).unwrap();
+    std::fs::create_dir_all(repo.join("snapshots/0123abcd")).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "0123abcd").unwrap();
+    std::fs::copy(common::smollm2(), repo.join("blobs/5a1e")).unwrap();
+    let file = repo.join("snapshots/0123abcd/SmolLM2-135M-Instruct-Q4_1.gguf");
+    std::os::unix::fs::symlink("../../blobs/5a1e", &file).unwrap();
+    let pull = |reference: &str| {
+        Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(["pull", reference])
+            .env("TERN_MODELS", dir.join("tern"))
+            .env("HF_HOME", dir.join("huggingface"))
+            .env("HF_ENDPOINT", &hub.url)
+            .output()
+            .unwrap()
+    };
+    let out = pull("test/SmolLM2-GGUF:Q4_1");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), file.to_str().unwrap());
+    assert!(hub.log().is_empty(), "nothing asked of the hub: {:?}", hub.log());
+    // a quantization the cache lacks comes from the hub (here: it has none)
+    let out = pull("test/SmolLM2-GGUF:Q8_0");
+    assert!(!out.status.success() && !hub.log().is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -39,6 +39,9 @@ use reference::{Pick, Reference, Repo};
 #[derive(Clone)]
 pub struct Fetcher {
     dir: PathBuf,
+    /// The Hugging Face cache (`HF_HUB_CACHE`, `$HF_HOME/hub`,
+    /// `~/.cache/huggingface/hub`): a model already there is used.
+    hf_cache: Option<PathBuf>,
     offline: bool,
     show: bool,
     endpoint: String,
@@ -63,8 +66,13 @@ impl Fetcher {
     pub fn new() -> Fetcher {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let yes = |k: &str| var(k).is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+        let hf_cache = var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| {
+            let home = var("HF_HOME").map(PathBuf::from).or_else(|| Some(PathBuf::from(var("HOME")?).join(".cache/huggingface")));
+            Some(home?.join("hub"))
+        });
         Fetcher {
             dir: crate::models_dir(),
+            hf_cache,
             offline: yes("TERN_OFFLINE") || yes("HF_HUB_OFFLINE"),
             show: true,
             endpoint: var("HF_ENDPOINT").unwrap_or_else(|| hub::DEFAULT_ENDPOINT.into()),
@@ -217,6 +225,10 @@ impl Fetcher {
 
     /// A hub reference: the repository's file list picks the file(s).
     fn hub(&self, repo: &Repo, pick: &Pick) -> Result<PathBuf> {
+        if let Some(found) = self.in_hf_cache(repo, pick) {
+            self.say(&format!("{repo}: from the Hugging Face cache ({})", found.display()));
+            return Ok(found);
+        }
         let root = self.dir.join("hf").join(&repo.owner).join(&repo.name);
         let files = if self.offline { cached_files(&root) } else { self.listing(repo)? };
         let choice = hub::choose(repo, pick, &files).map_err(|e| {
@@ -247,6 +259,23 @@ impl Fetcher {
                 }
                 Ok(root)
             }
+        }
+    }
+
+    /// What `pick` names of `repo` in the Hugging Face cache, if all of it
+    /// is there: the snapshot `refs/main` points at (as huggingface-cli,
+    /// transformers and candle leave it), chosen from as from the hub.
+    fn in_hf_cache(&self, repo: &Repo, pick: &Pick) -> Option<PathBuf> {
+        let root = self.hf_cache.as_ref()?.join(format!("models--{}--{}", repo.owner, repo.name));
+        let head = std::fs::read(root.join("refs/main")).ok().filter(|b| b.len() <= 128)?;
+        let head = std::str::from_utf8(&head).ok()?.trim();
+        if head.is_empty() || !head.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        let snapshot = root.join("snapshots").join(head);
+        match hub::choose(repo, pick, &cached_files(&snapshot)).ok()? {
+            Choice::Gguf(file) => Some(snapshot.join(file)).filter(|p| p.is_file()),
+            Choice::Directory(files) => files.iter().all(|f| snapshot.join(f).is_file()).then_some(snapshot),
         }
     }
 
