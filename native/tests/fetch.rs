@@ -245,6 +245,25 @@ fn tern_pull_prints_the_path_and_progress_only_on_a_terminal() {
     let out = pull(&["--offline", "test/SmolLM2-GGUF:Q8_0"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("offline, and test/SmolLM2-GGUF is not in the cache"));
 
+    // tern list shows it under the name -m takes; tern rm removes it
+    let tern =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_tern")).args(args).env("TERN_MODELS", &dir).output().unwrap();
+    let list = tern(&["list", "--json"]);
+    let rows: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&list.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["name"], "test/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf");
+    assert_eq!(rows[0]["bytes"].as_u64(), Some(std::fs::metadata(path.trim()).unwrap().len()));
+    let table = String::from_utf8_lossy(&tern(&["list"]).stdout).into_owned();
+    assert!(table.starts_with("NAME") && table.contains("93.8 MiB") && table.contains(path.trim()), "{table}");
+    let out = tern(&["rm", "nobody/else"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("not in the model cache") && err.contains("SmolLM2"), "{err}");
+    let out = tern(&["rm", "test/SmolLM2-GGUF/SmolLM2-135M-Instruct-Q4_1.gguf"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!std::path::Path::new(path.trim()).exists());
+    assert_eq!(tern(&["list", "--json"]).stdout, b"");
+
     // on a terminal (script(1) gives it one): the bar
     std::fs::remove_dir_all(dir.join("hf")).unwrap();
     let cmd = format!(

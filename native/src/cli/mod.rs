@@ -7,6 +7,7 @@ mod encoder_input;
 mod files;
 mod info;
 pub mod llama_flags;
+mod models;
 mod perplexity;
 mod pull;
 mod rerank;
@@ -47,6 +48,11 @@ enum Cmd {
     Embed(embed::Args),
     /// Score documents against a query with a cross-encoder, best first.
     Rerank(rerank::Args),
+    /// The models in the cache: name, size, path (like ollama list).
+    #[command(alias = "ls")]
+    List(models::ListArgs),
+    /// Remove models from the cache (like ollama rm).
+    Rm(models::RmArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
@@ -61,6 +67,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Pull(a) => pull::run(a),
         Cmd::Embed(a) => embed::run(a),
         Cmd::Rerank(a) => rerank::run(a),
+        Cmd::List(a) => models::list(a),
+        Cmd::Rm(a) => models::rm(a),
     }
 }
 

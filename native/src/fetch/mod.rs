@@ -67,7 +67,9 @@ impl Fetcher {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let yes = |k: &str| var(k).is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
         let hf_cache = var("HF_HUB_CACHE").map(PathBuf::from).or_else(|| {
-            let home = var("HF_HOME").map(PathBuf::from).or_else(|| Some(PathBuf::from(var("HOME")?).join(".cache/huggingface")));
+            let home = var("HF_HOME")
+                .map(PathBuf::from)
+                .or_else(|| Some(PathBuf::from(var("HOME")?).join(".cache/huggingface")));
             Some(home?.join("hub"))
         });
         Fetcher {
