@@ -128,6 +128,18 @@ impl Options {
         self
     }
 
+    /// Variables for the chat template (`enable_thinking: false` for
+    /// Qwen3); a chat's turns are rendered with them.
+    pub fn template_kwargs(mut self, k: tern_core::TemplateKwargs) -> Options {
+        self.req.chat_template_kwargs = Some(k);
+        self
+    }
+    /// How a chat reply's thinking block is split off (`Reply::reasoning`).
+    pub fn reasoning_format(mut self, f: tern_core::ReasoningFormat) -> Options {
+        self.req.reasoning_format = f;
+        self
+    }
+
     /// The request of `prompt` with these options (a seed drawn from the
     /// clock if none is set).
     fn request(&self, prompt: Prompt) -> Request {
@@ -360,10 +372,12 @@ impl<'m> Chat<'m> {
         let mut req = self.options.request(Prompt::Ids(Vec::new()));
         req.grammar = grammar.or(req.grammar);
         let n = self.conv.messages.len();
+        self.conv.template_kwargs = req.template_kwargs();
         let prompt = self.conv.open_with(self.tok, msgs, req.max_tokens.unwrap_or(0))?;
         let prepared =
             self.model.loaded.prepare_ids(&req, prompt, None).inspect_err(|_| self.conv.messages.truncate(n))?;
-        Ok(Reply { chat: self, generation: prepared.generation(crate::clock) })
+        let reasoning = self.conv.reasoning(req.reasoning_format);
+        Ok(Reply { chat: self, generation: prepared.generation(crate::clock), reasoning })
     }
 
     /// Answer the last reply's tool calls: (call id, result) each, as
@@ -406,6 +420,17 @@ impl<'m> Chat<'m> {
 pub struct Reply<'c, 'm> {
     chat: &'c mut Chat<'m>,
     generation: Generation,
+    reasoning: Option<tern_core::Reasoning>,
+}
+
+impl Reply<'_, '_> {
+    /// Where this reply's thinking block is, when the model's template has
+    /// one: `reasoning().map(|r| r.split(&text))` parts a whole reply into
+    /// reasoning and answer, `reasoning().map(|r| r.splitter())` as it
+    /// streams.
+    pub fn reasoning(&self) -> Option<tern_core::Reasoning> {
+        self.reasoning
+    }
 }
 
 impl Iterator for Reply<'_, '_> {

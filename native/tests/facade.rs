@@ -92,3 +92,39 @@ fn readme_program_is_the_generate_example() {
         example.lines().skip_while(|l| l.starts_with("//!") || l.is_empty()).map(|l| format!("{l}\n")).collect();
     assert!(readme.contains(&code), "README.md's program differs from examples/generate.rs");
 }
+
+/// `tern::Model`'s chat on a directory whose template thinks (SmolLM2's
+/// HF directory with Qwen3's template, llama.cpp's copy): a reply held to
+/// a thinking block and an answer splits as the server's does, and
+/// `template_kwargs` reaches the template.
+#[test]
+fn chat_replies_say_where_they_think() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-models");
+    let dir = std::env::temp_dir().join(format!("tern-facade-think-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in std::fs::read_dir(root.join("smollm2-hf-f32")).unwrap().flatten() {
+        std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+    }
+    std::fs::copy(root.join("templates/Qwen-Qwen3-0.6B.jinja"), dir.join("chat_template.jinja")).unwrap();
+    let model = Model::load(&dir).unwrap();
+    let shape = r#"root ::= "<think>\n" [a-z ]{3,24} "\n</think>\n\n" [A-Z] [a-z]{2,8} ".""#;
+    let o = tern::Options::greedy().max_tokens(48).grammar(tern::Grammar::gbnf_or_lark(shape).unwrap());
+    let mut chat = model.chat(None).unwrap();
+    chat.options(o.clone());
+    let reply = chat.send("What is two and two?").unwrap();
+    let reasoning = reply.reasoning().expect("Qwen3's template thinks");
+    let Some(Ok(tern::Event::Done(r))) = reply.last() else { panic!("no result") };
+    let parts = reasoning.split(&r.text);
+    assert!(
+        !parts.reasoning.is_empty() && parts.content.ends_with('.') && !parts.content.contains("think"),
+        "{parts:?}"
+    );
+    // enable_thinking false: the template's empty block, a longer prompt
+    let mut k = tern::TemplateKwargs::new();
+    k.insert("enable_thinking".into(), false.into());
+    let mut off = model.chat(None).unwrap();
+    off.options(tern::Options::greedy().max_tokens(1).template_kwargs(k));
+    let Some(Ok(tern::Event::Done(o))) = off.send("What is two and two?").unwrap().last() else { panic!() };
+    assert!(o.usage.prompt_tokens > r.usage.prompt_tokens);
+    std::fs::remove_dir_all(&dir).ok();
+}
