@@ -43,6 +43,8 @@ mod gguf;
 mod grammar;
 #[cfg(feature = "std")]
 mod hf;
+#[cfg(feature = "std")]
+mod infill;
 mod model;
 mod parallel;
 mod perplexity;
@@ -80,6 +82,8 @@ pub use generate::{
 pub use grammar::{Grammar, MAX_GRAMMAR_BYTES, MAX_GRAMMAR_DEPTH};
 #[cfg(feature = "std")]
 pub use hf::{CheckpointInfo, GenerationDefaults};
+#[cfg(feature = "std")]
+pub use infill::{ExtraFile, FimTokens, Infill, MAX_EXTRA_FILES};
 pub use model::{
     Act, Arch, Config, Engine, KvType, Logits, LongRope, Model, Requantized, RopeStyle, Session, Widened, Window,
     MAX_CTX,

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::generate::{Clock, Constraint, GenerateConfig, Generation, MAX_TOP_LOGPROBS};
 use crate::grammar::Grammar;
 use crate::hf::GenerationDefaults;
+use crate::infill::Infill;
 use crate::reasoning::{markers_in, Reasoning, ReasoningFormat};
 pub use crate::sampler::Sampling;
 use crate::tools::{ToolChoice, ToolRequest};
@@ -44,6 +45,9 @@ pub enum Prompt {
     /// Chat messages, rendered with the model's chat template and a
     /// generation prompt.
     Messages(Vec<Message>),
+    /// The gap between a prefix and a suffix, filled in with the model's
+    /// FIM tokens.
+    Infill(Infill),
 }
 
 /// One generation request.
@@ -249,6 +253,13 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         let prompt = match &req.prompt {
             Prompt::Ids(ids) => ids.clone(),
             Prompt::Text(t) => self.tokenizer().map_err(|e| field("prompt", e.to_string()))?.encode(t, true)?,
+            Prompt::Infill(i) => {
+                let tok = self.tokenizer().map_err(|e| field("prompt", e.to_string()))?;
+                i.ids(tok).map_err(|e| match e {
+                    e @ Error::InvalidField { .. } => e,
+                    e => field("suffix", e.to_string()),
+                })?
+            }
             Prompt::Messages(msgs) => {
                 let tok = self.tokenizer().map_err(|e| field("messages", e.to_string()))?;
                 let t = self.template().map_err(|e| field("messages", e.to_string()))?;

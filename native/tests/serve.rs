@@ -1207,3 +1207,73 @@ fn utility_endpoints_answer_as_llama_server() {
         assert!(status == 400 && b.contains(&format!("\"param\":\"{field}\"")), "{path} {body}: {status} {b}");
     }
 }
+
+/// Fill-in-the-middle on the real Qwen2.5-Coder (its `<|fim_prefix|>`,
+/// `<|fim_suffix|>`, `<|fim_middle|>` tokens): llama-server's `/infill`
+/// fills the body of ten small Python functions, each file then accepted
+/// by `python3 -m py_compile`; streamed, the same text; `suffix` on
+/// `/v1/completions` and `tern run --fim-suffix` give the same middle; a
+/// model without FIM tokens is a 400 naming them.
+#[test]
+fn infill_fills_function_bodies_that_compile() {
+    let qwen = common::qwen();
+    assert!(qwen.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", qwen.display());
+    let srv = Server::start_model(qwen.to_str().unwrap(), &["--parallel", "2"]);
+    let cases = [
+        ("def add(a, b):\n    ", "\n\nprint(add(1, 2))\n"),
+        ("def is_even(n):\n    ", "\n\nprint(is_even(4))\n"),
+        ("def factorial(n):\n    ", "\n\nprint(factorial(5))\n"),
+        ("def reverse(s):\n    ", "\n\nprint(reverse('abc'))\n"),
+        ("def maximum(xs):\n    ", "\n\nprint(maximum([3, 1, 2]))\n"),
+        ("def count_vowels(s):\n    ", "\n\nprint(count_vowels('hello'))\n"),
+        ("def fib(n):\n    ", "\n\nprint(fib(10))\n"),
+        ("import math\n\ndef area(r):\n    ", "\n\nprint(area(2.0))\n"),
+        ("def mean(xs):\n    ", "\n\nprint(mean([1, 2, 3]))\n"),
+        ("def square(x):\n    ", "\n\nprint(square(3))\n"),
+    ];
+    let dir = std::env::temp_dir().join(format!("tern-infill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, (prefix, suffix)) in cases.iter().enumerate() {
+        let body = json!({ "input_prefix": prefix, "input_suffix": suffix, "n_predict": 64, "temperature": 0 });
+        let (status, b) = srv.call("POST", "/infill", &[], &body.to_string());
+        assert_eq!(status, 200, "{b}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        let middle = v["content"].as_str().unwrap();
+        assert!(v["stop"] == json!(true) && v["tokens_predicted"].as_u64().unwrap() > 0, "{v}");
+        let file = dir.join(format!("case{i}.py"));
+        std::fs::write(&file, format!("{prefix}{middle}{suffix}")).unwrap();
+        let out = Command::new("python3").args(["-m", "py_compile"]).arg(&file).output().unwrap();
+        assert!(out.status.success(), "case {i}:\n{prefix}{middle}{suffix}\n{}", String::from_utf8_lossy(&out.stderr));
+        if i == 0 {
+            // streamed: the same middle, as llama-server's chunks
+            let mut stream = String::new();
+            let body = json!({ "input_prefix": prefix, "input_suffix": suffix, "n_predict": 64, "temperature": 0, "stream": true });
+            srv.send("POST", "/infill", &[], &body.to_string()).read_to_string(&mut stream).unwrap();
+            let text: String = stream
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .map(|d| serde_json::from_str::<Value>(d).unwrap()["content"].as_str().unwrap_or("").to_string())
+                .collect();
+            assert_eq!(text, middle);
+            // OpenAI's suffix, and the CLI
+            let body = json!({ "prompt": prefix, "suffix": suffix, "max_tokens": 64, "temperature": 0 });
+            let (status, b) = srv.call("POST", "/v1/completions", &[], &body.to_string());
+            let v: Value = serde_json::from_str(&b).unwrap();
+            assert_eq!((status, v["choices"][0]["text"].as_str()), (200, Some(middle)), "{b}");
+            let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+                .args(["run", "-m", qwen.to_str().unwrap(), "--temp", "0", "-n", "64", "-t", "2", "--json"])
+                .args(["-p", prefix, "--fim-suffix", suffix])
+                .output()
+                .unwrap();
+            let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(j["text"].as_str(), Some(middle));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    drop(srv);
+    let srv = Server::start(&[]);
+    let (status, b) = srv.call("POST", "/infill", &[], r#"{"input_prefix":"a","input_suffix":"b"}"#);
+    assert!(status == 400 && b.contains("no FIM") && b.contains("<|fim_prefix|>"), "{status} {b}");
+    let (status, b) = srv.call("POST", "/infill", &[], r#"{"input_prefix":"a","input_extra":[{"name":"x"}]}"#);
+    assert!(status == 400 && b.contains("input_extra"), "{status} {b}");
+}

@@ -170,6 +170,11 @@ impl Tokenizer {
     pub fn token_str(&self, id: u32) -> Option<String> {
         self.inner.id_to_token(id)
     }
+
+    /// The id of a token by its string in the vocabulary.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
 }
 
 impl core::fmt::Debug for Tokenizer {

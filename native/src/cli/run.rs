@@ -15,9 +15,14 @@ use super::sampling::SamplingArgs;
 pub struct Args {
     #[command(flatten)]
     load: super::LoadArgs,
-    /// Prompt text
-    #[arg(short, long, required_unless_present_any = ["prompt_ids", "file"], conflicts_with_all = ["prompt_ids", "file"])]
+    /// Prompt text (with --fim-suffix: the code before the gap)
+    #[arg(short, long, visible_alias = "fim-prefix", required_unless_present_any = ["prompt_ids", "file"], conflicts_with_all = ["prompt_ids", "file"])]
     prompt: Option<String>,
+    /// Fill in the middle: the code after the gap, the prompt the code
+    /// before it (the model's FIM tokens: Qwen2.5-Coder, StarCoder,
+    /// CodeLlama, DeepSeek-Coder…)
+    #[arg(long, visible_alias = "suffix", value_name = "TEXT", conflicts_with_all = ["prompt_ids", "chat"])]
+    fim_suffix: Option<String>,
     /// Prompt text from a file (as llama.cpp's -f)
     #[arg(short, long, conflicts_with = "prompt_ids")]
     file: Option<PathBuf>,
@@ -82,7 +87,12 @@ pub fn run(a: Args) -> Result<()> {
             msgs.push(Message::new("user", text));
             Prompt::Messages(msgs)
         }
-        (None, Some(text)) => Prompt::Text(text.clone()),
+        (None, Some(text)) => match &a.fim_suffix {
+            Some(suffix) => {
+                Prompt::Infill(tern_core::Infill { prefix: text.clone(), suffix: suffix.clone(), ..Default::default() })
+            }
+            None => Prompt::Text(text.clone()),
+        },
         (None, None) => unreachable!("clap requires one"),
     };
     if a.ctx == Some(0) {

@@ -151,6 +151,20 @@ fn admit(app: &Arc<App>) -> Option<Admitted> {
 }
 
 async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) -> Response {
+    generate(app, headers, body, if chat { Endpoint::Chat } else { Endpoint::Completions }).await
+}
+
+/// The endpoints that generate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Chat,
+    Completions,
+    /// llama-server's `/infill`.
+    Infill,
+}
+
+async fn generate(app: Arc<App>, headers: HeaderMap, body: Body, endpoint: Endpoint) -> Response {
+    let chat = endpoint == Endpoint::Chat;
     if !authorized(&app, &headers) {
         return unauthorized();
     }
@@ -171,7 +185,11 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
         Err(e) => return error(e),
     };
     let n_vocab = app.lm.model.config.n_vocab;
-    let req = match Request::parse(&bytes, chat, n_vocab, &app.lm.defaults) {
+    let parsed = match endpoint {
+        Endpoint::Infill => Request::parse_infill(&bytes, n_vocab, &app.lm.defaults),
+        _ => Request::parse(&bytes, chat, n_vocab, &app.lm.defaults),
+    };
+    let req = match parsed {
         Ok(r) => r,
         Err(e) => return error(e),
     };
@@ -189,7 +207,7 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
     }
     let n = app.next_id.fetch_add(1, Relaxed);
     let id = format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" });
-    let reply = Reply { id, chat, tools: tools_on, reasoning };
+    let reply = Reply { id, chat, tools: tools_on, reasoning, infill: endpoint == Endpoint::Infill };
     if stream_on {
         stream(app.clone(), admitted, rx, reply, include_usage)
     } else {
@@ -371,6 +389,7 @@ struct Reply {
     chat: bool,
     tools: bool,
     reasoning: Option<tern_core::Reasoning>,
+    infill: bool,
 }
 
 /// The answer's envelope.
@@ -383,6 +402,7 @@ fn envelope<'a>(app: &'a App, reply: &'a Reply) -> Envelope<'a> {
         tok: app.lm.tokenizer.as_ref(),
         tools: reply.tools,
         reasoning: reply.reasoning.filter(|_| reply.chat),
+        infill: reply.infill,
     }
 }
 
@@ -459,7 +479,9 @@ fn stream(
                     if usage {
                         let _ = send(env.usage_chunk(&r)).await;
                     }
-                    let _ = tx.send(Ok(Event::default().data("[DONE]"))).await;
+                    if !reply.infill {
+                        let _ = tx.send(Ok(Event::default().data("[DONE]"))).await;
+                    }
                     return;
                 }
                 Update::Error(e) => {
@@ -525,6 +547,7 @@ pub async fn run(
             post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, true)),
         )
         .route("/v1/completions", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, false)))
+        .route("/infill", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| generate(a, h, b, Endpoint::Infill)))
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/rerank", post(rerank))
         .route("/v1/models", get(models))

@@ -129,7 +129,49 @@ fn prompt(v: &Value, n_vocab: usize) -> Result<Prompt, ApiError> {
     }
 }
 
+/// llama-server's `/infill` fields, taken out of `m`: the gap to fill.
+fn infill_fields(m: &mut Map<String, Value>) -> Result<tern_core::Infill, ApiError> {
+    let text = |m: &mut Map<String, Value>, k: &str| match m.remove(k) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s),
+        Some(v) => Err(ApiError::invalid(k, format!("{k} must be a string, got {v}"))),
+    };
+    let (prefix, suffix, middle) = (text(m, "input_prefix")?, text(m, "input_suffix")?, text(m, "prompt")?);
+    let extra = match m.remove("input_extra") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(files)) if files.len() <= tern_core::MAX_EXTRA_FILES => files
+            .into_iter()
+            .map(|f| serde_json::from_value::<tern_core::ExtraFile>(f))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ApiError::invalid("input_extra", format!("each file is {{filename, text}}: {e}")))?,
+        Some(_) => {
+            let n = tern_core::MAX_EXTRA_FILES;
+            return Err(ApiError::invalid("input_extra", format!("input_extra must be a list of up to {n} files")));
+        }
+    };
+    Ok(tern_core::Infill { prefix, suffix, extra, middle })
+}
+
 impl Request {
+    /// llama-server's `POST /infill`: `input_prefix`, `input_suffix`,
+    /// `input_extra`, `prompt` (the middle's start), and the completion
+    /// fields beside them.
+    pub fn parse_infill(body: &[u8], n_vocab: usize, defaults: &GenerationDefaults) -> Result<Request, ApiError> {
+        let v: Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::invalid("body", format!("invalid JSON: {e}")))?;
+        let Value::Object(mut m) = v else { return Err(ApiError::invalid("body", "the body must be a JSON object")) };
+        let infill = infill_fields(&mut m)?;
+        // llama-server's names for what OpenAI's fields say
+        if let Some(n) = m.remove("n_probs") {
+            m.insert("logprobs".into(), n);
+        }
+        m.insert("prompt".into(), "".into());
+        let rest = serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
+        let mut r = Request::parse(&rest, false, n_vocab, defaults)?;
+        r.core.prompt = Prompt::Infill(infill);
+        Ok(r)
+    }
+
     /// `chat`: /v1/chat/completions (else /v1/completions).
     pub fn parse(body: &[u8], chat: bool, n_vocab: usize, defaults: &GenerationDefaults) -> Result<Request, ApiError> {
         let v: Value =
@@ -234,11 +276,21 @@ impl Request {
                     })?;
                     r.reasoning_format = Some(f);
                 }
+                "suffix" if !chat => {}
                 "tools" | "tool_choice" | "functions" | "echo" | "best_of" | "suffix" => {
                     return Err(ApiError::invalid(k, format!("{k} is not supported")))
                 }
                 _ => return Err(ApiError::invalid(k, format!("unknown field {k}"))),
             }
+        }
+        // a suffix: fill in between the prompt and it
+        if let Some(s) = m.get("suffix").filter(|s| !chat && !s.is_null()) {
+            let suffix = s.as_str().ok_or_else(|| ApiError::invalid("suffix", "suffix must be a string"))?;
+            let Prompt::Text(prefix) = &r.core.prompt else {
+                return Err(ApiError::invalid("suffix", "suffix needs a text prompt"));
+            };
+            let infill = tern_core::Infill { prefix: prefix.clone(), suffix: suffix.into(), ..Default::default() };
+            r.core.prompt = Prompt::Infill(infill);
         }
         // tools go to core's request as sent; its one check parses them
         if let Some(t) = m.get("tools").filter(|t| chat && !t.is_null()) {
@@ -301,6 +353,19 @@ pub(crate) struct Envelope<'a> {
     pub(crate) tools: bool,
     /// Where a chat reply's thinking block is, to return it apart.
     pub(crate) reasoning: Option<Reasoning>,
+    /// llama-server's `/infill`: its `/completion` shapes.
+    pub(crate) infill: bool,
+}
+
+/// llama-server's `stop_type` of a result: an end token (`eos`), a stop
+/// string (`word`), or the limit.
+fn stop_type(r: &GenerationResult, tok: Option<&Tokenizer>) -> &'static str {
+    let eog = r.tokens.last().is_some_and(|&id| tok.is_some_and(|t| t.is_eog(id)));
+    match (r.finish_reason, eog) {
+        (FinishReason::Stop, true) => "eos",
+        (FinishReason::Stop, false) => "word",
+        _ => "limit",
+    }
 }
 
 fn token_bytes(tok: Option<&Tokenizer>, id: u32) -> &[u8] {
@@ -352,6 +417,9 @@ impl Envelope<'_> {
     /// The last chunk: no delta, the finish reason (`tool_calls` when
     /// `calls` were made).
     pub fn end_chunk(&self, r: &GenerationResult, calls: &[ToolCall]) -> Value {
+        if self.infill {
+            return self.llama("", Some(r));
+        }
         let reason = Self::reason(r, calls);
         let choice = match self.chat {
             true => json!({ "index": 0, "delta": {}, "finish_reason": reason, "logprobs": null }),
@@ -408,8 +476,26 @@ impl Envelope<'_> {
         m
     }
 
+    /// llama-server's `/completion` object: the text, whether and why it
+    /// stopped, token counts, timings.
+    fn llama(&self, content: &str, end: Option<&GenerationResult>) -> Value {
+        let Some(r) = end else { return json!({ "content": content, "stop": false }) };
+        let t = &r.timings;
+        json!({
+            "content": content, "stop": true, "stop_type": stop_type(r, self.tok), "model": self.model, "id_slot": 0,
+            "tokens_predicted": r.usage.completion_tokens, "tokens_evaluated": r.usage.prompt_tokens,
+            "tokens_cached": r.usage.cached_tokens, "truncated": false,
+            "timings": { "prompt_n": r.usage.prompt_tokens, "prompt_ms": t.prefill_ms,
+                         "predicted_n": r.usage.completion_tokens, "predicted_ms": t.total_ms - t.prefill_ms,
+                         "predicted_per_second": t.tokens_per_s, "prompt_per_second": t.prompt_tokens_per_s },
+        })
+    }
+
     /// The whole answer, not streamed.
     pub fn response(&self, r: &GenerationResult) -> Value {
+        if self.infill {
+            return self.llama(&r.text, Some(r));
+        }
         let lp = if r.logprobs.is_empty() { Value::Null } else { self.logprobs(&r.logprobs) };
         let choice = if self.chat {
             let parts = self.parts(r);
@@ -434,6 +520,9 @@ impl Envelope<'_> {
     /// One stream chunk: a text delta, or (`None`) the assistant's role
     /// first.
     pub fn chunk(&self, text: Option<&str>, lp: Option<&TokenLogprob>) -> Value {
+        if self.infill {
+            return self.llama(text.unwrap_or(""), None);
+        }
         let lp = lp.map_or(Value::Null, |t| self.logprobs(core::slice::from_ref(t)));
         let choice = if self.chat {
             let delta = match text {
