@@ -223,6 +223,33 @@ impl Model {
         Ok(Stream::new(self, self.session(), prepared.generation(crate::clock)))
     }
 
+    /// Fill in the gap between `prefix` and `suffix` with a code model's
+    /// FIM tokens (`tern_core::Infill`): the middle, one event at a time.
+    /// A model without FIM tokens is an error naming the ones it lacks.
+    ///
+    /// ```
+    /// # fn main() -> tern::Result<()> {
+    /// # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
+    /// #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
+    /// #     .join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    /// let model = tern::Model::load(&path)?;
+    /// let o = tern::Options::greedy().max_tokens(16);
+    /// let mut middle = String::new();
+    /// for ev in model.infill("def add(a, b):\n    ", "\n\nprint(add(1, 2))\n", &o)? {
+    ///     if let tern::Event::Token { text, .. } = ev? {
+    ///         middle.push_str(&text);
+    ///     }
+    /// }
+    /// assert!(middle.contains("a + b"), "{middle}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn infill(&self, prefix: &str, suffix: &str, o: &Options) -> Result<Stream<'_>> {
+        let infill = tern_core::Infill { prefix: prefix.into(), suffix: suffix.into(), ..Default::default() };
+        let prepared = self.loaded.prepare(&o.request(Prompt::Infill(infill)), Some(self.n_ctx))?;
+        Ok(Stream::new(self, self.session(), prepared.generation(crate::clock)))
+    }
+
     /// Generate after each prompt with its options, the sequences decoded
     /// together (one forward pass a step for all that are still going).
     /// Each result equals what `generate` gives for that prompt alone.

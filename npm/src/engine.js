@@ -111,6 +111,12 @@ export class LocalEngine {
     }
     if (tools !== undefined || toolChoice !== undefined)
       throw new TernError('invalid_argument', 'tools are an option of chat, not of generate');
+    if (kind === 'infill') {
+      const { prefix, suffix } = input;
+      if (typeof prefix !== 'string' || typeof suffix !== 'string')
+        throw new TernError('invalid_argument', 'infill takes a prefix and a suffix, both strings');
+      return Array.from(this.#call(() => this.#model.encode_infill(prefix, suffix)));
+    }
     for (const k of ['chatTemplateKwargs', 'reasoningEffort', 'reasoningFormat'])
       if (options[k] !== undefined) throw new TernError('invalid_argument', `${k} is an option of chat, not of generate`);
     if (Array.isArray(input) || input instanceof Uint32Array) return Array.from(input);

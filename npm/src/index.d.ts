@@ -271,6 +271,8 @@ export class TernModel {
   ): Promise<string>;
   generate(prompt: string | ArrayLike<number>, options?: GenerateOptions): Generation;
   chat(messages: ChatMessage[], options?: ChatOptions): Generation;
+  /** Fill in the code between `prefix` and `suffix` with the model's FIM tokens (an `unsupported` error without them). */
+  infill(prefix: string, suffix: string, options?: GenerateOptions): Generation;
   /** Bytes of wasm memory in use (model, KV cache, scratch). */
   memoryBytes(): Promise<number>;
   setContextSize(n: number): Promise<ModelInfo>;

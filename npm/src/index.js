@@ -91,6 +91,11 @@ export class TernModel {
     return new Generation(this.#b, 'chat', messages, options);
   }
 
+  /** Fill in the code between `prefix` and `suffix` (a code model's FIM tokens). */
+  infill(prefix, suffix, options = {}) {
+    return new Generation(this.#b, 'infill', { prefix, suffix }, options);
+  }
+
   dispose() {
     return this.#b.dispose();
   }

@@ -238,6 +238,15 @@ describe('Qwen chat with tools', () => {
     },
   };
 
+  test('infill fills the gap with the FIM tokens, as the native build does', async () => {
+    const [prefix, suffix] = ['def add(a, b):\n    ', '\n\nprint(add(1, 2))\n'];
+    const r = await model.infill(prefix, suffix, { maxTokens: 24, temperature: 0 }).result;
+    const native = nativeRun(['-m', QWEN, '-p', prefix, '--fim-suffix', suffix, '-n', '24', '--temp', '0']);
+    assert.deepEqual(r.tokens, native.ids);
+    assert.ok(r.text.includes('a + b'), r.text);
+    await assert.rejects(model.infill(1, suffix).result, /prefix and a suffix/);
+  });
+
   test('tools are rendered by the template; toolChoice none renders none', async () => {
     const messages = [{ role: 'user', content: 'Weather in Paris?' }];
     const text = await model.applyChatTemplate(messages, { tools: [weather] });

@@ -250,6 +250,14 @@ impl TernModel {
         Ok(ids)
     }
 
+    /// The prompt ids that fill the gap between `prefix` and `suffix` with
+    /// the model's FIM tokens.
+    pub fn encode_infill(&self, prefix: &str, suffix: &str) -> Result<Vec<u32>, JsValue> {
+        let tok = self.b.tokenizer().map_err(from_core)?;
+        let infill = tern_core::Infill { prefix: prefix.into(), suffix: suffix.into(), ..Default::default() };
+        infill.ids(tok).map_err(from_core)
+    }
+
     /// Start generating after `prompt` (the whole sequence: the cached
     /// prefix of it is reused) with the options (JSON, see `options`).
     pub fn begin(&mut self, prompt: Vec<u32>, options_json: &str) -> Result<(), JsValue> {
