@@ -1196,8 +1196,22 @@ fn utility_endpoints_answer_as_llama_server() {
     assert!(status == 404 && b.contains("gpt-4"), "{b}");
     let (status, b) = srv.call("GET", "/health", &[], "");
     assert_eq!((status, b.as_str()), (200, r#"{"status":"ok"}"#));
+    // llama-server's request fields
+    let c = post(
+        "/v1/completions",
+        r#"{"prompt":"The capital of France is","max_tokens":12,"temperature":0,"ignore_eos":true,"typical_p":1,"repeat_last_n":32,"cache_prompt":true}"#,
+    );
+    assert_eq!(
+        (c["usage"]["completion_tokens"].as_u64(), c["choices"][0]["finish_reason"].as_str()),
+        (Some(12), Some("length"))
+    );
+    let c = post("/v1/completions", r#"{"prompt":"The capital of France is","max_tokens":2,"n_probs":3}"#);
+    assert_eq!(c["choices"][0]["logprobs"]["top_logprobs"][0].as_object().map(|m| m.len()), Some(3), "{c}");
     // bad input names the field
     for (path, body, field) in [
+        ("/v1/completions", r#"{"prompt":"x","typical_p":2}"#, "typical_p"),
+        ("/v1/completions", r#"{"prompt":"x","cache_prompt":false}"#, "cache_prompt"),
+        ("/v1/completions", r#"{"prompt":"x","ignore_eos":"yes"}"#, "ignore_eos"),
         ("/tokenize", r#"{"content":7}"#, "content"),
         ("/tokenize", r#"{"content":"x","with_pieces":"yes"}"#, "with_pieces"),
         ("/detokenize", r#"{"tokens":[1,99999999]}"#, "tokens"),

@@ -206,6 +206,20 @@ impl Request {
                 "presence_penalty" => s.presence_penalty = Some(float(v, k)?),
                 "frequency_penalty" => s.frequency_penalty = Some(float(v, k)?),
                 "repeat_penalty" => s.repeat_penalty = Some(float(v, k)?),
+                // llama-server's names
+                "typical_p" => s.typical_p = Some(float(v, k)?),
+                "repeat_last_n" => s.repeat_last_n = Some(count(v, k)?),
+                "ignore_eos" => {
+                    r.core.ignore_eos =
+                        v.as_bool().ok_or_else(|| ApiError::invalid(k, "ignore_eos must be true or false"))?
+                }
+                "n_probs" => r.core.logprobs = Some(top_count(v, k)?),
+                // the prefix cache serves every request (--no-prefix-cache: none)
+                "cache_prompt" if v.as_bool() == Some(true) => {}
+                "cache_prompt" => {
+                    let what = "cache_prompt false: tern reuses cached prefixes for every request (serve --no-prefix-cache turns that off)";
+                    return Err(ApiError::invalid(k, what));
+                }
                 "seed" => {
                     s.seed = Some(v.as_i64().ok_or_else(|| ApiError::invalid(k, "seed must be an integer"))? as u64)
                 }
