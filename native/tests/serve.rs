@@ -53,7 +53,12 @@ impl Server {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let line = lines.next().expect("a startup line").unwrap();
+        // the port answers 503 while loading; the "… on http://…" line says it is ready
+        let line = lines
+            .by_ref()
+            .map(|l| l.unwrap())
+            .find(|l| l.contains(" on http://") && l.contains(" parallel,"))
+            .expect("a startup line");
         let port = line.rsplit_once("http://127.0.0.1:").and_then(|(_, r)| r.split(' ').next()?.parse().ok());
         let port = port.unwrap_or_else(|| panic!("no port in {line:?}"));
         // keep draining stderr so the server never blocks on it
@@ -1290,4 +1295,39 @@ fn infill_fills_function_bodies_that_compile() {
     assert!(status == 400 && b.contains("no FIM") && b.contains("<|fim_prefix|>"), "{status} {b}");
     let (status, b) = srv.call("POST", "/infill", &[], r#"{"input_prefix":"a","input_extra":[{"name":"x"}]}"#);
     assert!(status == 400 && b.contains("input_extra"), "{status} {b}");
+}
+
+/// The port is bound before the model loads (as llama-server does): while
+/// it loads every request, /health included, is 503 "Loading model" with
+/// Retry-After; then 200.
+#[test]
+fn the_port_answers_503_while_the_model_loads() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let qwen = common::qwen();
+    // (the larger model: its load takes long enough to be seen)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["serve", "-m", qwen.to_str().unwrap(), "--port", "0", "-t", "2", "--quantize", "q8_0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a line").unwrap();
+    assert!(first.contains("loading the model"), "{first}");
+    let port: u16 =
+        first.rsplit_once("http://127.0.0.1:").and_then(|(_, r)| r.split(' ').next()?.parse().ok()).unwrap();
+    let mut raw = String::new();
+    send(port, "GET", "/health", &[], "").read_to_string(&mut raw).unwrap();
+    assert!(
+        raw.starts_with("HTTP/1.1 503") && raw.contains("Retry-After: 5") && raw.contains("Loading model"),
+        "{raw}"
+    );
+    let (status, _) = call(port, "POST", "/v1/completions", &[], r#"{"prompt":"x","max_tokens":1}"#);
+    assert_eq!(status, 503);
+    let ready = lines.by_ref().map(|l| l.unwrap()).find(|l| l.contains(" parallel,"));
+    assert!(ready.is_some_and(|l| l.contains(&format!("http://127.0.0.1:{port} "))));
+    std::thread::spawn(move || lines.for_each(drop));
+    let (status, body) = call(port, "GET", "/health", &[], "");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -82,6 +82,10 @@ pub struct Args {
 
 #[cfg(feature = "serve")]
 pub fn run(a: Args) -> Result<()> {
+    // the port first: 503 "Loading model" while the model is fetched and loaded
+    let loading = tern::serve::bind_loading(a.host, a.port, a.allow_remote)?;
+    eprintln!("tern serve: loading the model; http://{} answers 503 until it is ready", loading.addr());
+    let port = loading.addr().port();
     let path = a.load.model_path()?;
     let mut lm = super::load(&path, &a.load)?;
     a.template.apply(&mut lm)?;
@@ -96,7 +100,7 @@ pub fn run(a: Args) -> Result<()> {
     let o = tern::serve::ServeOptions {
         model_id,
         host: a.host,
-        port: a.port,
+        port,
         parallel: a.parallel,
         ctx: a.ctx,
         kv_memory: a.kv_memory,
@@ -117,7 +121,7 @@ pub fn run(a: Args) -> Result<()> {
         reasoning_format: a.template.reasoning_format(),
         chat_template_kwargs: a.template.kwargs(),
     };
-    tern::serve::serve(lm, embedder, reranker, o)
+    tern::serve::serve_on(Some(loading), lm, embedder, reranker, o)
 }
 
 #[cfg(not(feature = "serve"))]

@@ -537,6 +537,7 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 pub async fn run(
     app: App,
     addr: SocketAddr,
+    bound: Option<std::net::TcpListener>,
     engine: std::sync::mpsc::Sender<Msg>,
     engine_done: tokio::task::JoinHandle<()>,
 ) -> Result<()> {
@@ -559,9 +560,15 @@ pub async fn run(
         .route("/props", get(utility::props))
         .route("/metrics", get(metrics))
         .with_state(app.clone());
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| Error::Serve { detail: format!("binding {addr}: {e}") })?;
+    let listener = match bound {
+        Some(l) => l
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpListener::from_std(l))
+            .map_err(|e| Error::Serve { detail: format!("the bound socket: {e}") })?,
+        None => tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::Serve { detail: format!("binding {addr}: {e}") })?,
+    };
     let bound = listener.local_addr().map_err(|e| Error::Serve { detail: e.to_string() })?;
     eprintln!(
         "tern serve: {} on http://{bound} ({} parallel, queue {}, ctx {} per sequence, KV {} blocks of {KV_BLOCK} positions)",

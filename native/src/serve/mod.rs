@@ -7,6 +7,7 @@ mod api_error;
 mod embeddings;
 mod encode;
 mod http;
+mod loading;
 mod metrics;
 pub mod openai;
 mod rerank;
@@ -140,11 +141,38 @@ pub fn serve(
     reranker: Option<crate::Embedder>,
     o: ServeOptions,
 ) -> Result<()> {
-    if !o.host.is_loopback() && !o.allow_remote {
-        return Err(Error::Serve {
-            detail: format!("{} is not a loopback address: pass --allow-remote to serve beyond this machine", o.host),
-        });
+    serve_on(None, lm, embedder, reranker, o)
+}
+
+/// The port bound before the model loads, answering 503 meanwhile; give
+/// it to [`serve_on`] once loaded.
+pub use loading::Loading;
+
+/// Bind `host:port` at once (the loopback rule checked first) and answer
+/// every request 503 `Loading model` until the server takes over.
+pub fn bind_loading(host: IpAddr, port: u16, allow_remote: bool) -> Result<Loading> {
+    check_host(host, allow_remote)?;
+    Loading::bind(SocketAddr::new(host, port))
+}
+
+fn check_host(host: IpAddr, allow_remote: bool) -> Result<()> {
+    match host.is_loopback() || allow_remote {
+        true => Ok(()),
+        false => Err(Error::Serve {
+            detail: format!("{host} is not a loopback address: pass --allow-remote to serve beyond this machine"),
+        }),
     }
+}
+
+/// [`serve`] on a port already bound (`bind_loading`), if given.
+pub fn serve_on(
+    loading: Option<Loading>,
+    lm: Loaded,
+    embedder: Option<crate::Embedder>,
+    reranker: Option<crate::Embedder>,
+    o: ServeOptions,
+) -> Result<()> {
+    check_host(o.host, o.allow_remote)?;
     if !o.host.is_loopback() {
         eprintln!(
             "tern serve: WARNING: listening on {} — reachable from other machines{}",
@@ -208,7 +236,8 @@ pub fn serve(
     let engine_done = rt.spawn_blocking(move || {
         let _ = engine.join();
     });
-    rt.block_on(http::run(app, addr, tx, engine_done))?;
+    let listener = loading.map(Loading::ready);
+    rt.block_on(http::run(app, addr, listener, tx, engine_done))?;
     rt.shutdown_timeout(Duration::from_secs(1));
     eprintln!("tern serve: stopped");
     Ok(())
