@@ -1331,3 +1331,54 @@ fn the_port_answers_503_while_the_model_loads() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Anthropic's Messages API through the official `anthropic` client on
+/// Qwen2.5-Coder: a message whole and streamed equals the chat endpoint's
+/// greedy reply, `count_tokens` its prompt, a forced tool call (`any`, and
+/// a named `tool` streamed) comes back as `tool_use` blocks and a
+/// `tool_result` is answered; a body without `max_tokens` is Anthropic's
+/// 400.
+#[test]
+fn anthropic_messages_through_the_anthropic_client() {
+    let qwen = common::qwen();
+    assert!(qwen.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", qwen.display());
+    let srv = Server::start_model(&qwen.display().to_string(), &[]);
+    let py = root().join("target/pyenv/bin/python");
+    let out = Command::new(py)
+        .arg(root().join("tests/tools/anthropic_client.py"))
+        .arg(format!("http://127.0.0.1:{}", srv.port))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "anthropic client failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let body = json!({ "messages": [{ "role": "system", "content": "Answer briefly." }, { "role": "user", "content": "What is the capital of France?" }],
+                       "max_tokens": 16, "temperature": 0 });
+    let (_, b) = srv.call("POST", "/v1/chat/completions", &[], &body.to_string());
+    let chat: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(r["text"], chat["choices"][0]["message"]["content"], "{r}");
+    assert_eq!(r["streamed"], r["text"], "{r}");
+    assert_eq!(r["count"], chat["usage"]["prompt_tokens"], "{r}");
+    assert_eq!(r["usage"][0], chat["usage"]["prompt_tokens"], "{r}");
+    let reason = if chat["choices"][0]["finish_reason"] == "length" { "max_tokens" } else { "end_turn" };
+    assert_eq!((r["stop_reason"].as_str(), r["stream_stop_reason"].as_str()), (Some(reason), Some(reason)), "{r}");
+    assert_eq!(r["call_stop"], "tool_use", "{r}");
+    for calls in [&r["calls"], &r["streamed_call"]] {
+        assert_eq!(calls[0]["name"], "get_weather", "{r}");
+        assert!(calls[0]["input"]["city"].as_str().is_some_and(|c| !c.is_empty()), "{r}");
+    }
+    assert!(r["answer"].as_str().is_some_and(|a| !a.is_empty()), "{r}");
+    assert!(r["missing_max_tokens"].as_str().is_some_and(|m| m.contains("max_tokens")), "{r}");
+    // Anthropic's error shape
+    let (status, b) = srv.call(
+        "POST",
+        "/v1/messages",
+        &[],
+        r#"{"max_tokens":4,"messages":[{"role":"user","content":[{"type":"image"}]}]}"#,
+    );
+    let e: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(
+        (status, e["type"].as_str(), e["error"]["type"].as_str()),
+        (400, Some("error"), Some("invalid_request_error")),
+        "{b}"
+    );
+}

@@ -114,6 +114,12 @@ pub(super) fn error(e: ApiError) -> Response {
 }
 
 pub(super) fn authorized(app: &App, headers: &HeaderMap) -> bool {
+    // (Anthropic's clients send the key as `x-api-key`)
+    if let (Some(key), Some(sent)) = (&app.api_key, headers.get("x-api-key").and_then(|v| v.to_str().ok())) {
+        if same_bytes(key.as_bytes(), sent.as_bytes()) {
+            return true;
+        }
+    }
     let Some(key) = &app.api_key else { return true };
     let got = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     got.and_then(|v| v.strip_prefix(b"Bearer ")).is_some_and(|got| same_bytes(got, key.as_bytes()))
@@ -133,7 +139,7 @@ pub(super) fn unauthorized() -> Response {
 }
 
 /// A slot in the admission count, given back when the request ends.
-struct Admitted(Arc<App>);
+pub(super) struct Admitted(Arc<App>);
 
 impl Drop for Admitted {
     fn drop(&mut self) {
@@ -156,63 +162,91 @@ async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) 
 
 /// The endpoints that generate.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Endpoint {
+pub(super) enum Endpoint {
     Chat,
     Completions,
     /// llama-server's `/infill`.
     Infill,
+    /// Anthropic's `/v1/messages`.
+    Messages,
 }
 
 async fn generate(app: Arc<App>, headers: HeaderMap, body: Body, endpoint: Endpoint) -> Response {
-    let chat = endpoint == Endpoint::Chat;
-    if !authorized(&app, &headers) {
-        return unauthorized();
+    match start(&app, &headers, body, endpoint).await {
+        Err(e) => e,
+        Ok(s) if s.stream => stream(app.clone(), s.admitted, s.rx, s.reply, s.include_usage),
+        Ok(s) => whole(app.clone(), s.admitted, s.rx, s.reply).await,
+    }
+}
+
+/// A generation the engine has begun: its events, and how to answer.
+pub(super) struct Started {
+    pub(super) admitted: Admitted,
+    pub(super) rx: mpsc::UnboundedReceiver<Update>,
+    pub(super) reply: Reply,
+    pub(super) stream: bool,
+    pub(super) include_usage: bool,
+}
+
+/// Authorize, admit, read, parse (`Chat`, `Completions`, `Infill`: the
+/// body as that endpoint's; `Messages`: Anthropic's, as a chat), prepare
+/// and hand the job to the engine; else the error answer, shaped by
+/// `error_of`.
+pub(super) async fn start(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    body: Body,
+    endpoint: Endpoint,
+) -> std::result::Result<Started, Response> {
+    let fail = |e: ApiError| match endpoint {
+        Endpoint::Messages => super::anthropic::error(e),
+        _ => error(e),
+    };
+    if !authorized(app, headers) {
+        return Err(fail(ApiError::new(401, "invalid_request_error", "a valid API key is required")));
     }
     if app.draining.load(Relaxed) {
-        return utility::draining();
+        return Err(match endpoint {
+            Endpoint::Messages => fail(ApiError::new(503, "server_error", "the server is shutting down")),
+            _ => utility::draining(),
+        });
     }
     // admission first: past capacity nothing is read, parsed or tokenized
-    let Some(admitted) = admit(&app) else {
+    let Some(admitted) = admit(app) else {
         app.metrics.rejected.fetch_add(1, Relaxed);
-        return error(ApiError::new(
+        return Err(fail(ApiError::new(
             429,
             "rate_limit_exceeded",
             "the server is busy (parallel + queue full); retry later",
-        ));
+        )));
     };
-    let bytes = match read_body(&app, &headers, body).await {
-        Ok(b) => b,
-        Err(e) => return error(e),
-    };
+    let bytes = read_body(app, headers, body).await.map_err(fail)?;
     let n_vocab = app.lm.model.config.n_vocab;
+    let chat = matches!(endpoint, Endpoint::Chat | Endpoint::Messages);
     let parsed = match endpoint {
         Endpoint::Infill => Request::parse_infill(&bytes, n_vocab, &app.lm.defaults),
+        Endpoint::Messages => super::anthropic::parse(&bytes, n_vocab, &app.lm.defaults),
         _ => Request::parse(&bytes, chat, n_vocab, &app.lm.defaults),
     };
-    let req = match parsed {
-        Ok(r) => r,
-        Err(e) => return error(e),
-    };
+    let req = parsed.map_err(fail)?;
     drop(bytes);
     let (stream_on, include_usage, tools_on) = (req.stream, req.include_usage, req.tools_on);
-    let Prepared { prompt, cfg, constraint, reasoning, .. } = match prepare(app.clone(), req, chat).await {
-        Ok(p) => p,
-        Err(e) => return error(e),
-    };
+    let Prepared { prompt, cfg, constraint, reasoning, .. } = prepare(app.clone(), req, chat).await.map_err(fail)?;
     app.metrics.requests.fetch_add(1, Relaxed);
     let (tx, rx) = mpsc::unbounded_channel();
     let job = Job { prompt, cfg, constraint, events: tx, arrived: Instant::now() };
     if app.engine.0.send(Msg::Job(job)).is_err() {
-        return error(ApiError::new(503, "server_error", "the engine has stopped"));
+        return Err(fail(ApiError::new(503, "server_error", "the engine has stopped")));
     }
     let n = app.next_id.fetch_add(1, Relaxed);
-    let id = format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" });
-    let reply = Reply { id, chat, tools: tools_on, reasoning, infill: endpoint == Endpoint::Infill };
-    if stream_on {
-        stream(app.clone(), admitted, rx, reply, include_usage)
-    } else {
-        whole(app.clone(), admitted, rx, reply).await
-    }
+    let prefix = match endpoint {
+        Endpoint::Chat => "chatcmpl",
+        Endpoint::Messages => "msg",
+        _ => "cmpl",
+    };
+    let reply =
+        Reply { id: format!("{prefix}-{n}"), chat, tools: tools_on, reasoning, infill: endpoint == Endpoint::Infill };
+    Ok(Started { admitted, rx, reply, stream: stream_on, include_usage })
 }
 
 /// An encoder model and the name it is served under.
@@ -384,8 +418,8 @@ async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Re
 }
 
 /// What shapes one answer: its id, endpoint, tools and thinking block.
-struct Reply {
-    id: String,
+pub(super) struct Reply {
+    pub(super) id: String,
     chat: bool,
     tools: bool,
     reasoning: Option<tern_core::Reasoning>,
@@ -393,7 +427,7 @@ struct Reply {
 }
 
 /// The answer's envelope.
-fn envelope<'a>(app: &'a App, reply: &'a Reply) -> Envelope<'a> {
+pub(super) fn envelope<'a>(app: &'a App, reply: &'a Reply) -> Envelope<'a> {
     Envelope {
         id: &reply.id,
         created: unix_now(),
@@ -549,6 +583,8 @@ pub async fn run(
         )
         .route("/v1/completions", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, false)))
         .route("/infill", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| generate(a, h, b, Endpoint::Infill)))
+        .route("/v1/messages", post(super::anthropic::messages))
+        .route("/v1/messages/count_tokens", post(super::anthropic::count_tokens))
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/rerank", post(rerank))
         .route("/v1/models", get(models))

@@ -3,6 +3,7 @@
 //! pass (`scheduler`). Endpoints and error shapes: `http`, `openai`;
 //! Prometheus metrics: `metrics`.
 
+mod anthropic;
 mod api_error;
 mod embeddings;
 mod encode;
