@@ -1382,3 +1382,37 @@ fn anthropic_messages_through_the_anthropic_client() {
         "{b}"
     );
 }
+
+/// OpenAI's Responses API through `client.responses.create` on
+/// Qwen2.5-Coder: the text equals the chat endpoint's greedy reply, whole
+/// and streamed (response.created … response.completed);
+/// `previous_response_id` continues the conversation (an unknown one is a
+/// 404); a required function call comes back as a `function_call` item and
+/// its `function_call_output` is answered; `text.format` json_schema holds
+/// the output to the schema.
+#[test]
+fn responses_api_through_the_openai_client() {
+    let qwen = common::qwen();
+    assert!(qwen.exists(), "{} is missing: run scripts/fetch-models.sh (CI does)", qwen.display());
+    let srv = Server::start_model(&qwen.display().to_string(), &[]);
+    let r = python(&["responses", &srv.base()]);
+    let body = json!({ "messages": [{ "role": "system", "content": "Answer briefly." }, { "role": "user", "content": "What is the capital of France?" }],
+                       "max_tokens": 16, "temperature": 0 });
+    let (_, b) = srv.call("POST", "/v1/chat/completions", &[], &body.to_string());
+    let chat: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(r["text"], chat["choices"][0]["message"]["content"], "{r}");
+    assert_eq!((&r["streamed"], &r["completed_text"]), (&r["text"], &r["text"]), "{r}");
+    assert_eq!(
+        (r["first_event"].as_str(), r["last_event"].as_str()),
+        (Some("response.created"), Some("response.completed"))
+    );
+    assert_eq!(r["usage"], chat["usage"]["prompt_tokens"], "{r}");
+    assert!(r["second"].as_str().is_some_and(|t| !t.is_empty()), "{r}");
+    assert!(r["second_usage"].as_u64() > r["usage"].as_u64(), "the history is in the prompt: {r}");
+    assert_eq!(r["unknown"], 404, "{r}");
+    assert_eq!(r["calls"][0]["name"], "get_weather", "{r}");
+    assert!(r["calls"][0]["arguments"]["city"].as_str().is_some_and(|c| !c.is_empty()), "{r}");
+    assert!(r["answer"].as_str().is_some_and(|a| !a.is_empty()), "{r}");
+    let city: Value = serde_json::from_str(r["json"].as_str().unwrap()).unwrap();
+    assert!(city["city"].is_string(), "{r}");
+}

@@ -20,6 +20,10 @@
         (reasoning_content apart, as llama-server), with
         chat_template_kwargs, reasoning_effort and reasoning_format through
         extra_body; prints one JSON object
+    python openai_client.py responses BASE_URL
+        client.responses.create: whole and streamed, previous_response_id
+        (and an unknown one), a required function call answered with a
+        function_call_output, text.format json_schema; prints one JSON object
     python openai_client.py load_chat BASE_URL N TOKENS SCHEMA.json|-
         N chat requests at once as streams, under a JSON Schema (or free);
         prints throughput, TTFT p50 and how many replies are whole JSON
@@ -64,6 +68,46 @@ def basic(base: str) -> None:
         "completion": comp.choices[0].text, "completion_stream": "".join(texts), "stream_usage": stream_usage,
         "stopped": stopped.choices[0].text, "stopped_finish": stopped.choices[0].finish_reason,
         "seeded": seeded, "models": models,
+    }))
+
+
+def responses(base: str) -> None:
+    import openai
+    c = OpenAI(base_url=base, api_key="unused")
+    kw = dict(model="tern", instructions="Answer briefly.", max_output_tokens=16, temperature=0)
+    first = c.responses.create(input="What is the capital of France?", **kw)
+    deltas, types, completed = [], [], None
+    for ev in c.responses.create(input="What is the capital of France?", stream=True, **kw):
+        types.append(ev.type)
+        if ev.type == "response.output_text.delta":
+            deltas.append(ev.delta)
+        if ev.type == "response.completed":
+            completed = ev.response
+    second = c.responses.create(input="And of Italy?", previous_response_id=first.id, **kw)
+    try:
+        c.responses.create(input="x", previous_response_id="resp-nope", **kw)
+        unknown = None
+    except openai.NotFoundError as e:
+        unknown = e.status_code
+    weather = {"type": "function", "name": "get_weather", "description": "The current weather in a city",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+    call = c.responses.create(model="tern", input="What is the weather like in Paris today?", tools=[weather],
+                              tool_choice="required", max_output_tokens=64, temperature=0)
+    fc = [o for o in call.output if o.type == "function_call"]
+    answer = c.responses.create(model="tern", previous_response_id=call.id, tools=[weather], max_output_tokens=24,
+                                temperature=0, input=[{"type": "function_call_output", "call_id": fc[0].call_id,
+                                                       "output": '{"temperature": 21}'}]) if fc else None
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+              "additionalProperties": False}
+    js = c.responses.create(model="tern", input="Name a city in Japan as JSON.", max_output_tokens=32, temperature=0,
+                            text={"format": {"type": "json_schema", "name": "city", "schema": schema, "strict": True}})
+    print(json.dumps({
+        "text": first.output_text, "status": first.status, "usage": first.usage.input_tokens,
+        "streamed": "".join(deltas), "first_event": types[0], "last_event": types[-1],
+        "completed_text": completed.output_text if completed else None,
+        "second": second.output_text, "second_usage": second.usage.input_tokens, "unknown": unknown,
+        "calls": [{"name": o.name, "arguments": json.loads(o.arguments)} for o in fc],
+        "answer": answer.output_text if answer else None, "json": js.output_text,
     }))
 
 
@@ -280,6 +324,8 @@ if __name__ == "__main__":
         structured(sys.argv[2])
     elif sys.argv[1] == "tools":
         tools(sys.argv[2])
+    elif sys.argv[1] == "responses":
+        responses(sys.argv[2])
     elif sys.argv[1] == "reasoning":
         reasoning(sys.argv[2])
     elif sys.argv[1] == "embeddings":

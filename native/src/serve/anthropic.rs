@@ -249,8 +249,9 @@ fn message_object(env: &Envelope, r: &GenerationResult) -> Value {
 
 /// `POST /v1/messages`.
 pub async fn messages(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    let Started { admitted, mut rx, reply, stream, .. } =
-        match http::start(&app, &headers, body, Endpoint::Messages).await {
+    let parse = |b: &[u8], n, d: &GenerationDefaults| parse(b, n, d).map(|r| (r, ()));
+    let (Started { admitted, mut rx, reply, stream, .. }, ()) =
+        match http::start(&app, &headers, body, Endpoint::Messages, parse).await {
             Ok(s) => s,
             Err(resp) => return resp,
         };

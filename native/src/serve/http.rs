@@ -66,6 +66,8 @@ pub struct App {
     pub(super) read_timeout: Duration,
     pub(super) next_id: AtomicU64,
     pub(super) started: u64,
+    /// Conversations of past responses, for `previous_response_id`.
+    pub(super) responses: super::responses::Shared,
 }
 
 fn unix_now() -> u64 {
@@ -104,6 +106,7 @@ impl App {
             read_timeout: o.read_timeout,
             next_id: AtomicU64::new(1),
             started: unix_now(),
+            responses: Default::default(),
         }
     }
 }
@@ -169,13 +172,22 @@ pub(super) enum Endpoint {
     Infill,
     /// Anthropic's `/v1/messages`.
     Messages,
+    /// OpenAI's `/v1/responses`.
+    Responses,
 }
 
 async fn generate(app: Arc<App>, headers: HeaderMap, body: Body, endpoint: Endpoint) -> Response {
-    match start(&app, &headers, body, endpoint).await {
+    let parse = |bytes: &[u8], n_vocab, defaults: &tern_core::GenerationDefaults| {
+        let r = match endpoint {
+            Endpoint::Infill => Request::parse_infill(bytes, n_vocab, defaults),
+            _ => Request::parse(bytes, endpoint == Endpoint::Chat, n_vocab, defaults),
+        };
+        r.map(|r| (r, ()))
+    };
+    match start(&app, &headers, body, endpoint, parse).await {
         Err(e) => e,
-        Ok(s) if s.stream => stream(app.clone(), s.admitted, s.rx, s.reply, s.include_usage),
-        Ok(s) => whole(app.clone(), s.admitted, s.rx, s.reply).await,
+        Ok((s, ())) if s.stream => stream(app.clone(), s.admitted, s.rx, s.reply, s.include_usage),
+        Ok((s, ())) => whole(app.clone(), s.admitted, s.rx, s.reply).await,
     }
 }
 
@@ -192,12 +204,13 @@ pub(super) struct Started {
 /// body as that endpoint's; `Messages`: Anthropic's, as a chat), prepare
 /// and hand the job to the engine; else the error answer, shaped by
 /// `error_of`.
-pub(super) async fn start(
+pub(super) async fn start<T>(
     app: &Arc<App>,
     headers: &HeaderMap,
     body: Body,
     endpoint: Endpoint,
-) -> std::result::Result<Started, Response> {
+    parse: impl FnOnce(&[u8], usize, &tern_core::GenerationDefaults) -> std::result::Result<(Request, T), ApiError>,
+) -> std::result::Result<(Started, T), Response> {
     let fail = |e: ApiError| match endpoint {
         Endpoint::Messages => super::anthropic::error(e),
         _ => error(e),
@@ -222,13 +235,8 @@ pub(super) async fn start(
     };
     let bytes = read_body(app, headers, body).await.map_err(fail)?;
     let n_vocab = app.lm.model.config.n_vocab;
-    let chat = matches!(endpoint, Endpoint::Chat | Endpoint::Messages);
-    let parsed = match endpoint {
-        Endpoint::Infill => Request::parse_infill(&bytes, n_vocab, &app.lm.defaults),
-        Endpoint::Messages => super::anthropic::parse(&bytes, n_vocab, &app.lm.defaults),
-        _ => Request::parse(&bytes, chat, n_vocab, &app.lm.defaults),
-    };
-    let req = parsed.map_err(fail)?;
+    let chat = matches!(endpoint, Endpoint::Chat | Endpoint::Messages | Endpoint::Responses);
+    let (req, extra) = parse(&bytes, n_vocab, &app.lm.defaults).map_err(fail)?;
     drop(bytes);
     let (stream_on, include_usage, tools_on) = (req.stream, req.include_usage, req.tools_on);
     let Prepared { prompt, cfg, constraint, reasoning, .. } = prepare(app.clone(), req, chat).await.map_err(fail)?;
@@ -242,11 +250,12 @@ pub(super) async fn start(
     let prefix = match endpoint {
         Endpoint::Chat => "chatcmpl",
         Endpoint::Messages => "msg",
+        Endpoint::Responses => "resp",
         _ => "cmpl",
     };
     let reply =
         Reply { id: format!("{prefix}-{n}"), chat, tools: tools_on, reasoning, infill: endpoint == Endpoint::Infill };
-    Ok(Started { admitted, rx, reply, stream: stream_on, include_usage })
+    Ok((Started { admitted, rx, reply, stream: stream_on, include_usage }, extra))
 }
 
 /// An encoder model and the name it is served under.
@@ -584,6 +593,7 @@ pub async fn run(
         .route("/v1/completions", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, false)))
         .route("/infill", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| generate(a, h, b, Endpoint::Infill)))
         .route("/v1/messages", post(super::anthropic::messages))
+        .route("/v1/responses", post(super::responses::create))
         .route("/v1/messages/count_tokens", post(super::anthropic::count_tokens))
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/rerank", post(rerank))

@@ -12,6 +12,7 @@ mod loading;
 mod metrics;
 pub mod openai;
 mod rerank;
+mod responses;
 mod scheduler;
 mod tools;
 mod utility;
