@@ -185,7 +185,7 @@ impl ChatTemplate {
 
     /// [`ChatTemplate::render`] with more variables for the template
     /// (`chat_template_kwargs`: `enable_thinking`, `reasoning_effort`, …);
-    /// the names the rendering sets itself ([`RESERVED`]) are refused.
+    /// the names the rendering sets itself (`messages`, `add_generation_prompt`, `bos_token`, `eos_token`, `tools`) are refused.
     pub fn render_with(
         &self,
         messages: &[Message],

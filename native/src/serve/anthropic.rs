@@ -251,7 +251,7 @@ fn message_object(env: &Envelope, r: &GenerationResult) -> Value {
 pub async fn messages(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let parse = |b: &[u8], n, d: &GenerationDefaults| parse(b, n, d).map(|r| (r, ()));
     let (Started { admitted, mut rx, reply, stream, .. }, ()) =
-        match http::start(&app, &headers, body, Endpoint::Messages, parse).await {
+        match http::start(&app, &headers, body, Endpoint::Messages, error, parse).await {
             Ok(s) => s,
             Err(resp) => return resp,
         };

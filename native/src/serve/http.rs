@@ -8,7 +8,6 @@
 //! engine then cancels it.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -18,9 +17,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use axum::Json;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
@@ -32,13 +29,10 @@ use super::openai::{ApiError, Envelope, Request};
 use super::rerank::RerankRequest;
 use super::scheduler::{Handle, Job, Msg, Update};
 use super::ServeOptions;
-use crate::error::{Error, Result};
 use crate::Loaded;
-use tern_core::backend::KV_BLOCK;
 use tern_core::Prepared;
 
 use super::tools::streamable;
-use super::utility;
 
 pub struct App {
     pub(super) lm: Arc<Loaded>,
@@ -67,7 +61,7 @@ pub struct App {
     pub(super) next_id: AtomicU64,
     pub(super) started: u64,
     /// Conversations of past responses, for `previous_response_id`.
-    pub(super) responses: super::responses::Shared,
+    pub(super) responses: super::response_store::Shared,
 }
 
 fn unix_now() -> u64 {
@@ -109,6 +103,16 @@ impl App {
             responses: Default::default(),
         }
     }
+}
+
+/// Seconds a client is told to wait before asking a loading or draining
+/// server again.
+pub(super) const RETRY_AFTER_S: u64 = 5;
+
+/// `r` with a `Retry-After` (a 503 of a draining server).
+pub(super) fn retry_later(mut r: Response) -> Response {
+    r.headers_mut().insert(header::RETRY_AFTER, RETRY_AFTER_S.into());
+    r
 }
 
 pub(super) fn error(e: ApiError) -> Response {
@@ -159,7 +163,7 @@ fn admit(app: &Arc<App>) -> Option<Admitted> {
     Some(Admitted(app.clone()))
 }
 
-async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) -> Response {
+pub(super) async fn completions(app: Arc<App>, headers: HeaderMap, body: Body, chat: bool) -> Response {
     generate(app, headers, body, if chat { Endpoint::Chat } else { Endpoint::Completions }).await
 }
 
@@ -176,7 +180,7 @@ pub(super) enum Endpoint {
     Responses,
 }
 
-async fn generate(app: Arc<App>, headers: HeaderMap, body: Body, endpoint: Endpoint) -> Response {
+pub(super) async fn generate(app: Arc<App>, headers: HeaderMap, body: Body, endpoint: Endpoint) -> Response {
     let parse = |bytes: &[u8], n_vocab, defaults: &tern_core::GenerationDefaults| {
         let r = match endpoint {
             Endpoint::Infill => Request::parse_infill(bytes, n_vocab, defaults),
@@ -184,7 +188,7 @@ async fn generate(app: Arc<App>, headers: HeaderMap, body: Body, endpoint: Endpo
         };
         r.map(|r| (r, ()))
     };
-    match start(&app, &headers, body, endpoint, parse).await {
+    match start(&app, &headers, body, endpoint, error, parse).await {
         Err(e) => e,
         Ok((s, ())) if s.stream => stream(app.clone(), s.admitted, s.rx, s.reply, s.include_usage),
         Ok((s, ())) => whole(app.clone(), s.admitted, s.rx, s.reply).await,
@@ -209,20 +213,14 @@ pub(super) async fn start<T>(
     headers: &HeaderMap,
     body: Body,
     endpoint: Endpoint,
+    fail: fn(ApiError) -> Response,
     parse: impl FnOnce(&[u8], usize, &tern_core::GenerationDefaults) -> std::result::Result<(Request, T), ApiError>,
 ) -> std::result::Result<(Started, T), Response> {
-    let fail = |e: ApiError| match endpoint {
-        Endpoint::Messages => super::anthropic::error(e),
-        _ => error(e),
-    };
     if !authorized(app, headers) {
         return Err(fail(ApiError::new(401, "invalid_request_error", "a valid API key is required")));
     }
     if app.draining.load(Relaxed) {
-        return Err(match endpoint {
-            Endpoint::Messages => fail(ApiError::new(503, "server_error", "the server is shutting down")),
-            _ => utility::draining(),
-        });
+        return Err(retry_later(fail(ApiError::new(503, "server_error", "the server is shutting down"))));
     }
     // admission first: past capacity nothing is read, parsed or tokenized
     let Some(admitted) = admit(app) else {
@@ -284,7 +282,7 @@ async fn encoder_call(
         return unauthorized();
     }
     if app.draining.load(Relaxed) {
-        return utility::draining();
+        return retry_later(error(ApiError::new(503, "server_error", "the server is shutting down")));
     }
     let Some((model, id)) = model else {
         return error(ApiError::invalid("model", missing));
@@ -333,7 +331,7 @@ pub(super) async fn blocking<T: Send + 'static>(
 }
 
 /// `POST /v1/embeddings`.
-async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+pub(super) async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let missing = "this server has no embedding model (tern serve --embedding-model DIR)";
     let model = app.embedder.clone();
     encoder_call(app, headers, body, model, missing, |bytes, m, id| {
@@ -345,7 +343,7 @@ async fn embeddings(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
 }
 
 /// `POST /v1/rerank`.
-async fn rerank(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+pub(super) async fn rerank(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let missing = "this server has no reranking model (tern serve --rerank-model DIR)";
     let model = app.reranker.clone();
     encoder_call(app, headers, body, model, missing, |bytes, m, id| {
@@ -541,7 +539,7 @@ fn stream(
     Sse::new(ReceiverStream::new(out)).keep_alive(KeepAlive::default()).into_response()
 }
 
-async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(super) async fn models(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if !authorized(&app, &headers) {
         return unauthorized();
     }
@@ -567,122 +565,11 @@ pub(super) fn model_entries(app: &App) -> Vec<Value> {
     data
 }
 
-async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(super) async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if !authorized(&app, &headers) {
         return unauthorized();
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.metrics.render()).into_response()
-}
-
-/// Serve until SIGINT/SIGTERM; then answer new requests 503 while the
-/// engine finishes what runs (cancelling it after `--drain`), and return
-/// once it has stopped (`engine_done`).
-pub async fn run(
-    app: App,
-    addr: SocketAddr,
-    bound: Option<std::net::TcpListener>,
-    engine: std::sync::mpsc::Sender<Msg>,
-    engine_done: tokio::task::JoinHandle<()>,
-) -> Result<()> {
-    let app = Arc::new(app);
-    let router = Router::new()
-        .route(
-            "/v1/chat/completions",
-            post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, true)),
-        )
-        .route("/v1/completions", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| completions(a, h, b, false)))
-        .route("/infill", post(|State(a): State<Arc<App>>, h: HeaderMap, b: Body| generate(a, h, b, Endpoint::Infill)))
-        .route("/v1/messages", post(super::anthropic::messages))
-        .route("/v1/responses", post(super::responses::create))
-        .route("/v1/messages/count_tokens", post(super::anthropic::count_tokens))
-        .route("/v1/embeddings", post(embeddings))
-        .route("/v1/rerank", post(rerank))
-        .route("/v1/models", get(models))
-        .route("/v1/models/{id}", get(utility::model))
-        .route("/health", get(utility::health))
-        .route("/tokenize", post(utility::tokenize))
-        .route("/detokenize", post(utility::detokenize))
-        .route("/apply-template", post(utility::apply_template))
-        .route("/props", get(utility::props))
-        .route("/metrics", get(metrics))
-        .with_state(app.clone());
-    let listener = match bound {
-        Some(l) => l
-            .set_nonblocking(true)
-            .and_then(|()| tokio::net::TcpListener::from_std(l))
-            .map_err(|e| Error::Serve { detail: format!("the bound socket: {e}") })?,
-        None => tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::Serve { detail: format!("binding {addr}: {e}") })?,
-    };
-    let bound = listener.local_addr().map_err(|e| Error::Serve { detail: e.to_string() })?;
-    eprintln!(
-        "tern serve: {} on http://{bound} ({} parallel, queue {}, ctx {} per sequence, KV {} blocks of {KV_BLOCK} positions)",
-        app.model_id,
-        app.parallel,
-        app.capacity - app.parallel,
-        app.ctx,
-        app.metrics.kv_blocks.load(Relaxed)
-    );
-    {
-        let app = app.clone();
-        tokio::spawn(async move {
-            shutdown_signal().await;
-            eprintln!("tern serve: shutting down: finishing running requests");
-            app.draining.store(true, Relaxed);
-            let _ = engine.send(Msg::Drain(app.drain));
-        });
-    }
-    let conns = Arc::new(Semaphore::new(app.max_connections));
-    let mut engine_done = std::pin::pin!(engine_done);
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = &mut engine_done => break,
-        };
-        let Ok((stream, _)) = accepted else { continue };
-        // past the cap a connection is closed at once, so a flood of idle
-        // or half-open ones cannot starve the file table
-        let Ok(permit) = conns.clone().try_acquire_owned() else {
-            app.metrics.rejected.fetch_add(1, Relaxed);
-            continue;
-        };
-        let svc = hyper_util::service::TowerToHyperService::new(router.clone());
-        let timeout = app.read_timeout;
-        tokio::spawn(async move {
-            let _permit = permit;
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new()).header_read_timeout(timeout);
-            let _ = http.serve_connection(TokioIo::new(stream), svc).await;
-        });
-    }
-    // the engine has stopped: give the last answers a moment to go out
-    let all = u32::try_from(app.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(Duration::from_secs(2), conns.acquire_many(all)).await;
-    Ok(())
-}
-
-/// Ctrl-C everywhere; SIGTERM too where there is one (Unix).
-async fn shutdown_signal() {
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate() => {}
-    }
-}
-
-#[cfg(unix)]
-async fn terminate() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut t) => {
-            t.recv().await;
-        }
-        Err(_) => std::future::pending::<()>().await,
-    }
-}
-
-#[cfg(not(unix))]
-async fn terminate() {
-    std::future::pending::<()>().await
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ mod loading;
 mod metrics;
 pub mod openai;
 mod rerank;
+mod response_store;
 mod responses;
+mod routes;
 mod scheduler;
 mod tools;
 mod utility;
@@ -239,7 +241,7 @@ pub fn serve_on(
         let _ = engine.join();
     });
     let listener = loading.map(Loading::ready);
-    rt.block_on(http::run(app, addr, listener, tx, engine_done))?;
+    rt.block_on(routes::run(app, addr, listener, tx, engine_done))?;
     rt.shutdown_timeout(Duration::from_secs(1));
     eprintln!("tern serve: stopped");
     Ok(())

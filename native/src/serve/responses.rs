@@ -7,9 +7,8 @@
 //! `reasoning`, `message` and `function_call` output items, whole or as
 //! the Responses event stream.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -26,39 +25,7 @@ use super::http::{self, error, App, Endpoint, Started};
 use super::openai::{ApiError, Envelope};
 use super::scheduler::Update;
 
-/// Responses kept for `previous_response_id`: at most this many…
-pub const MAX_STORED: usize = 256;
-/// …and at most this many bytes of conversation in all (the oldest go first).
-pub const MAX_STORED_BYTES: usize = 64 << 20;
-
-/// Conversations by response id, oldest first.
-#[derive(Default)]
-pub struct Store {
-    items: VecDeque<(String, Vec<Value>, usize)>,
-    bytes: usize,
-}
-
-impl Store {
-    fn get(&self, id: &str) -> Option<Vec<Value>> {
-        self.items.iter().find(|(i, ..)| i == id).map(|(_, m, _)| m.clone())
-    }
-
-    fn put(&mut self, id: String, messages: Vec<Value>) {
-        let n = serde_json::to_string(&messages).map_or(0, |s| s.len());
-        if n > MAX_STORED_BYTES {
-            return;
-        }
-        while self.items.len() >= MAX_STORED || self.bytes + n > MAX_STORED_BYTES {
-            let Some((_, _, old)) = self.items.pop_front() else { break };
-            self.bytes -= old;
-        }
-        self.bytes += n;
-        self.items.push_back((id, messages, n));
-    }
-}
-
-/// The stores of a server.
-pub type Shared = Mutex<Store>;
+use super::response_store::{Shared, MAX_STORED};
 
 fn bad(field: &str, what: impl Into<String>) -> ApiError {
     ApiError::invalid(field, what)
@@ -281,7 +248,7 @@ pub async fn create(State(app): State<Arc<App>>, headers: HeaderMap, body: Body)
         Ok((r, (msgs, previous.unwrap_or(Value::Null))))
     };
     let (Started { admitted, mut rx, reply, stream, .. }, (msgs, previous)) =
-        match http::start(&app, &headers, body, Endpoint::Responses, parse).await {
+        match http::start(&app, &headers, body, Endpoint::Responses, error, parse).await {
             Ok(s) => s,
             Err(resp) => return resp,
         };

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 
-use super::http::{authorized, blocking, error, read_body, unauthorized, App};
+use super::http::{authorized, blocking, error, read_body, unauthorized, App, RETRY_AFTER_S};
 use super::openai::ApiError;
 
 /// The JSON object of a request body (read within the body limit).
@@ -160,17 +160,6 @@ pub async fn model(State(app): State<Arc<App>>, headers: HeaderMap, Path(id): Pa
         Some(m) => Json(m).into_response(),
         None => error(ApiError::new(404, "invalid_request_error", format!("the model {id:?} does not exist"))),
     }
-}
-
-/// Seconds a client is told to wait before asking a draining server again.
-const RETRY_AFTER_S: u64 = 5;
-
-/// The 503 a draining server answers a new request with, and when to
-/// ask again.
-pub(super) fn draining() -> Response {
-    let e = ApiError::new(503, "server_error", "the server is shutting down");
-    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, RETRY_AFTER_S.to_string())], Json(e.body()))
-        .into_response()
 }
 
 /// `GET /health`: 200 `{"status": "ok"}`; 503 with `Retry-After` while the
