@@ -48,20 +48,8 @@ fn bad(field: &str, what: impl Into<String>) -> ApiError {
     ApiError::invalid(field, what)
 }
 
-/// A block's text: a string, or a list of `text` blocks.
 fn text_of(v: &Value, field: &str) -> Result<String, ApiError> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match (b.get("type").and_then(Value::as_str), b.get("text").and_then(Value::as_str)) {
-                (Some("text"), Some(t)) => Ok(t),
-                _ => Err(bad(field, "only text blocks are supported here")),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(|t| t.concat()),
-        _ => Err(bad(field, "a string or a list of text blocks")),
-    }
+    super::openai::text_parts(v, field, &["text"])
 }
 
 /// One Anthropic message as OpenAI chat messages: a user's `tool_result`

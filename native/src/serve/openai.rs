@@ -73,6 +73,24 @@ fn content(v: &Value, i: usize) -> Result<String, ApiError> {
     }
 }
 
+/// Text given as a string or as a list of parts `{type, text}` whose type
+/// is one of `kinds` (concatenated): Anthropic's blocks, Responses' parts.
+pub(super) fn text_parts(v: &Value, field: &str, kinds: &[&str]) -> Result<String, ApiError> {
+    let only = || ApiError::invalid(field, format!("a string or a list of {} parts", kinds.join(" / ")));
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                (Some(k), Some(t)) if kinds.contains(&k) => Ok(t),
+                _ => Err(only()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|t| t.concat()),
+        _ => Err(only()),
+    }
+}
+
 /// Set the request's grammar from `field`: a 400 if another field set one
 /// already (`response_format`, `json_schema` and `grammar` exclude each
 /// other; none is silently picked).

@@ -31,20 +31,8 @@ fn bad(field: &str, what: impl Into<String>) -> ApiError {
     ApiError::invalid(field, what)
 }
 
-/// An input item's text: a string, or `input_text` / `output_text` parts.
 fn text_of(v: &Value, field: &str) -> Result<String, ApiError> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(parts) => parts
-            .iter()
-            .map(|p| match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
-                (Some("input_text" | "output_text" | "text"), Some(t)) => Ok(t),
-                _ => Err(bad(field, "only input_text and output_text parts are supported")),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(|t| t.concat()),
-        _ => Err(bad(field, "a string or a list of text parts")),
-    }
+    super::openai::text_parts(v, field, &["input_text", "output_text", "text"])
 }
 
 /// `input` as chat messages (after `history`).
