@@ -9,7 +9,7 @@ use crate::chat::{ChatTemplate, Message, TemplateKwargs, Turn, ROLES};
 use crate::error::{Error, Result};
 use crate::generate::{Clock, GenerateConfig, GenerationResult, Generator};
 use crate::model::{Engine, Model, Session};
-use crate::reasoning::{markers_in, Reasoning, ReasoningFormat};
+use crate::reasoning::{Reasoning, ReasoningFormat};
 use crate::tokenizer::Tokenizer;
 
 /// What to do when a conversation no longer fits the context.
@@ -99,11 +99,7 @@ impl Conversation {
     /// Where the reply to the last opened turn thinks, for `format` (None:
     /// the template has no thinking block, or `format` is `none`).
     pub fn reasoning(&self, format: ReasoningFormat) -> Option<Reasoning> {
-        let markers = markers_in(|m| self.template.source_has(m))?;
-        match format {
-            ReasoningFormat::None => None,
-            f => Some(Reasoning::of(markers, &self.rendered, f == ReasoningFormat::DeepseekLegacy)),
-        }
+        crate::reasoning::of_template(&self.template, format, &self.rendered)
     }
 
     /// Token ids of the whole conversation so far plus the assistant opener,
@@ -116,9 +112,6 @@ impl Conversation {
                 tools: self.tools.as_ref(),
                 kwargs: self.template_kwargs.as_ref(),
             };
-            if turn.tools.is_some() {
-                self.template.check_tool_calls()?;
-            }
             let (ids, rendered) = self.template.encode_turn(tok, &self.messages, &turn)?;
             self.rendered = rendered;
             let needed = ids.len() + reserve;

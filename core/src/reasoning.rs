@@ -39,6 +39,16 @@ pub(crate) fn markers_in(template_source_has: impl Fn(&str) -> bool) -> Option<T
     THINK_MARKERS.into_iter().find(|m| template_source_has(m.open))
 }
 
+/// Where a reply to a prompt `template` rendered as `rendered` thinks, for
+/// a request asking `format` (None: no thinking block, or `none`).
+pub(crate) fn of_template(t: &crate::chat::ChatTemplate, format: ReasoningFormat, rendered: &str) -> Option<Reasoning> {
+    let markers = markers_in(|m| t.source_has(m))?;
+    match format {
+        ReasoningFormat::None => None,
+        f => Some(Reasoning::of(markers, rendered, f == ReasoningFormat::DeepseekLegacy)),
+    }
+}
+
 /// How a chat reply's reasoning is returned (llama-server's
 /// `reasoning_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

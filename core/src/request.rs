@@ -27,7 +27,7 @@ use crate::generate::{Clock, Constraint, GenerateConfig, Generation, MAX_TOP_LOG
 use crate::grammar::Grammar;
 use crate::hf::GenerationDefaults;
 use crate::infill::Infill;
-use crate::reasoning::{markers_in, Reasoning, ReasoningFormat};
+use crate::reasoning::{Reasoning, ReasoningFormat};
 pub use crate::sampler::Sampling;
 use crate::tools::{ToolChoice, ToolRequest};
 
@@ -288,12 +288,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// Where a reply to a prompt rendered as `rendered` thinks, for a
     /// request asking `format`.
     pub fn reasoning(&self, format: ReasoningFormat, rendered: &str) -> Option<Reasoning> {
-        let t = self.template().ok()?;
-        let markers = markers_in(|m| t.source_has(m))?;
-        match format {
-            ReasoningFormat::None => None,
-            f => Some(Reasoning::of(markers, rendered, f == ReasoningFormat::DeepseekLegacy)),
-        }
+        crate::reasoning::of_template(self.template().ok()?, format, rendered)
     }
 
     /// [`Bundle::prepare`] for a prompt the caller rendered itself (a

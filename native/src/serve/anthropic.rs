@@ -197,7 +197,7 @@ fn stop_reason(r: &GenerationResult, calls: &[ToolCall], env: &Envelope) -> (&'s
     if !calls.is_empty() {
         return ("tool_use", Value::Null);
     }
-    let eog = r.tokens.last().is_some_and(|&id| env.tok.is_some_and(|t| t.is_eog(id)));
+    let eog = super::openai::ended_at_eog(r, env.tok);
     match r.finish_reason {
         FinishReason::Stop if !eog => ("stop_sequence", Value::Null),
         FinishReason::Stop => ("end_turn", Value::Null),

@@ -389,11 +389,15 @@ pub(crate) struct Envelope<'a> {
     pub(crate) infill: bool,
 }
 
+/// Whether `r` ended at an end-of-generation token (not a stop string).
+pub(super) fn ended_at_eog(r: &GenerationResult, tok: Option<&Tokenizer>) -> bool {
+    r.tokens.last().is_some_and(|&id| tok.is_some_and(|t| t.is_eog(id)))
+}
+
 /// llama-server's `stop_type` of a result: an end token (`eos`), a stop
 /// string (`word`), or the limit.
 fn stop_type(r: &GenerationResult, tok: Option<&Tokenizer>) -> &'static str {
-    let eog = r.tokens.last().is_some_and(|&id| tok.is_some_and(|t| t.is_eog(id)));
-    match (r.finish_reason, eog) {
+    match (r.finish_reason, ended_at_eog(r, tok)) {
         (FinishReason::Stop, true) => "eos",
         (FinishReason::Stop, false) => "word",
         _ => "limit",
