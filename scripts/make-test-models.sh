@@ -78,4 +78,9 @@ template() { # name sha256
 }
 template Qwen-Qwen3-0.6B 87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5
 template deepseek-ai-DeepSeek-R1-Distill-Qwen-32B bbe594884b44d740667ee65a70bc8d333a565eab3d63ea59f291ea73ada84ba6
+# a tool-call format each (issue 47): Hermes, Llama 3.x (JSON and <|python_tag|>), Mistral
+template NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use 7ce09d55d3690e06c70b5c07228cc7e8c99c43a23cdc027762be4011efcdea6c
+template meta-llama-Llama-3.2-3B-Instruct 5816fce10444e03c2e9ee1ef8a4a1ea61ae7e69e438613f3b17b69d0426223a4
+template meta-llama-Llama-3.1-8B-Instruct e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65
+template mistralai-Mistral-Nemo-Instruct-2407 e4676cb56dffea7782fd3e2b577cfaf1e123537e6ef49b3ec7caa6c095c62272
 echo "test models in $out"

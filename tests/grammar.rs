@@ -440,3 +440,55 @@ fn grammar_limits_met_late_are_compile_errors() {
         assert!(lm.grammar().unwrap().compile(&g).is_ok(), "{p}");
     }
 }
+
+/// A lazy grammar (tool calls with `tool_choice: auto`) leaves the output
+/// free until a trigger shows, holds it from the trigger's first byte —
+/// a trigger inside a token, or spelled over several, included — and
+/// lets it go free again if what follows the trigger is not its grammar.
+#[test]
+fn a_lazy_grammar_engages_at_its_trigger() {
+    use tern_core::runtime::{allows as mask_allows, Allowed, Trigger};
+    use tern_core::Constraint;
+    let lm = load(MODELS[0].1);
+    let tok = lm.tokenizer().unwrap();
+    let g = Grammar::regex(r#"<tool_call>\n\{"a": [0-9]\}\n</tool_call>"#).unwrap();
+    let lazy = || lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Word("<tool_call>".into())]).unwrap();
+    let feed = |c: &mut Box<dyn Constraint>, text: &str| {
+        for id in tok.encode(text, false).unwrap() {
+            c.accept(id).unwrap();
+        }
+    };
+    let allows = |c: &mut Box<dyn Constraint>, text: &str| {
+        let ids = tok.encode(text, false).unwrap();
+        match c.allowed().unwrap() {
+            Allowed::Any => true,
+            Allowed::Only(id) => ids[0] == id,
+            Allowed::Mask(m) => mask_allows(m, ids[0] as usize),
+            Allowed::End(_) => false,
+        }
+    };
+    // free text, then the trigger (one token in Qwen's vocabulary)
+    let mut c = lazy();
+    feed(&mut c, "Let me look that up. ");
+    assert!(matches!(c.allowed().unwrap(), Allowed::Any));
+    feed(&mut c, "<tool_call>");
+    assert!(allows(&mut c, "\n") && !allows(&mut c, "Hello"), "held from the trigger on");
+    feed(&mut c, "\n{\"a\": 7}\n</tool_call>");
+    assert!(matches!(c.allowed().unwrap(), Allowed::End(_)), "the grammar is done: the reply ends");
+    // the trigger spelled over several tokens, the first with text before it
+    let mut c = lazy();
+    for piece in ["x<", "tool", "_call", ">"] {
+        feed(&mut c, piece);
+    }
+    assert!(allows(&mut c, "\n") && !allows(&mut c, "Hello"), "engaged mid-token");
+    // what the trigger's token holds past it is not the grammar's: the
+    // output stays free (a reply that only looked like a call is text)
+    let g = Grammar::regex(r#"\{"a": [0-9]\}"#).unwrap();
+    let mut c = lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Start("{".into())]).unwrap();
+    let brace_newline = tok.encode("{\n", false).unwrap();
+    assert_eq!(brace_newline.len(), 1, "one token in Qwen's vocabulary");
+    feed(&mut c, "  ");
+    assert!(matches!(c.allowed().unwrap(), Allowed::Any));
+    c.accept(brace_newline[0]).unwrap();
+    assert!(matches!(c.allowed().unwrap(), Allowed::Any), "free, not an error");
+}

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
+use crate::tools::ToolFormat;
 
 /// A chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,15 +162,10 @@ impl ChatTemplate {
         self.source.contains(text)
     }
 
-    /// Ok if the template renders tools and asks for calls in the
-    /// `<tool_call>` format [`crate::parse_tool_calls`] parses; else an error saying so.
-    pub fn check_tool_calls(&self) -> Result<()> {
-        match self.takes_tools && self.source_has(crate::tools::CALL_OPEN) {
-            true => Ok(()),
-            false => Err(Error::Unsupported {
-                what: "tool calls with this model's chat template (tern parses the <tool_call> format of Qwen2.5, Qwen3 and Hermes)".into(),
-            }),
-        }
+    /// The format the template asks tool calls in ([`ToolFormat::Json`]
+    /// for a template without one of its own).
+    pub fn tool_format(&self) -> ToolFormat {
+        ToolFormat::of_template(&self.source)
     }
 
     /// Render a conversation; `add_generation_prompt` opens the assistant's
@@ -187,6 +183,29 @@ impl ChatTemplate {
     /// (`chat_template_kwargs`: `enable_thinking`, `reasoning_effort`, …);
     /// the names the rendering sets itself (`messages`, `add_generation_prompt`, `bos_token`, `eos_token`, `tools`) are refused.
     pub fn render_with(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+        tools: Option<&serde_json::Value>,
+        kwargs: Option<&TemplateKwargs>,
+    ) -> Result<String> {
+        let Some(text) = tools.and_then(|t| self.tool_format().instructions(t)) else {
+            return self.render_raw(messages, add_generation_prompt, tools, kwargs);
+        };
+        // the tools described in the system message (the template may not
+        // render them); a template that refuses one gets them in the first
+        // user message
+        let tools = tools.filter(|_| self.takes_tools);
+        let system = instructed(messages, &text, "system");
+        match self.render_raw(&system, add_generation_prompt, tools, kwargs) {
+            Err(Error::Template { .. }) if messages.first().is_none_or(|m| m.role != "system") => {
+                self.render_raw(&instructed(messages, &text, "user"), add_generation_prompt, tools, kwargs)
+            }
+            r => r,
+        }
+    }
+
+    fn render_raw(
         &self,
         messages: &[Message],
         add_generation_prompt: bool,
@@ -267,10 +286,9 @@ impl ChatTemplate {
     }
 
     /// [`ChatTemplate::encode`] with tool definitions (OpenAI's `tools`
-    /// list) for the template to render; a template that reads no `tools`,
-    /// or asks for calls in a format tern does not parse, is an error
-    /// ([`ChatTemplate::check_tool_calls`]) rather than a prompt that
-    /// silently drops them.
+    /// list) for the template to render — or, for a template without a
+    /// tool format of its own, described in the system message
+    /// ([`ToolFormat::instructions`]).
     pub fn encode_with_tools(
         &self,
         tok: &Tokenizer,
@@ -287,9 +305,6 @@ impl ChatTemplate {
     /// control tokens as the template wrote them), as `turn` asks.
     pub fn encode_turn(&self, tok: &Tokenizer, messages: &[Message], turn: &Turn) -> Result<(Vec<u32>, String)> {
         let Turn { add_generation_prompt, content_specials, tools, kwargs } = *turn;
-        if tools.is_some() {
-            self.check_tool_calls()?;
-        }
         if content_specials {
             let text = self.render_with(messages, add_generation_prompt, tools, kwargs)?;
             return Ok((tok.encode(self.once_bos(tok, &text), true)?, text));
@@ -310,6 +325,17 @@ impl ChatTemplate {
             _ => rendered,
         }
     }
+}
+
+/// `messages` with `text` at the start of the first message of `role`
+/// (a paragraph before its content), or in a new first message of it.
+fn instructed(messages: &[Message], text: &str, role: &str) -> Vec<Message> {
+    let mut out = messages.to_vec();
+    match out.iter_mut().find(|m| m.role == role) {
+        Some(m) => m.content = alloc::format!("{text}\n\n{}", m.content),
+        None => out.insert(0, Message::new(role, text)),
+    }
+    out
 }
 
 fn unix_now() -> i64 {
@@ -386,7 +412,6 @@ pub const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"
 /// Messages from a JSON array of `{role, content}` objects (an assistant's
 /// `tool_calls` and a tool's `tool_call_id` too, OpenAI's shapes: the
 /// calls' arguments may be JSON strings), each of a role in [`ROLES`].
-
 pub fn messages_from_json(v: &serde_json::Value) -> Result<Vec<Message>> {
     let mut msgs: Vec<Message> = serde_json::from_value(v.clone())
         .map_err(|e| Error::InvalidArgument { what: alloc::format!("messages: {e}") })?;

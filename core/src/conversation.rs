@@ -73,15 +73,16 @@ impl Conversation {
         })
     }
 
-    /// Offer `tools` to the model from now on (None: none). An error if the
-    /// model's template does not render tools in the `<tool_call>` format
-    /// [`crate::parse_tool_calls`] parses.
-    pub fn set_tools(&mut self, tools: Option<&[crate::tools::Tool]>) -> Result<()> {
-        if tools.is_some() {
-            self.template.check_tool_calls()?;
-        }
+    /// Offer `tools` to the model from now on (None: none): the template
+    /// renders them, or the system message describes them
+    /// ([`ChatTemplate::tool_format`]).
+    pub fn set_tools(&mut self, tools: Option<&[crate::tools::Tool]>) {
         self.tools = tools.map(|t| t.iter().map(crate::tools::Tool::to_json).collect());
-        Ok(())
+    }
+
+    /// The format the model writes tool calls in (its template's).
+    pub fn tool_format(&self) -> crate::tools::ToolFormat {
+        self.template.tool_format()
     }
 
     /// The rendered conversation, opening the assistant's turn.
@@ -167,11 +168,11 @@ impl Conversation {
     }
 
     /// Record the assistant's reply (after its generation); with tools,
-    /// its calls as the message's `tool_calls` (ids `call_N`, counted over
-    /// the conversation).
+    /// its calls as the message's `tool_calls` (ids the model's own, else
+    /// `call_N`, counted over the conversation).
     pub fn push_reply(&mut self, text: &str) {
         let (content, calls) = match self.tools {
-            Some(_) => crate::tools::parse_tool_calls(text),
+            Some(_) => self.tool_format().parse(text),
             None => (text.into(), Vec::new()),
         };
         let mut m = Message::new("assistant", if calls.is_empty() { text } else { &content });
@@ -179,7 +180,8 @@ impl Conversation {
             let before =
                 self.messages.iter().filter_map(|m| m.tool_calls.as_ref()?.as_array().map(Vec::len)).sum::<usize>();
             let list = calls.iter().enumerate().map(|(i, c)| {
-                serde_json::json!({ "id": alloc::format!("call_{}", before + i), "type": "function",
+                let id = c.id.clone().unwrap_or_else(|| alloc::format!("call_{}", before + i));
+                serde_json::json!({ "id": id, "type": "function",
                                     "function": { "name": c.name, "arguments": c.arguments } })
             });
             m.tool_calls = Some(list.collect());

@@ -97,7 +97,7 @@ pub use sampler::{SamplerConfig, Sampling};
 #[cfg(feature = "std")]
 pub use tokenizer::Tokenizer;
 #[cfg(feature = "std")]
-pub use tools::{parse_tool_calls, Tool, ToolCall, ToolChoice, ToolRequest};
+pub use tools::{Tool, ToolCall, ToolChoice, ToolFormat, ToolRequest};
 
 /// The README's examples, run as doc-tests.
 #[cfg(doctest)]

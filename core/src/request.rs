@@ -29,7 +29,7 @@ use crate::hf::GenerationDefaults;
 use crate::infill::Infill;
 use crate::reasoning::{Reasoning, ReasoningFormat};
 pub use crate::sampler::Sampling;
-use crate::tools::{ToolChoice, ToolRequest};
+use crate::tools::{ToolChoice, ToolFormat, ToolRequest};
 
 /// The most stop strings a request may give (OpenAI's limit).
 pub const MAX_STOPS: usize = 4;
@@ -326,13 +326,20 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             (Some(m), None) => m,
             (None, None) => return Err(field("max_tokens", "max_tokens is needed without a context size")),
         };
-        let grammar = match tools.as_ref().map(ToolRequest::grammar).transpose()?.flatten() {
-            Some(g) => Some(g),
-            None => req.grammar.clone(),
-        };
-        let constraint = match grammar {
-            Some(g) => Some(self.grammar()?.compile(&g)?),
-            None => None,
+        // the tools' format is the template's; a forced call's grammar
+        // holds the reply from its start, with `auto` from a call's opening
+        let tools =
+            tools.map(|t| ToolRequest { format: self.template().map_or(ToolFormat::Json, |t| t.tool_format()), ..t });
+        let constraint = match (&tools, &req.grammar) {
+            (_, Some(g)) => Some(self.grammar()?.compile(g)?),
+            (Some(t), None) => {
+                let g = t.grammar(self.tokenizer().ok())?;
+                Some(match t.triggers() {
+                    None => self.grammar()?.compile(&g)?,
+                    Some(triggers) => self.grammar()?.compile_lazy(&g, triggers)?,
+                })
+            }
+            (None, None) => None,
         };
         let mut sampler = req.sampling.over(&self.defaults.sampling);
         if req.ignore_eos {

@@ -17,7 +17,7 @@ pub use crate::generate::{allows, prefill_start, reusable_prefix, Allowed, Gener
 pub use crate::gguf::{tiny, write};
 pub use crate::gguf::{Array, Gguf, TensorInfo, Value};
 #[cfg(feature = "std")]
-pub use crate::grammar::GrammarCompiler;
+pub use crate::grammar::{GrammarCompiler, Trigger};
 #[cfg(feature = "std")]
 pub use crate::hf::{load as load_hf, load_dir, HfConfig, HfModel, Index, Shards, INDEX};
 pub use crate::model::{BlockCounts, LayerWeights, PrefixCache, Scratch, TensorRef, Weights};
@@ -26,5 +26,5 @@ pub use crate::perplexity::nll;
 pub use crate::perplexity::tokenize;
 pub use crate::sampler::{argmax, Rng, Sampler};
 #[cfg(feature = "std")]
-pub use crate::tools::{calls_json, message_tool_calls, tool_call_grammar, CALL_OPEN};
+pub use crate::tools::{calls_json, message_tool_calls};
 pub use crate::utf8::Utf8Stream;

@@ -56,9 +56,9 @@ pub use tern_core::Grammar;
 pub use tern_core::Message;
 pub use tern_core::SamplerConfig;
 pub use tern_core::Tokenizer;
-pub use tern_core::{parse_tool_calls, Tool, ToolCall, ToolChoice};
 pub use tern_core::{CancelFlag, Event, FinishReason, GenerationResult, Timings, TokenLogprob, Usage};
 pub use tern_core::{Infill, Parts, Reasoning, ReasoningFormat, ReasoningSplit, TemplateKwargs};
+pub use tern_core::{Tool, ToolCall, ToolChoice, ToolFormat};
 pub use tern_threads::Threads;
 
 /// What runs underneath [`Model`], for servers and bindings that schedule

@@ -291,7 +291,7 @@ impl Model {
     pub fn chat(&self, system: Option<&str>) -> Result<Chat<'_>> {
         let tok = self.tokenizer()?;
         let conv = Conversation::new(&self.loaded.model, tok, self.n_ctx, system)?;
-        Ok(Chat { model: self, tok, conv, options: Options::default(), forced: None })
+        Ok(Chat { model: self, tok, conv, options: Options::default(), choice: None })
     }
 }
 
@@ -331,8 +331,8 @@ pub struct Chat<'m> {
     tok: &'m Tokenizer,
     conv: Conversation,
     options: Options,
-    /// The grammar of a forced tool call, for `send`.
-    forced: Option<Grammar>,
+    /// `tool_choice` for `send` (OpenAI's JSON form), with tools.
+    choice: Option<serde_json::Value>,
 }
 
 impl<'m> Chat<'m> {
@@ -345,15 +345,16 @@ impl<'m> Chat<'m> {
     /// Offer `tools` to the model from now on; `choice` says whether a
     /// reply to `send` must call one (`Required`, `Named`: its arguments
     /// then valid against the function's schema) or may (`Auto`); `None`
-    /// takes the tools away. A reply's calls: [`tern_core::parse_tool_calls`]
-    /// on its text (they are also recorded as the message's `tool_calls`).
+    /// takes the tools away. The model writes calls in its template's
+    /// format ([`Chat::tool_format`]); a reply's calls: [`Chat::tool_calls`]
+    /// of its text (they are also recorded as the message's `tool_calls`).
     ///
     /// ```
     /// # fn main() -> tern::Result<()> {
     /// # let path = std::env::var_os("TERN_MODELS").map(std::path::PathBuf::from)
     /// #     .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/tern/models"))
     /// #     .join("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
-    /// use tern::{parse_tool_calls, Tool, ToolChoice};
+    /// use tern::{Tool, ToolChoice};
     /// let model = tern::Model::load(&path)?;
     /// let weather = Tool {
     ///     name: "get_weather".into(),
@@ -364,7 +365,7 @@ impl<'m> Chat<'m> {
     /// chat.options(tern::Options::default().max_tokens(64)).tools(&[weather], ToolChoice::Required)?;
     /// let r = chat.send("What is the weather in Paris?")?.last().unwrap()?;
     /// let tern::Event::Done(r) = r else { unreachable!() };
-    /// let (_, calls) = parse_tool_calls(&r.text);
+    /// let (_, calls) = chat.tool_calls(&r.text);
     /// assert_eq!(calls[0].name, "get_weather");
     /// let answer = chat.send_tool_results(&[("call_0", r#"{"temperature": 21}"#)])?;
     /// # for _ in answer {}
@@ -372,32 +373,45 @@ impl<'m> Chat<'m> {
     /// # }
     /// ```
     pub fn tools(&mut self, tools: &[tern_core::Tool], choice: tern_core::ToolChoice) -> Result<&mut Self> {
-        if choice == tern_core::ToolChoice::None {
-            self.conv.set_tools(None)?;
-            self.forced = None;
-            return Ok(self);
+        if let tern_core::ToolChoice::Named(n) = &choice {
+            if !tools.iter().any(|t| &t.name == n) {
+                return Err(tern_core::Error::InvalidArgument { what: format!("no tool is named {n:?}") }.into());
+            }
         }
-        self.conv.set_tools(Some(tools))?;
-        self.forced = match choice.forced(tools) {
-            Some(t) => Some(tern_core::runtime::tool_call_grammar(&t, true)?),
-            None => None,
+        self.choice = match &choice {
+            tern_core::ToolChoice::None => None,
+            tern_core::ToolChoice::Auto => Some("auto".into()),
+            tern_core::ToolChoice::Required => Some("required".into()),
+            tern_core::ToolChoice::Named(n) => Some(serde_json::json!({"type": "function", "function": {"name": n}})),
         };
+        self.conv.set_tools(self.choice.as_ref().map(|_| tools));
         Ok(self)
+    }
+
+    /// The format this model writes tool calls in (its chat template's).
+    pub fn tool_format(&self) -> tern_core::ToolFormat {
+        self.conv.tool_format()
+    }
+
+    /// A reply's text outside its tool calls, and the calls.
+    pub fn tool_calls(&self, text: &str) -> (String, Vec<tern_core::ToolCall>) {
+        self.tool_format().parse(text)
     }
 
     /// Send a user message; the reply streams as events and is recorded
     /// in the conversation when its `Done` event has been read.
     pub fn send(&mut self, text: &str) -> Result<Reply<'_, 'm>> {
         let msg = tern_core::Message::new("user", text);
-        self.reply(vec![msg], self.forced.clone())
+        self.reply(vec![msg], self.choice.clone())
     }
 
     /// Add `msgs` and start the reply: its settings from the one request
-    /// path (`grammar` over the options' if given); messages it refuses
-    /// are taken back.
-    fn reply(&mut self, msgs: Vec<tern_core::Message>, grammar: Option<Grammar>) -> Result<Reply<'_, 'm>> {
+    /// path (the tools offered with `choice`); messages it refuses are
+    /// taken back.
+    fn reply(&mut self, msgs: Vec<tern_core::Message>, choice: Option<serde_json::Value>) -> Result<Reply<'_, 'm>> {
         let mut req = self.options.request(Prompt::Ids(Vec::new()));
-        req.grammar = grammar.or(req.grammar);
+        req.tools = self.conv.tools.clone().filter(|_| choice.is_some());
+        req.tool_choice = choice;
         let n = self.conv.messages.len();
         self.conv.template_kwargs = req.template_kwargs();
         let prompt = self.conv.open_with(self.tok, msgs, req.max_tokens.unwrap_or(0))?;
@@ -419,7 +433,7 @@ impl<'m> Chat<'m> {
                 m
             })
             .collect();
-        self.reply(msgs, None)
+        self.reply(msgs, self.choice.as_ref().map(|_| "auto".into()))
     }
 
     /// The messages so far.

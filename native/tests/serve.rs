@@ -241,6 +241,26 @@ fn structured_output_and_logprobs_through_the_openai_client() {
     assert_eq!(srv.call("POST", "/v1/chat/completions", &[], &body).0, 400);
 }
 
+/// A call of the test's two functions with arguments valid against their
+/// schemas (get_time's allows more keys).
+fn valid_call(c: &Value, r: &Value) {
+    let args = &c["arguments"];
+    match c["name"].as_str() {
+        Some("get_weather") => {
+            assert!(args["city"].is_string(), "{r}");
+            assert!(["celsius", "fahrenheit"].contains(&args["unit"].as_str().unwrap()), "{r}");
+            assert_eq!(args.as_object().unwrap().len(), 2, "no other keys: {r}");
+        }
+        Some("get_time") => assert!(args["tz"].is_string(), "{r}"),
+        other => panic!("unknown function {other:?}: {r}"),
+    }
+}
+
+/// On the real Qwen2.5-Coder (the Hermes format), through the openai
+/// client: forced, named (streamed), parallel, and `auto` — whose lazy
+/// grammar engages where the model opens a call, so a call comes back as
+/// `tool_calls`, whole and streamed, one or two as asked, and a question
+/// for no tool stays text.
 #[test]
 fn tool_calls_round_trip_through_the_openai_client() {
     let qwen = common::qwen();
@@ -252,16 +272,7 @@ fn tool_calls_round_trip_through_the_openai_client() {
     assert_eq!(r["finish"], "tool_calls", "{r}");
     let calls = r["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1, "{r}");
-    let args = &calls[0]["arguments"];
-    match calls[0]["name"].as_str() {
-        Some("get_weather") => {
-            assert!(args["city"].is_string(), "{r}");
-            assert!(["celsius", "fahrenheit"].contains(&args["unit"].as_str().unwrap()), "{r}");
-            assert_eq!(args.as_object().unwrap().len(), 2, "no other keys: {r}");
-        }
-        Some("get_time") => assert!(args["tz"].is_string(), "{r}"),
-        other => panic!("unknown function {other:?}: {r}"),
-    }
+    valid_call(&calls[0], &r);
     // the tool's answer taken back: a plain reply
     assert_eq!(r["answer_finish"], "stop", "{r}");
     assert!(!r["answer"].as_str().unwrap_or("").is_empty(), "{r}");
@@ -269,6 +280,25 @@ fn tool_calls_round_trip_through_the_openai_client() {
     assert_eq!(r["streamed_finish"], "tool_calls", "{r}");
     assert_eq!(r["streamed"][0]["name"], "get_time", "{r}");
     assert!(r["streamed"][0]["arguments"]["tz"].is_string(), "{r}");
+    // two questions, two calls: forced and auto
+    for k in ["parallel", "parallel_auto"] {
+        let names: Vec<&str> = r[k].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["get_weather", "get_time"], "{k}: {r}");
+        r[k].as_array().unwrap().iter().for_each(|c| valid_call(c, &r));
+    }
+    // auto: the call as tool_calls, no text beside it, whole and streamed
+    assert_eq!(
+        (r["auto_finish"].as_str(), r["auto_streamed_finish"].as_str()),
+        (Some("tool_calls"), Some("tool_calls")),
+        "{r}"
+    );
+    assert_eq!(r["auto"].as_array().unwrap().len(), 1, "{r}");
+    valid_call(&r["auto"][0], &r);
+    assert_eq!(r["auto_streamed"], r["auto"], "{r}");
+    assert!(r["auto_content"].is_null() && r["auto_streamed_content"] == "", "{r}");
+    // auto, no tool wanted: text
+    assert_eq!(r["plain_finish"], "stop", "{r}");
+    assert!(r["plain"].as_str().unwrap().len() > 10, "{r}");
 
     // errors name the field
     let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]);
@@ -285,13 +315,51 @@ fn tool_calls_round_trip_through_the_openai_client() {
         let b: Value = serde_json::from_str(&b).unwrap();
         assert_eq!((status, b["error"]["param"].as_str()), (400, Some(param)), "{b}");
     }
-    drop(srv);
-    // a template that renders no tools is refused, not silently ignored
-    let srv = Server::start(&[]);
-    let body = json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "max_tokens": 4});
-    let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body.to_string());
-    assert_eq!(status, 400, "{b}");
-    assert!(b.contains("tool"), "{b}");
+}
+
+/// Each tool-call format with its family's real template (llama.cpp's
+/// copies) on SmolLM2 — Hermes 2 Pro, Llama 3.1 and 3.2 (JSON with
+/// `parameters`), Mistral Nemo (`[TOOL_CALLS]`, nine-character ids its
+/// template checks) and SmolLM2's own template, which has no format (the
+/// plain-JSON fallback: the tools described in the system message) —
+/// through the openai client: a forced call, a named one streamed, calls
+/// in parallel where the format has room, and the calls taken back into
+/// the conversation with the tool's result (the template renders them).
+#[test]
+fn every_tool_call_format_round_trips_with_its_template() {
+    let cases = [
+        ("NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use", true),
+        ("meta-llama-Llama-3.2-3B-Instruct", false),
+        ("meta-llama-Llama-3.1-8B-Instruct", false),
+        ("mistralai-Mistral-Nemo-Instruct-2407", true),
+        ("", true),
+    ];
+    for (name, parallel) in cases {
+        let template = if name.is_empty() { None } else { Some(test_template(name)) };
+        let args: Vec<&str> = template.iter().flat_map(|t| ["--chat-template-file", t.as_str()]).collect();
+        let srv = Server::start(&args);
+        let r = python(&["tools", &srv.base()]);
+        let which = if name.is_empty() { "SmolLM2's own" } else { name };
+        assert_eq!(r["finish"], "tool_calls", "{which}: {r}");
+        assert_eq!(r["calls"].as_array().unwrap().len(), 1, "{which}: {r}");
+        valid_call(&r["calls"][0], &r);
+        assert_eq!(
+            (r["streamed_finish"].as_str(), r["streamed"][0]["name"].as_str()),
+            (Some("tool_calls"), Some("get_time")),
+            "{which}: {r}"
+        );
+        assert_eq!(r["parallel_finish"], "tool_calls", "{which}: {r}");
+        let n = r["parallel"].as_array().unwrap().len();
+        assert!(if parallel { n >= 1 } else { n == 1 }, "{which}: {r}");
+        r["parallel"].as_array().unwrap().iter().for_each(|c| valid_call(c, &r));
+        // the call and its result rendered back: a reply (the template
+        // refused nothing, Mistral's ids included)
+        assert!(["stop", "length"].contains(&r["answer_finish"].as_str().unwrap()), "{which}: {r}");
+        if name.starts_with("mistralai") {
+            let id = r["ids"][0].as_str().unwrap();
+            assert!(id.len() == 9 && id.chars().all(|c| c.is_ascii_alphanumeric()), "{r}");
+        }
+    }
 }
 
 #[test]

@@ -167,9 +167,10 @@ export interface ToolCall {
 /** `chat`'s options: generation's, and tools. */
 export interface ChatOptions extends GenerateOptions {
   /**
-   * Functions the model may call, rendered by its chat template (Qwen2.5,
-   * Qwen3 and Hermes templates: calls in `<tool_call>` blocks; another
-   * template is an `unsupported` error). The result's `toolCalls` holds the calls.
+   * Functions the model may call, rendered by its chat template and read
+   * in the format it asks for (Hermes `<tool_call>` blocks, Llama 3.x JSON,
+   * Mistral `[TOOL_CALLS]`; a template without one: JSON calls, the tools
+   * described in the system message). The result's `toolCalls` holds the calls.
    */
   tools?: Tool[];
   /**

@@ -32,7 +32,7 @@ for (const [name, path] of readmes) {
     blocks.forEach((code, i) => {
       const file = join(app, `${name.replace(/\W/g, '_')}-${i}.mjs`);
       writeFileSync(file, code);
-      // tool calls need a template in the <tool_call> format: Qwen's
+      // the tool-call example asks for Qwen (its calls: Hermes <tool_call> blocks)
       const model = code.includes('toolChoice') ? QWEN : code.includes('loadEncoder') ? MINILM : SMOLLM2;
       const out = execFileSync(process.execPath, [file, model], { cwd: app, encoding: 'utf8', timeout: 300_000 });
       console.log(`${name} block ${i}: ${JSON.stringify(out.slice(0, 120))}`);

@@ -184,27 +184,58 @@ def tools(base: str) -> None:
     clock = {"type": "function", "function": {
         "name": "get_time", "description": "The time in a timezone",
         "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}}}
+    fns = [weather, clock]
+
+    def calls_of(m):
+        return [{"name": t.function.name, "arguments": json.loads(t.function.arguments)} for t in m.tool_calls or []]
+
+    def streamed(**kw):
+        calls, finish, content = {}, None, ""
+        for ch in c.chat.completions.create(model="tern", tools=fns, stream=True, **kw):
+            if ch.choices:
+                d = ch.choices[0].delta
+                content += d.content or ""
+                for t in d.tool_calls or []:
+                    e = calls.setdefault(t.index, {"name": "", "arguments": ""})
+                    e["name"] += t.function.name or ""
+                    e["arguments"] += t.function.arguments or ""
+                finish = ch.choices[0].finish_reason or finish
+        return [{"name": e["name"], "arguments": json.loads(e["arguments"])} for _, e in sorted(calls.items())], \
+            finish, content
+
     msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
-    first = c.chat.completions.create(model="tern", messages=msgs, tools=[weather, clock], tool_choice="required",
+    first = c.chat.completions.create(model="tern", messages=msgs, tools=fns, tool_choice="required",
                                       max_tokens=80, temperature=0.7, seed=1, parallel_tool_calls=False)
     m = first.choices[0].message
-    calls = [{"name": t.function.name, "arguments": json.loads(t.function.arguments)} for t in m.tool_calls or []]
     msgs.append({"role": "assistant", "content": m.content, "tool_calls": [t.model_dump() for t in m.tool_calls or []]})
     for t in m.tool_calls or []:
         msgs.append({"role": "tool", "tool_call_id": t.id, "content": json.dumps({"temperature": 21, "sky": "clear"})})
-    answer = c.chat.completions.create(model="tern", messages=msgs, tools=[weather, clock], max_tokens=60, temperature=0)
-    streamed, finish = [], None
-    for ch in c.chat.completions.create(model="tern", messages=[{"role": "user", "content": "Time in Tokyo?"}],
-                                        tools=[weather, clock], max_tokens=60, temperature=0, stream=True,
-                                        tool_choice={"type": "function", "function": {"name": "get_time"}}):
-        if ch.choices:
-            for t in ch.choices[0].delta.tool_calls or []:
-                streamed.append({"name": t.function.name, "arguments": json.loads(t.function.arguments)})
-            finish = ch.choices[0].finish_reason or finish
+    # the tool's answer taken back: a plain reply
+    answer = c.chat.completions.create(model="tern", messages=msgs, tools=fns, tool_choice="none", max_tokens=60,
+                                       temperature=0)
+    named, named_finish, _ = streamed(messages=[{"role": "user", "content": "Time in Tokyo?"}], max_tokens=160,
+                                      temperature=0, tool_choice={"type": "function", "function": {"name": "get_time"}})
+    both = [{"role": "user", "content": "What is the weather in Paris and the time in Tokyo?"}]
+    parallel = c.chat.completions.create(model="tern", messages=both, tools=fns, tool_choice="required",
+                                         max_tokens=120, temperature=0)
+    ask = [{"role": "user", "content": "What is the weather like in Paris today?"}]
+    auto = c.chat.completions.create(model="tern", messages=ask, tools=fns, max_tokens=80, temperature=0)
+    auto_streamed, auto_streamed_finish, auto_streamed_content = streamed(messages=ask, max_tokens=80, temperature=0)
+    both_auto = c.chat.completions.create(model="tern", messages=both, tools=fns, max_tokens=120, temperature=0)
+    plain = c.chat.completions.create(model="tern", messages=[{"role": "user", "content": "Write a haiku about the sea."}],
+                                      tools=fns, max_tokens=40, temperature=0)
     print(json.dumps({
-        "finish": first.choices[0].finish_reason, "calls": calls, "ids": [t.id for t in m.tool_calls or []],
-        "answer": answer.choices[0].message.content, "answer_finish": answer.choices[0].finish_reason,
-        "streamed": streamed, "streamed_finish": finish,
+        "finish": first.choices[0].finish_reason, "calls": calls_of(m), "ids": [t.id for t in m.tool_calls or []],
+        "answer": answer.choices[0].message.content, "answer_calls": calls_of(answer.choices[0].message),
+        "answer_finish": answer.choices[0].finish_reason,
+        "streamed": named, "streamed_finish": named_finish,
+        "parallel": calls_of(parallel.choices[0].message), "parallel_finish": parallel.choices[0].finish_reason,
+        "auto": calls_of(auto.choices[0].message), "auto_finish": auto.choices[0].finish_reason,
+        "auto_content": auto.choices[0].message.content,
+        "auto_streamed": auto_streamed, "auto_streamed_finish": auto_streamed_finish,
+        "auto_streamed_content": auto_streamed_content,
+        "parallel_auto": calls_of(both_auto.choices[0].message),
+        "plain": plain.choices[0].message.content, "plain_finish": plain.choices[0].finish_reason,
     }))
 
 

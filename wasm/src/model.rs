@@ -5,7 +5,7 @@
 
 use serde_json::json;
 use tern_core::Widened;
-use tern_core::{parse_tool_calls, runtime::calls_json};
+use tern_core::{runtime::calls_json, ToolFormat};
 use tern_core::{runtime::messages_from_json, ChatTemplate, Message};
 use tern_core::{runtime::Generation, runtime::Parts, Event, GenerationResult, TokenLogprob, Vocab};
 use tern_core::{Bundle, Source};
@@ -48,9 +48,9 @@ pub struct TernModel {
     /// rewritten, and bytes of widened scales.
     file_bytes: usize,
     widened: Option<(Widened, usize)>,
-    /// Whether the running generation's reply may call tools; generations
-    /// begun so far (numbering their calls' ids).
-    tools: bool,
+    /// The format of the tool calls the running generation's reply may
+    /// hold; generations begun so far (numbering their calls' ids).
+    tools: Option<ToolFormat>,
     n_begun: u64,
     /// The last chat prompt encoded and where a reply to it thinks (a
     /// generation begun on those ids splits its thinking block apart).
@@ -115,7 +115,7 @@ impl TernModel {
             gen: None,
             file_bytes,
             widened,
-            tools: false,
+            tools: None,
             n_begun: 0,
             last_chat: None,
             split: None,
@@ -219,9 +219,6 @@ impl TernModel {
         let (t, msgs) = self.chat_input(messages_json)?;
         let tools = options::tools(options_json)?;
         let (kwargs, _) = options::chat(options_json)?;
-        if tools.is_some() {
-            t.check_tool_calls().map_err(from_core)?;
-        }
         t.render_with(&msgs, add_generation_prompt, tools.as_ref().map(|t| &t.defs), kwargs.as_ref()).map_err(from_core)
     }
 
@@ -268,7 +265,7 @@ impl TernModel {
         if let Some(&id) = prompt.iter().find(|&&i| i as usize >= n_vocab) {
             return Err(from_core(tern_core::Error::TokenOutOfRange { id, n_vocab }));
         }
-        let options::Options { req, tools } = options::parse(options_json, Prompt::Ids(prompt), n_vocab)?;
+        let options::Options { req } = options::parse(options_json, Prompt::Ids(prompt), n_vocab)?;
         let n_ctx = self.session.as_ref().map_or(0, Session::n_ctx);
         let prepared = self.b.prepare(&req, Some(n_ctx)).map_err(options::prepare_error)?;
         // a chat prompt just encoded: its reply's thinking block apart
@@ -276,8 +273,8 @@ impl TernModel {
             Some((ids, r)) if ids == prepared.prompt => Some((r.splitter(), r)),
             _ => None,
         };
+        self.tools = prepared.tools.as_ref().map(|t| t.format);
         self.gen = Some(prepared.generation(clock));
-        self.tools = tools;
         self.n_begun += 1;
         Ok(())
     }
@@ -343,8 +340,8 @@ impl TernModel {
                     e["content"] = content.clone().into();
                 }
                 // with tools: the text outside the calls, and the calls
-                if self.tools {
-                    let (content, calls) = parse_tool_calls(&content);
+                if let Some(format) = self.tools {
+                    let (content, calls) = format.parse(&content);
                     if !calls.is_empty() {
                         e["finishReason"] = "tool_calls".into();
                     }

@@ -41,8 +41,6 @@ fn grammar_err(field: &str, e: tern_core::Error) -> JsValue {
 pub struct Options {
     /// The request: sampling, limits, stops, logprobs, grammar, tools.
     pub req: Request,
-    /// Whether the reply may call tools (its calls are parsed out).
-    pub tools: bool,
 }
 
 /// New tokens when `maxTokens` is not given (as the CLI's `-n`).
@@ -183,7 +181,7 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
         r.tool_choice = obj.get("toolChoice").cloned();
         r.parallel_tool_calls = Some(t.parallel);
     }
-    Ok(Options { req: r, tools: tools.is_some() })
+    Ok(Options { req: r })
 }
 
 /// The chat options of `json`: the template's variables

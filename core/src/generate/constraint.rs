@@ -17,6 +17,8 @@ pub enum Allowed<'a> {
     /// Nothing more: the generation ends (`stop`) with this
     /// end-of-generation token, as if the model had sampled it.
     End(u32),
+    /// Any token (a lazy grammar not yet engaged).
+    Any,
 }
 
 /// Decides which tokens may come next, step by step.

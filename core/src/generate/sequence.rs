@@ -84,6 +84,7 @@ impl Sequence {
         let id = match self.constraint.as_deref_mut() {
             None => self.sampler.sample(row, history, rng),
             Some(c) => match c.allowed()? {
+                Allowed::Any => self.sampler.sample(row, history, rng),
                 Allowed::Only(id) => id,
                 Allowed::End(id) => {
                     forced_end = true;

@@ -10,6 +10,7 @@ use llguidance::api::{ParserLimits, TopLevelGrammar};
 use llguidance::ParserFactory;
 use serde_json::{json, Value};
 
+use super::lazy::{LazyConstraint, Trigger};
 use super::matcher::GrammarConstraint;
 use super::vocab::token_env;
 use super::{grammar_err, Grammar};
@@ -83,6 +84,15 @@ impl GrammarCompiler {
         };
         let parser = self.factory.create_parser(top).map_err(grammar_err)?;
         Ok(Box::new(GrammarConstraint::new(parser, self.eog.clone())?))
+    }
+
+    /// Compile `g` as a lazy grammar: the output is free until one of
+    /// `triggers` shows, and `g` holds it from the trigger's first byte
+    /// (so `g` spells the trigger). Compile errors come now, as for
+    /// [`GrammarCompiler::compile`].
+    pub fn compile_lazy(&self, g: &Grammar, triggers: Vec<Trigger>) -> Result<Box<dyn Constraint>> {
+        let inner = self.compile(g)?;
+        Ok(Box::new(LazyConstraint::new(inner, triggers, self.factory.tok_env().clone())))
     }
 
     /// Each `pattern` (and `patternProperties` key) of a schema compiled

@@ -323,7 +323,7 @@ fn events(
                         None => tern_core::Parts { reasoning: String::new(), content: text },
                     };
                     all.push_str(&parts.content);
-                    let upto = if env.tools { super::tools::streamable(&all).max(sent) } else { all.len() };
+                    let upto = env.streamable(&all).max(sent);
                     let delta = all[sent..upto].to_string();
                     sent = upto;
                     if !block!(Block::Thinking, &parts.reasoning) || !block!(Block::Text, &delta) {

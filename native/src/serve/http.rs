@@ -32,8 +32,6 @@ use super::ServeOptions;
 use crate::Loaded;
 use tern_core::Prepared;
 
-use super::tools::streamable;
-
 pub struct App {
     pub(super) lm: Arc<Loaded>,
     /// The model `/v1/embeddings` runs, if one is served, and its name.
@@ -236,8 +234,10 @@ pub(super) async fn start<T>(
     let chat = matches!(endpoint, Endpoint::Chat | Endpoint::Messages | Endpoint::Responses);
     let (req, extra) = parse(&bytes, n_vocab, &app.lm.defaults).map_err(fail)?;
     drop(bytes);
-    let (stream_on, include_usage, tools_on) = (req.stream, req.include_usage, req.tools_on);
-    let Prepared { prompt, cfg, constraint, reasoning, .. } = prepare(app.clone(), req, chat).await.map_err(fail)?;
+    let (stream_on, include_usage) = (req.stream, req.include_usage);
+    let Prepared { prompt, cfg, constraint, reasoning, tools, .. } =
+        prepare(app.clone(), req, chat).await.map_err(fail)?;
+    let tools = tools.map(|t| t.format).filter(|_| chat);
     app.metrics.requests.fetch_add(1, Relaxed);
     let (tx, rx) = mpsc::unbounded_channel();
     let job = Job { prompt, cfg, constraint, events: tx, arrived: Instant::now() };
@@ -251,8 +251,7 @@ pub(super) async fn start<T>(
         Endpoint::Responses => "resp",
         _ => "cmpl",
     };
-    let reply =
-        Reply { id: format!("{prefix}-{n}"), chat, tools: tools_on, reasoning, infill: endpoint == Endpoint::Infill };
+    let reply = Reply { id: format!("{prefix}-{n}"), chat, tools, reasoning, infill: endpoint == Endpoint::Infill };
     Ok((Started { admitted, rx, reply, stream: stream_on, include_usage }, extra))
 }
 
@@ -428,7 +427,8 @@ async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Re
 pub(super) struct Reply {
     pub(super) id: String,
     chat: bool,
-    tools: bool,
+    /// The format of the tool calls a chat reply may hold.
+    tools: Option<tern_core::ToolFormat>,
     reasoning: Option<tern_core::Reasoning>,
     infill: bool,
 }
@@ -471,7 +471,6 @@ fn stream(
     tokio::spawn(async move {
         let _admitted = admitted;
         let env = envelope(&app, &reply);
-        let tools = reply.tools && reply.chat;
         // the thinking block apart; with tools, content is held back from
         // where a call could begin
         let mut split = env.reasoning.map(|r| r.splitter());
@@ -488,7 +487,7 @@ fn stream(
                         None => tern_core::Parts { reasoning: String::new(), content: text },
                     };
                     all.push_str(&parts.content);
-                    let upto = if tools { streamable(&all).max(sent) } else { all.len() };
+                    let upto = env.streamable(&all).max(sent);
                     let delta = &all[sent..upto];
                     sent = upto;
                     let mut ok = true;
@@ -508,7 +507,7 @@ fn stream(
                         }
                         all.push_str(&parts.content);
                     }
-                    let calls = if tools { env.calls_in(&all).1 } else { Vec::new() };
+                    let calls = env.calls_in(&all).1;
                     let rest = if calls.is_empty() { &all[sent..] } else { "" };
                     if !rest.is_empty() {
                         let _ = send(env.chunk(Some(rest), None)).await;

@@ -16,7 +16,6 @@ mod response_store;
 mod responses;
 mod routes;
 mod scheduler;
-mod tools;
 mod utility;
 
 use std::net::{IpAddr, SocketAddr};

@@ -7,7 +7,7 @@ use tern_core::GenerationDefaults;
 use tern_core::Grammar;
 use tern_core::Message;
 use tern_core::Tokenizer;
-use tern_core::{parse_tool_calls, runtime::calls_json, runtime::message_tool_calls, ToolCall};
+use tern_core::{runtime::calls_json, runtime::message_tool_calls, ToolCall, ToolFormat};
 use tern_core::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
 use tern_core::{Prompt, Reasoning, ReasoningFormat, Request as CoreRequest};
 
@@ -381,8 +381,9 @@ pub(crate) struct Envelope<'a> {
     pub(crate) chat: bool,
     /// The tokens' bytes, for logprobs (none without a tokenizer).
     pub(crate) tok: Option<&'a Tokenizer>,
-    /// Whether the reply may hold tool calls (tools given, not `none`).
-    pub(crate) tools: bool,
+    /// The format of the tool calls a chat reply may hold (tools given,
+    /// not `none`).
+    pub(crate) tools: Option<ToolFormat>,
     /// Where a chat reply's thinking block is, to return it apart.
     pub(crate) reasoning: Option<Reasoning>,
     /// llama-server's `/infill`: its `/completion` shapes.
@@ -418,10 +419,16 @@ impl Envelope<'_> {
     /// The content's text outside tool calls, and the calls (none unless
     /// tools were offered).
     pub fn calls_in(&self, content: &str) -> (String, Vec<ToolCall>) {
-        match self.tools && self.chat {
-            true => parse_tool_calls(content),
-            false => (content.to_string(), Vec::new()),
+        match self.tools {
+            Some(f) => f.parse(content),
+            None => (content.to_string(), Vec::new()),
         }
+    }
+
+    /// The length of `content` (a reply so far) that may be streamed:
+    /// with tools, all before where a call could begin.
+    pub fn streamable(&self, content: &str) -> usize {
+        self.tools.map_or(content.len(), |f| f.streamable(content))
     }
 
     /// A whole reply's reasoning (empty without a thinking block) and

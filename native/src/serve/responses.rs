@@ -299,7 +299,7 @@ fn events(
                         None => text,
                     };
                     all.push_str(&content);
-                    let upto = if env.tools { super::tools::streamable(&all).max(sent) } else { all.len() };
+                    let upto = env.streamable(&all).max(sent);
                     let delta = all[sent..upto].to_string();
                     sent = upto;
                     if delta.is_empty() {

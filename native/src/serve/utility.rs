@@ -113,9 +113,6 @@ pub async fn apply_template(State(app): State<Arc<App>>, headers: HeaderMap, bod
             Some(_) => return Err(ApiError::invalid("chat_template_kwargs", "chat_template_kwargs must be an object")),
         }
         let tools = m.get("tools").filter(|t| !t.is_null());
-        if tools.is_some() {
-            t.check_tool_calls().map_err(|e| ApiError::invalid("tools", e.to_string()))?;
-        }
         let prompt = t.render_with(&msgs, true, tools, kwargs.as_ref()).map_err(|e| ApiError::core("messages", e))?;
         Ok(json!({ "prompt": prompt }))
     })

@@ -1,11 +1,19 @@
-//! Tool calls in the format Qwen2.5, Qwen3 and Hermes models are trained
-//! on (their chat templates ask for it): each call a JSON object
-//! `{"name": ..., "arguments": {...}}` between `<tool_call>` and
-//! `</tool_call>` lines. Parsing a reply into its calls, and the grammar
-//! that forces calls (`tool_choice: required` or a named function) with
-//! arguments valid against each function's JSON Schema. Also OpenAI's
-//! request shapes (`tools`, `tool_choice`, `parallel_tool_calls`, an
-//! assistant message's `tool_calls`) read with errors naming the field.
+//! Tool calls: OpenAI's request shapes (`tools`, `tool_choice`,
+//! `parallel_tool_calls`, an assistant message's `tool_calls`) read with
+//! errors naming the field, and the formats models write calls in
+//! ([`ToolFormat`], one module each: its parser, grammar and triggers).
+//! A forced call (`tool_choice: required` or a named function) follows
+//! the format's grammar from the reply's first token; with `auto`, the
+//! same grammar engages at the format's opening marker.
+
+mod calls;
+mod format;
+mod hermes;
+mod json;
+mod llama3;
+mod mistral;
+
+pub use format::ToolFormat;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -14,12 +22,8 @@ use alloc::vec::Vec;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::grammar::Grammar;
-
-/// What opens a call.
-pub const CALL_OPEN: &str = "<tool_call>";
-/// What closes a call.
-pub(crate) const CALL_CLOSE: &str = "</tool_call>";
+use crate::grammar::{Grammar, Trigger};
+use crate::tokenizer::Tokenizer;
 
 /// A function call the model made.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +32,8 @@ pub struct ToolCall {
     pub name: String,
     /// Its arguments (a JSON object, as the model wrote it).
     pub arguments: Value,
+    /// The call's id, where the format has the model write one (Mistral's).
+    pub id: Option<String>,
 }
 
 /// Whether and which tools the model must call (OpenAI's `tool_choice`).
@@ -93,6 +99,9 @@ pub struct ToolRequest {
     pub choice: ToolChoice,
     /// `parallel_tool_calls` (default true).
     pub parallel: bool,
+    /// The format the model writes calls in (set from its chat template
+    /// when the request is prepared; Hermes until then).
+    pub format: ToolFormat,
 }
 
 impl ToolRequest {
@@ -142,7 +151,7 @@ impl ToolRequest {
             None | Some(Value::Null) => true,
             Some(v) => v.as_bool().ok_or_else(|| field("parallel_tool_calls", "must be true or false"))?,
         };
-        Ok(ToolRequest { defs: tools.clone(), tools: parsed, choice, parallel })
+        Ok(ToolRequest { defs: tools.clone(), tools: parsed, choice, parallel, format: ToolFormat::default() })
     }
 
     /// The tools a forced call may use (None: nothing is forced).
@@ -150,9 +159,22 @@ impl ToolRequest {
         self.choice.forced(&self.tools)
     }
 
-    /// The grammar a reply must follow: a forced call's, or None.
-    pub fn grammar(&self) -> Result<Option<Grammar>> {
-        self.forced().map(|t| tool_call_grammar(&t, self.parallel)).transpose()
+    /// The grammar of this format's calls of the tools a reply may call
+    /// (control-token markers by their ids in `tok`).
+    pub fn grammar(&self, tok: Option<&Tokenizer>) -> Result<Grammar> {
+        let tools = self.forced().unwrap_or_else(|| self.tools.clone());
+        self.format.grammar(&tools, self.parallel, tok)
+    }
+
+    /// Where [`ToolRequest::grammar`] engages: None from the reply's first
+    /// token (a forced call), else at the format's triggers (`auto`).
+    pub fn triggers(&self) -> Option<Vec<Trigger>> {
+        self.forced().is_none().then(|| self.format.triggers())
+    }
+
+    /// A reply's text outside its calls, and the calls ([`ToolFormat::parse`]).
+    pub fn calls(&self, text: &str) -> (String, Vec<ToolCall>) {
+        self.format.parse(text)
     }
 }
 
@@ -178,8 +200,8 @@ pub fn message_tool_calls(v: &Value, i: usize) -> Result<Value> {
     Ok(Value::Array(calls))
 }
 
-/// OpenAI's `tool_calls` list for a reply's calls (ids `call_{id}_{i}`,
-/// arguments a JSON string).
+/// OpenAI's `tool_calls` list for a reply's calls (ids the model's own,
+/// else `call_{id}_{i}`; arguments a JSON string).
 pub fn calls_json(calls: &[ToolCall], id: &str) -> Value {
     calls
         .iter()
@@ -187,7 +209,7 @@ pub fn calls_json(calls: &[ToolCall], id: &str) -> Value {
         .map(|(i, c)| {
             json!({
                 "index": i,
-                "id": format!("call_{id}_{i}"),
+                "id": c.id.clone().unwrap_or_else(|| format!("call_{id}_{i}")),
                 "type": "function",
                 "function": { "name": c.name, "arguments": c.arguments.to_string() },
             })
@@ -195,80 +217,9 @@ pub fn calls_json(calls: &[ToolCall], id: &str) -> Value {
         .collect()
 }
 
-/// The reply's text outside its calls (trimmed), and the calls, in order.
-/// A block whose JSON does not parse as a call stays in the text.
-pub fn parse_tool_calls(text: &str) -> (String, Vec<ToolCall>) {
-    let mut calls = Vec::new();
-    let mut rest = String::new();
-    let mut at = 0;
-    while let Some(open) = text[at..].find(CALL_OPEN).map(|i| at + i) {
-        let body_start = open + CALL_OPEN.len();
-        let Some(close) = text[body_start..].find(CALL_CLOSE).map(|i| body_start + i) else { break };
-        rest.push_str(&text[at..open]);
-        match serde_json::from_str::<Value>(text[body_start..close].trim()) {
-            Ok(Value::Object(mut o)) if o.get("name").is_some_and(Value::is_string) => {
-                let name = o.remove("name").and_then(|n| n.as_str().map(String::from)).unwrap_or_default();
-                let arguments = match o.remove("arguments") {
-                    Some(Value::String(s)) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
-                    Some(v) => v,
-                    None => json!({}),
-                };
-                calls.push(ToolCall { name, arguments });
-            }
-            _ => rest.push_str(&text[open..close + CALL_CLOSE.len()]),
-        }
-        at = close + CALL_CLOSE.len();
-    }
-    rest.push_str(&text[at..]);
-    (rest.trim().to_string(), calls)
-}
-
-/// A grammar whose every output is one call (or, with `parallel`, one or
-/// more, a line apart) of one of `tools`, its arguments valid against that
-/// function's schema.
-pub fn tool_call_grammar(tools: &[Tool], parallel: bool) -> Result<Grammar> {
-    if tools.is_empty() {
-        return Err(Error::InvalidArgument { what: "a forced tool call needs at least one tool".into() });
-    }
-    let one: Vec<Value> = tools
-        .iter()
-        .map(|t| {
-            json!({
-                "type": "object",
-                "properties": { "name": { "const": t.name }, "arguments": t.parameters },
-                "required": ["name", "arguments"],
-                "additionalProperties": false,
-            })
-        })
-        .collect();
-    let schema = json!({
-        "anyOf": one,
-        "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "},
-    });
-    let open = serde_json::to_string(&format!("{CALL_OPEN}\n")).unwrap_or_default();
-    let close = serde_json::to_string(&format!("\n{CALL_CLOSE}")).unwrap_or_default();
-    let start = if parallel { "start: call (\"\\n\" call)*" } else { "start: call" };
-    let lark = format!("{start}\ncall: {open} %json {schema} {close}\n");
-    Grammar::lark(&lark)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn calls_are_parsed_out_of_the_text() {
-        let text = "Let me check.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"time\", \"arguments\": \"{\\\"tz\\\": \\\"CET\\\"}\"}\n</tool_call>";
-        let (rest, calls) = parse_tool_calls(text);
-        assert_eq!(rest, "Let me check.");
-        assert_eq!(calls.len(), 2);
-        assert_eq!(calls[0], ToolCall { name: "weather".into(), arguments: json!({"city": "Paris"}) });
-        assert_eq!(calls[1].arguments, json!({"tz": "CET"}), "arguments given as a JSON string are parsed");
-        // not a call: kept as text; an unclosed block too
-        let (rest, calls) = parse_tool_calls("a <tool_call>not json</tool_call> b <tool_call>{");
-        assert!(calls.is_empty());
-        assert_eq!(rest, "a <tool_call>not json</tool_call> b <tool_call>{");
-    }
 
     #[test]
     fn requests_parse_or_name_the_field() {
@@ -276,11 +227,12 @@ mod tests {
             json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]);
         let r = ToolRequest::parse(&tools, Some(&json!("required")), None).unwrap();
         assert_eq!((r.choice.clone(), r.parallel), (ToolChoice::Required, true));
-        assert!(r.grammar().unwrap().is_some());
+        assert!(r.triggers().is_none(), "a forced call is held from the first token");
+        assert!(r.grammar(None).is_ok());
         let named = json!({"type": "function", "function": {"name": "get_weather"}});
         let r = ToolRequest::parse(&tools, Some(&named), None).unwrap();
         assert_eq!(r.choice, ToolChoice::Named("get_weather".into()));
-        assert!(ToolRequest::parse(&tools, None, None).unwrap().grammar().unwrap().is_none(), "auto forces nothing");
+        assert!(ToolRequest::parse(&tools, None, None).unwrap().triggers().is_some(), "auto engages at a trigger");
         let bad = |t: Value, c: Option<Value>| match ToolRequest::parse(&t, c.as_ref(), None) {
             Err(Error::InvalidField { field, .. }) => field,
             other => panic!("{other:?}"),
@@ -295,13 +247,5 @@ mod tests {
         assert!(
             matches!(message_tool_calls(&broken, 3), Err(Error::InvalidField { field, .. }) if field == "messages[3].tool_calls")
         );
-    }
-
-    #[test]
-    fn the_forcing_grammar_compiles_to_lark() {
-        let t = Tool { name: "f".into(), description: String::new(), parameters: json!({"type": "object"}) };
-        let Grammar::Lark(src) = tool_call_grammar(&[t], true).unwrap() else { panic!() };
-        assert!(src.starts_with("start: call (\"\\n\" call)*\ncall: \"<tool_call>\\n\" %json {"), "{src}");
-        assert!(tool_call_grammar(&[], false).is_err());
     }
 }
