@@ -1429,6 +1429,15 @@ fn anthropic_messages_through_the_anthropic_client() {
     assert_eq!(r["usage"][0], chat["usage"]["prompt_tokens"], "{r}");
     let reason = if chat["choices"][0]["finish_reason"] == "length" { "max_tokens" } else { "end_turn" };
     assert_eq!((r["stop_reason"].as_str(), r["stream_stop_reason"].as_str()), (Some(reason), Some(reason)), "{r}");
+    // stop_sequences: the one met named, the text before it
+    let (text, word) = (r["text"].as_str().unwrap(), r["word"].as_str().unwrap());
+    let before = text[..text.find(word).unwrap()].trim_end();
+    assert_eq!(
+        (r["stopped_reason"].as_str(), r["stopped_sequence"].as_str()),
+        (Some("stop_sequence"), Some(word)),
+        "{r}"
+    );
+    assert_eq!(r["stopped"][0].as_str().map(str::trim_end), Some(before), "{r}");
     assert_eq!(r["call_stop"], "tool_use", "{r}");
     for calls in [&r["calls"], &r["streamed_call"]] {
         assert_eq!(calls[0]["name"], "get_weather", "{r}");

@@ -20,6 +20,9 @@ def main(base: str) -> None:
     with c.messages.stream(messages=msgs, **kw) as s:
         streamed = "".join(s.text_stream)
         final = s.get_final_message()
+    # a stop sequence met: the reply's second word
+    word = whole.content[0].text.split()[1]
+    stopped = c.messages.create(messages=msgs, stop_sequences=["\u2603", word], **kw)
     counted = c.messages.count_tokens(model="tern", messages=msgs, system="Answer briefly.")
     weather = {"name": "get_weather", "description": "The current weather in a city",
                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -45,7 +48,9 @@ def main(base: str) -> None:
     print(json.dumps({
         "text": whole.content[0].text, "stop_reason": whole.stop_reason, "usage": [whole.usage.input_tokens, whole.usage.output_tokens],
         "streamed": streamed, "stream_stop_reason": final.stop_reason,
-        "count": counted.input_tokens,
+        "count": counted.input_tokens, "word": word,
+        "stopped": [b.text for b in stopped.content], "stopped_reason": stopped.stop_reason,
+        "stopped_sequence": stopped.stop_sequence,
         "call_stop": call.stop_reason, "calls": [{"name": b.name, "input": b.input} for b in use],
         "answer": answer.content[0].text if answer and answer.content else None,
         "streamed_call": [{"name": b.name, "input": b.input} for b in streamed_call.content if b.type == "tool_use"],

@@ -133,6 +133,9 @@ pub struct GenerationResult {
     pub timings: Timings,
     /// Each token's log-probability, if asked for (`GenerateConfig::logprobs`).
     pub logprobs: Vec<TokenLogprob>,
+    /// The stop string that ended it, if one did (llama-server's
+    /// `stopping_word`, Anthropic's `stop_sequence`).
+    pub stop_string: Option<String>,
 }
 
 /// A step of a generation.
@@ -173,6 +176,8 @@ pub(crate) struct Output {
     text: String,
     emitted: usize,
     utf8: Utf8Stream,
+    /// The stop string that ended the text, if one did.
+    stopped_by: Option<String>,
 }
 
 impl Output {
@@ -186,6 +191,7 @@ impl Output {
             text: String::new(),
             emitted: 0,
             utf8: Utf8Stream::new(),
+            stopped_by: None,
         }
     }
 
@@ -198,7 +204,8 @@ impl Output {
         }
         let delta = self.utf8.push(vocab.token_bytes(id));
         self.text.push_str(&delta);
-        if let Some(at) = self.find_stop() {
+        if let Some((at, k)) = self.find_stop() {
+            self.stopped_by = Some(self.stop[k].clone());
             self.text.truncate(at);
             let text = String::from(&self.text[self.emitted.min(at)..]);
             self.emitted = at;
@@ -220,9 +227,9 @@ impl Output {
         (self.flush(), Some(FinishReason::Stop))
     }
 
-    /// Earliest stop string in the text (they cannot lie wholly in text
-    /// emitted already, so search from just before it).
-    fn find_stop(&self) -> Option<usize> {
+    /// Earliest stop string in the text, and which (they cannot lie
+    /// wholly in text emitted already, so search from just before it).
+    fn find_stop(&self) -> Option<(usize, usize)> {
         let longest = self.stop.iter().map(String::len).max()?;
         let mut from = self.emitted.saturating_sub(longest);
         while !self.text.is_char_boundary(from) {
@@ -230,8 +237,9 @@ impl Output {
         }
         self.stop
             .iter()
-            .filter(|s| !s.is_empty())
-            .filter_map(|s| self.text[from..].find(s.as_str()).map(|i| from + i))
+            .enumerate()
+            .filter(|(_, s)| !s.is_empty())
+            .filter_map(|(k, s)| self.text[from..].find(s.as_str()).map(|i| (from + i, k)))
             .min()
     }
 
@@ -263,8 +271,8 @@ impl Output {
     }
 
     /// The final tokens and text.
-    pub fn take(&mut self) -> (Vec<u32>, String) {
-        (core::mem::take(&mut self.tokens), core::mem::take(&mut self.text))
+    pub fn take(&mut self) -> (Vec<u32>, String, Option<String>) {
+        (core::mem::take(&mut self.tokens), core::mem::take(&mut self.text), self.stopped_by.take())
     }
 }
 

@@ -112,10 +112,10 @@ impl Sequence {
     pub fn finish(&mut self, reason: FinishReason) -> GenerationResult {
         let u = &mut self.usage;
         let timings = self.watch.timings((self.clock)(), u.prompt_tokens - u.cached_tokens);
-        let (tokens, text) = self.out.take();
+        let (tokens, text, stop_string) = self.out.take();
         u.completion_tokens = tokens.len();
         let logprobs = core::mem::take(&mut self.logprobs);
-        GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings, logprobs }
+        GenerationResult { tokens, text, finish_reason: reason, usage: *u, timings, logprobs, stop_string }
     }
 
     /// Tokens sampled so far.

@@ -193,14 +193,13 @@ pub(super) fn parse(body: &[u8], n_vocab: usize, defaults: &GenerationDefaults) 
 }
 
 /// Anthropic's `stop_reason` (and the stop sequence met, if one was).
-fn stop_reason(r: &GenerationResult, calls: &[ToolCall], env: &Envelope) -> (&'static str, Value) {
+fn stop_reason(r: &GenerationResult, calls: &[ToolCall]) -> (&'static str, Value) {
     if !calls.is_empty() {
         return ("tool_use", Value::Null);
     }
-    let eog = super::openai::ended_at_eog(r, env.tok);
-    match r.finish_reason {
-        FinishReason::Stop if !eog => ("stop_sequence", Value::Null),
-        FinishReason::Stop => ("end_turn", Value::Null),
+    match (r.finish_reason, &r.stop_string) {
+        (FinishReason::Stop, Some(s)) => ("stop_sequence", Value::String(s.clone())),
+        (FinishReason::Stop, None) => ("end_turn", Value::Null),
         _ => ("max_tokens", Value::Null),
     }
 }
@@ -230,7 +229,7 @@ fn message_object(env: &Envelope, r: &GenerationResult) -> Value {
         content.push(json!({ "type": "text", "text": text }));
     }
     content.extend(tool_use(&calls, env.id));
-    let (reason, sequence) = stop_reason(r, &calls, env);
+    let (reason, sequence) = stop_reason(r, &calls);
     json!({ "id": env.id, "type": "message", "role": "assistant", "model": env.model, "content": content,
             "stop_reason": reason, "stop_sequence": sequence, "usage": usage(r) })
 }
@@ -364,7 +363,7 @@ fn events(
                             send("content_block_stop", json!({ "type": "content_block_stop", "index": index })).await;
                         index += 1;
                     }
-                    let (reason, sequence) = stop_reason(&r, &calls, &env);
+                    let (reason, sequence) = stop_reason(&r, &calls);
                     let _ = send(
                         "message_delta",
                         json!({ "type": "message_delta",

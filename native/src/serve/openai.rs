@@ -390,17 +390,12 @@ pub(crate) struct Envelope<'a> {
     pub(crate) infill: bool,
 }
 
-/// Whether `r` ended at an end-of-generation token (not a stop string).
-pub(super) fn ended_at_eog(r: &GenerationResult, tok: Option<&Tokenizer>) -> bool {
-    r.tokens.last().is_some_and(|&id| tok.is_some_and(|t| t.is_eog(id)))
-}
-
 /// llama-server's `stop_type` of a result: an end token (`eos`), a stop
 /// string (`word`), or the limit.
-fn stop_type(r: &GenerationResult, tok: Option<&Tokenizer>) -> &'static str {
-    match (r.finish_reason, ended_at_eog(r, tok)) {
-        (FinishReason::Stop, true) => "eos",
-        (FinishReason::Stop, false) => "word",
+fn stop_type(r: &GenerationResult) -> &'static str {
+    match (r.finish_reason, &r.stop_string) {
+        (FinishReason::Stop, Some(_)) => "word",
+        (FinishReason::Stop, None) => "eos",
         _ => "limit",
     }
 }
@@ -525,7 +520,7 @@ impl Envelope<'_> {
         let Some(r) = end else { return json!({ "content": content, "stop": false }) };
         let t = &r.timings;
         json!({
-            "content": content, "stop": true, "stop_type": stop_type(r, self.tok), "model": self.model, "id_slot": 0,
+            "content": content, "stop": true, "stop_type": stop_type(r), "stopping_word": r.stop_string.as_deref().unwrap_or(""), "model": self.model, "id_slot": 0,
             "tokens_predicted": r.usage.completion_tokens, "tokens_evaluated": r.usage.prompt_tokens,
             "tokens_cached": r.usage.cached_tokens, "truncated": false,
             "timings": { "prompt_n": r.usage.prompt_tokens, "prompt_ms": t.prefill_ms,
