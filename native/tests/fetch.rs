@@ -127,12 +127,21 @@ fn unknown_references_and_non_models_are_clear_errors() {
         (&format!("{}/page.gguf", hub.url), "not a GGUF file (it begins \"<!DOCTYPE html>".into()),
         (&format!("{}/nothing.gguf", hub.url), "HTTP 404".into()),
         ("no/such/dir/", "is not a file path".into()),
-        ("./missing.gguf", "no such file or directory".into()),
+        ("./missing.gguf", "./missing.gguf: no such file or directory".into()),
+        ("models/x.gguf", "models/x.gguf: no such file or directory".into()),
     ];
     for (r, want) in cases {
         let e = err(r);
         assert!(e.contains(&want), "{r}: {e}");
     }
+    // a path-like name is never looked up on the hub
+    assert!(
+        hub.log().iter().all(|s| !s.path.contains("missing.gguf") && !s.path.contains("models/x")),
+        "{:?}",
+        hub.log()
+    );
+    let e = tern::Model::load("models/x.gguf").err().unwrap().to_string();
+    assert!(e.contains("models/x.gguf: no such file or directory"), "{e}");
     let e = fetcher(&hub, &dir).offline(true).get("o/r:Q8_0").unwrap_err().to_string();
     assert!(e.contains("offline, and o/r is not in the cache"), "{e}");
     assert_eq!(files_in(&dir), Vec::<String>::new());
