@@ -93,7 +93,7 @@ pub use perplexity::{perplexity, Perplexity};
 pub use reasoning::{Parts, Reasoning, ReasoningFormat, ReasoningSplit, ThinkMarkers, THINK_MARKERS};
 #[cfg(feature = "std")]
 pub use request::{Prepared, Prompt, Request, MAX_STOPS};
-pub use sampler::{SamplerConfig, Sampling};
+pub use sampler::{SamplerConfig, Sampling, Stage};
 #[cfg(feature = "std")]
 pub use tokenizer::Tokenizer;
 #[cfg(feature = "std")]

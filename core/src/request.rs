@@ -71,6 +71,14 @@ pub struct Request {
     /// Do not stop at the model's end tokens: they are banned.
     #[serde(default)]
     pub ignore_eos: bool,
+    /// Generate at least this many tokens (the end and stop tokens are
+    /// held back until then; vLLM's `min_tokens`).
+    #[serde(default)]
+    pub min_tokens: usize,
+    /// End at a newline once this many milliseconds have passed since the
+    /// first token (llama-server's `t_max_predict_ms`).
+    #[serde(default)]
+    pub t_max_predict_ms: Option<u64>,
     /// What the output must match.
     #[serde(default)]
     pub grammar: Option<Grammar>,
@@ -116,6 +124,8 @@ impl Request {
             stop: Vec::new(),
             stop_tokens: Vec::new(),
             ignore_eos: false,
+            min_tokens: 0,
+            t_max_predict_ms: None,
             grammar: None,
             tools: None,
             tool_choice: None,
@@ -345,6 +355,19 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         if req.ignore_eos {
             sampler.logit_bias.extend(self.eog().into_iter().map(|t| (t, f32::NEG_INFINITY)));
         }
+        if sampler.dry_multiplier != 0.0 {
+            // DRY's breakers as this vocabulary spells them
+            let tok = self.tokenizer().map_err(|e| field("dry_sequence_breakers", e.to_string()))?;
+            let breakers: Vec<&[u8]> = sampler.dry_sequence_breakers.iter().map(|b| b.as_bytes()).collect();
+            let text = |id: u32| tok.token_bytes(id).to_vec();
+            let tokenize = |s: &[u8]| tok.encode(&String::from_utf8_lossy(s), false).unwrap_or_default();
+            sampler.dry_breakers = crate::sampler::breaker_tokens(&breakers, tok.n_vocab(), &text, &tokenize);
+        }
+        let mut end_ids = Vec::new();
+        if req.min_tokens > 0 {
+            end_ids.extend(self.eog());
+            end_ids.extend_from_slice(&req.stop_tokens);
+        }
         let cfg = GenerateConfig {
             max_tokens,
             sampler,
@@ -352,6 +375,9 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             stop_tokens: req.stop_tokens.clone(),
             ignore_eos: req.ignore_eos,
             logprobs: req.logprobs,
+            min_tokens: req.min_tokens,
+            end_ids,
+            max_predict_ms: req.t_max_predict_ms.filter(|&ms| ms > 0),
         };
         Ok(Prepared { prompt, cfg, constraint, tools, reasoning: None })
     }

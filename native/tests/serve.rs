@@ -1493,3 +1493,71 @@ fn responses_api_through_the_openai_client() {
     let city: Value = serde_json::from_str(r["json"].as_str().unwrap()).unwrap();
     assert!(city["city"].is_string(), "{r}");
 }
+
+/// llama-server's sampler fields on SmolLM2: DRY breaks a greedy loop (the
+/// recorded cases of llama.cpp's own tests are core's unit tests), XTC
+/// and `samplers` change the draw, `min_tokens` holds the end back,
+/// `t_max_predict_ms` ends at a newline once out of time, `id_slot` is
+/// taken; bad values name their field.
+#[test]
+fn llama_server_sampler_fields_work() {
+    let srv = Server::start(&[]);
+    let text = |body: Value| {
+        let (status, b) = srv.call("POST", "/v1/completions", &[], &body.to_string());
+        assert_eq!(status, 200, "{b}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        (v["choices"][0]["text"].as_str().unwrap().to_string(), v)
+    };
+    let prompt = "1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,";
+    let (plain, _) = text(json!({"prompt": prompt, "max_tokens": 12, "temperature": 0}));
+    assert!(plain.starts_with(" 3, 1, 2, 3"), "greedy repeats: {plain:?}");
+    let (dry, _) = text(json!({"prompt": prompt, "max_tokens": 12, "temperature": 0, "dry_multiplier": 2.0,
+        "dry_allowed_length": 2, "dry_penalty_last_n": -1, "dry_sequence_breakers": ["\u{2603}"]}));
+    assert!(!dry.starts_with(" 3, 1, 2, 3"), "DRY breaks the loop: {dry:?}");
+    // XTC with probability 1: the likeliest tokens go, greedy or not
+    let story = |extra: Value| {
+        let mut body = json!({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "min_p": 0, "top_p": 1});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        text(body).0
+    };
+    let xtc = story(json!({"xtc_probability": 1.0, "xtc_threshold": 0.01}));
+    assert_ne!(xtc, story(json!({})), "XTC changed the greedy pick");
+    // an order: temperature first then min_p, as names and as letters, the same draw
+    let order = |samplers: Value| {
+        text(json!({"prompt": "Once upon a time", "max_tokens": 8, "temperature": 1.5, "min_p": 0.2, "seed": 3,
+            "samplers": samplers}))
+        .0
+    };
+    assert_eq!(order(json!(["temperature", "min_p"])), order(json!("tm")));
+    // min_tokens: a reply that ended at its end token goes on
+    let chat = |extra: Value| {
+        let mut body =
+            json!({"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 40, "temperature": 0});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let (status, b) = srv.call("POST", "/v1/chat/completions", &[], &body.to_string());
+        assert_eq!(status, 200, "{b}");
+        serde_json::from_str::<Value>(&b).unwrap()
+    };
+    let short = chat(json!({}))["usage"]["completion_tokens"].as_u64().unwrap();
+    assert!(short < 30, "{short}");
+    let long = chat(json!({"min_tokens": short + 5, "id_slot": 0}));
+    assert!(long["usage"]["completion_tokens"].as_u64().unwrap() >= short + 5, "{long}");
+    // t_max_predict_ms: out of time at once, so the first newline ends it
+    let (t, v) = text(json!({"prompt": "A list of fruits:\n1.", "max_tokens": 64, "temperature": 0,
+        "t_max_predict_ms": 1}));
+    assert!(t.ends_with('\n') && t.matches('\n').count() == 1, "{t:?}");
+    assert_eq!(v["choices"][0]["finish_reason"], "length", "{v}");
+    // errors name the field
+    for (k, v) in [
+        ("samplers", json!(["top_n_sigma"])),
+        ("samplers", json!("kz")),
+        ("xtc_probability", json!(2)),
+        ("dry_sequence_breakers", json!([])),
+        ("dry_penalty_last_n", json!(-2)),
+        ("id_slot", json!("a")),
+    ] {
+        let body = json!({"prompt": "x", "max_tokens": 1, k: v}).to_string();
+        let (status, b) = srv.call("POST", "/v1/completions", &[], &body);
+        assert!(status == 400 && b.contains(&format!("\"param\":\"{k}\"")), "{k}: {status} {b}");
+    }
+}

@@ -117,6 +117,24 @@ export interface GenerateOptions {
   presencePenalty?: number;
   frequencyPenalty?: number;
   repeatLastN?: number;
+  /** DRY (llama.cpp's): 0 = off (default). A token extending a repeat longer
+   * than `dryAllowedLength` (2) loses `dryMultiplier × dryBase^(length −
+   * allowed)` (base 1.75) of logit, over the last `dryPenaltyLastN` tokens
+   * (64; −1: all); `drySequenceBreakers` (`["\n", ":", "\"", "*"]`) end repeats. */
+  dryMultiplier?: number;
+  dryBase?: number;
+  dryAllowedLength?: number;
+  dryPenaltyLastN?: number;
+  drySequenceBreakers?: string[];
+  /** XTC: with this probability (0 = off) drop every token at least
+   * `xtcThreshold` (0.1) likely but the least likely of them. */
+  xtcProbability?: number;
+  xtcThreshold?: number;
+  /** The sampler order (llama.cpp's names: `penalties`, `dry`, `top_k`,
+   * `typ_p`, `top_p`, `min_p`, `xtc`, `temperature`; that is the default). */
+  samplers?: string[];
+  /** Generate at least this many tokens (the end tokens held back). */
+  minTokens?: number;
   /** Default: random (reported in the result). At most 2^53 - 1. */
   seed?: number;
   /** Never emitted; generation ends before them. */

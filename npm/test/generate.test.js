@@ -324,6 +324,26 @@ test('a template without a tool format gets the plain-JSON one: a forced call co
   await m.dispose();
 });
 
+test('DRY, XTC, samplers and minTokens reach the one sampler chain', async () => {
+  const m = await loadModel(SMOLLM2, { worker: false });
+  const prompt = '1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2,';
+  const greedy = await m.generate(prompt, { maxTokens: 12, temperature: 0 }).result;
+  assert.ok(greedy.text.startsWith(' 3, 1, 2, 3'), greedy.text);
+  const dry = await m.generate(prompt, { maxTokens: 12, temperature: 0, dryMultiplier: 2, dryPenaltyLastN: -1,
+    drySequenceBreakers: ['\u2603'] }).result;
+  assert.ok(!dry.text.startsWith(' 3, 1, 2, 3'), dry.text);
+  const story = { maxTokens: 4, temperature: 0, minP: 0, topP: 1 };
+  const plain = await m.generate('Once upon a time', story).result;
+  const xtc = await m.generate('Once upon a time', { ...story, xtcProbability: 1, xtcThreshold: 0.01 }).result;
+  assert.notEqual(xtc.text, plain.text);
+  const ordered = await m.generate('Once upon a time', { ...story, samplers: ['temperature', 'min_p'] }).result;
+  assert.equal(ordered.text, plain.text, 'greedy either way');
+  const held = await m.generate('Hi', { maxTokens: 20, minTokens: 20, temperature: 0 }).result;
+  assert.equal(held.usage.completionTokens, 20);
+  await assert.rejects(m.generate('x', { samplers: ['top_n_sigma'] }).result, /samplers.*not in tern's chain/);
+  await m.dispose();
+});
+
 test('one thread (single-thread build) and two give the same tokens', async () => {
   const prompt = greedy.p2.prompt_ids;
   const runs = [];

@@ -124,6 +124,28 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
             "presencePenalty" => s.presence_penalty = f32_of(v, k)?,
             "frequencyPenalty" => s.frequency_penalty = f32_of(v, k)?,
             "repeatLastN" => s.repeat_last_n = Some(count(v, k)?),
+            "dryMultiplier" => s.dry_multiplier = f32_of(v, k)?,
+            "dryBase" => s.dry_base = f32_of(v, k)?,
+            "dryAllowedLength" => s.dry_allowed_length = Some(count(v, k)?),
+            "dryPenaltyLastN" => {
+                let n = v.as_i64().filter(|&n| n >= -1);
+                s.dry_penalty_last_n = Some(n.ok_or_else(|| bad(k, "an integer, -1 for the whole context"))?);
+            }
+            "drySequenceBreakers" => {
+                let arr = v.as_array().ok_or_else(|| bad(k, "an array of strings"))?;
+                let strings: Option<Vec<String>> = arr.iter().map(|x| x.as_str().map(String::from)).collect();
+                s.dry_sequence_breakers = Some(strings.ok_or_else(|| bad(k, "an array of strings"))?);
+            }
+            "xtcProbability" => s.xtc_probability = f32_of(v, k)?,
+            "xtcThreshold" => s.xtc_threshold = f32_of(v, k)?,
+            "samplers" => {
+                let arr = v.as_array().ok_or_else(|| bad(k, "an array of sampler names"))?;
+                let names: Option<Vec<&str>> = arr.iter().map(Value::as_str).collect();
+                let names = names.ok_or_else(|| bad(k, "an array of sampler names"))?;
+                let order = tern_core::Stage::order(&names).map_err(|e| bad(k, &e.to_string()))?;
+                s.samplers = Some(order);
+            }
+            "minTokens" => r.min_tokens = count(v, k)?,
             "seed" => s.seed = Some(v.as_u64().ok_or_else(|| bad(k, "a non-negative integer"))?),
             "stop" => {
                 let arr = v.as_array().filter(|a| a.len() <= MAX_STOPS);

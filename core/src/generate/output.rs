@@ -35,6 +35,16 @@ pub struct GenerateConfig {
     /// Report each token's log-probability with this many most likely
     /// alternatives (at most [`super::MAX_TOP_LOGPROBS`]); None: none.
     pub logprobs: Option<usize>,
+    /// Generate at least this many tokens: `end_ids` cannot be sampled
+    /// before (a finished grammar still ends the output).
+    pub min_tokens: usize,
+    /// The tokens `min_tokens` holds back (the end-of-generation and stop
+    /// tokens; filled by `Bundle::prepare`).
+    pub end_ids: Vec<u32>,
+    /// llama-server's `t_max_predict_ms`: end (`length`) at a token
+    /// holding a newline once this many milliseconds have passed since
+    /// the first token.
+    pub max_predict_ms: Option<u64>,
 }
 
 impl Default for GenerateConfig {
@@ -46,6 +56,9 @@ impl Default for GenerateConfig {
             stop_tokens: Vec::new(),
             ignore_eos: false,
             logprobs: None,
+            min_tokens: 0,
+            end_ids: Vec::new(),
+            max_predict_ms: None,
         }
     }
 }
@@ -293,6 +306,14 @@ impl Stopwatch {
     }
     pub fn prefilled(&mut self, now: u64) {
         self.t_prefill = now;
+    }
+    /// Nanoseconds since the first token (0 before it).
+    pub fn since_first(&self, now: u64) -> u64 {
+        if self.n == 0 {
+            0
+        } else {
+            now.saturating_sub(self.t_first)
+        }
     }
     pub fn token(&mut self, now: u64) {
         if self.n == 0 {

@@ -28,6 +28,10 @@ pub struct Sequence {
     masked: Vec<f32>,
     n_logprobs: Option<usize>,
     logprobs: Vec<TokenLogprob>,
+    /// Tokens to hold back until `min_tokens` are out.
+    min_tokens: usize,
+    end_ids: Vec<u32>,
+    max_predict_ns: Option<u64>,
 }
 
 /// A sampled token.
@@ -55,6 +59,9 @@ impl Sequence {
             clock,
             seed: cfg.sampler.seed,
             constraint: None,
+            min_tokens: cfg.min_tokens,
+            end_ids: cfg.end_ids.clone(),
+            max_predict_ns: cfg.max_predict_ms.map(|ms| ms.saturating_mul(1_000_000)),
             masked: Vec::new(),
             n_logprobs: cfg.logprobs,
             logprobs: Vec::new(),
@@ -81,9 +88,31 @@ impl Sequence {
         let (last, rng, history) = session.sampling_parts();
         let row = logits.unwrap_or(last);
         let mut forced_end = false;
+        // the end tokens held back until min_tokens are out
+        let hold = self.out.tokens.len() < self.min_tokens && !self.end_ids.is_empty();
+        let held = |masked: &mut Vec<f32>, row: &[f32]| {
+            if masked.is_empty() {
+                masked.extend_from_slice(row);
+            }
+            for &e in &self.end_ids {
+                if let Some(l) = masked.get_mut(e as usize) {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+        };
         let id = match self.constraint.as_deref_mut() {
+            None if hold => {
+                self.masked.clear();
+                held(&mut self.masked, row);
+                self.sampler.sample(&self.masked, history, rng)
+            }
             None => self.sampler.sample(row, history, rng),
             Some(c) => match c.allowed()? {
+                Allowed::Any if hold => {
+                    self.masked.clear();
+                    held(&mut self.masked, row);
+                    self.sampler.sample(&self.masked, history, rng)
+                }
                 Allowed::Any => self.sampler.sample(row, history, rng),
                 Allowed::Only(id) => id,
                 Allowed::End(id) => {
@@ -92,13 +121,23 @@ impl Sequence {
                 }
                 Allowed::Mask(bits) => {
                     mask_logits(row, bits, &mut self.masked);
+                    if hold {
+                        held(&mut self.masked, row);
+                    }
                     self.sampler.sample(&self.masked, history, rng)
                 }
             },
         };
         let logprob = self.n_logprobs.map(|n| token_logprob(row, id, n));
         self.watch.token((self.clock)());
-        let (text, end) = if forced_end { self.out.end(id) } else { self.out.accept(vocab, id) };
+        let (mut text, mut end) = if forced_end { self.out.end(id) } else { self.out.accept(vocab, id) };
+        // llama-server's t_max_predict_ms: out of time, at a newline
+        if let (None, Some(limit)) = (end, self.max_predict_ns) {
+            if text.contains('\n') && self.watch.since_first((self.clock)()) > limit {
+                text.push_str(&self.out.flush());
+                end = Some(FinishReason::Length);
+            }
+        }
         if let (None, Some(c)) = (end, self.constraint.as_deref_mut()) {
             c.accept(id)?;
         }

@@ -61,6 +61,36 @@ pub struct SamplingArgs {
     /// Output matching this regular expression
     #[arg(long, value_name = "REGEX", group = "constraint")]
     pub regex: Option<String>,
+    /// DRY repetition penalty multiplier, 0 = off (llama.cpp's)
+    #[arg(long)]
+    pub dry_multiplier: Option<f32>,
+    /// DRY base [default: 1.75]
+    #[arg(long)]
+    pub dry_base: Option<f32>,
+    /// The longest repeat DRY leaves alone [default: 2]
+    #[arg(long)]
+    pub dry_allowed_length: Option<usize>,
+    /// Recent tokens DRY looks over, -1 = the whole context, 0 = off [default: 64]
+    #[arg(long, allow_negative_numbers = true)]
+    pub dry_penalty_last_n: Option<i64>,
+    /// A DRY sequence breaker (repeatable; replaces the defaults "\n" ":" "\"" "*")
+    #[arg(long)]
+    pub dry_sequence_breaker: Vec<String>,
+    /// XTC probability, 0 = off
+    #[arg(long)]
+    pub xtc_probability: Option<f32>,
+    /// XTC threshold [default: 0.1; above 0.5 = off]
+    #[arg(long)]
+    pub xtc_threshold: Option<f32>,
+    /// Sampler order, names separated by ';' (llama.cpp's: penalties;dry;top_k;typ_p;top_p;min_p;xtc;temperature)
+    #[arg(long, group = "order")]
+    pub samplers: Option<String>,
+    /// Sampler order as letters (llama.cpp's: edkypmxt)
+    #[arg(long, group = "order")]
+    pub sampling_seq: Option<String>,
+    /// Generate at least this many tokens
+    #[arg(long, default_value_t = 0)]
+    pub min_tokens: usize,
 }
 
 /// A grammar or schema file's text, refused unread past the grammar limit.
@@ -85,9 +115,18 @@ impl SamplingArgs {
         }))
     }
 
-    /// The sampler: llama.cpp's defaults, then the model's generation
-    /// defaults, then what the command line sets.
-    /// The request these flags make for `prompt` (`seed` the one drawn).
+    /// `--samplers` or `--sampling-seq`, if given.
+    fn order(&self) -> Result<Option<Vec<tern_core::Stage>>> {
+        let order = match (&self.samplers, &self.sampling_seq) {
+            (Some(names), _) => tern_core::Stage::order(&names.split(';').map(str::trim).collect::<Vec<_>>()),
+            (_, Some(letters)) => letters.chars().map(tern_core::Stage::of_letter).collect(),
+            _ => return Ok(None),
+        };
+        Ok(Some(order?))
+    }
+
+    /// The request these flags make for `prompt` (`seed` the one drawn):
+    /// over the model's generation defaults, over llama.cpp's.
     pub fn request(&self, prompt: Prompt, seed: u64) -> Result<Request> {
         Ok(Request {
             sampling: Sampling {
@@ -102,7 +141,16 @@ impl SamplingArgs {
                 repeat_last_n: Some(self.repeat_last_n),
                 seed: Some(seed),
                 logit_bias: Vec::new(),
+                dry_multiplier: self.dry_multiplier,
+                dry_base: self.dry_base,
+                dry_allowed_length: self.dry_allowed_length,
+                dry_penalty_last_n: self.dry_penalty_last_n,
+                dry_sequence_breakers: Some(self.dry_sequence_breaker.clone()).filter(|b| !b.is_empty()),
+                xtc_probability: self.xtc_probability,
+                xtc_threshold: self.xtc_threshold,
+                samplers: self.order()?,
             },
+            min_tokens: self.min_tokens,
             max_tokens: Some(self.n_predict),
             stop: self.stop.clone(),
             ignore_eos: self.ignore_eos,

@@ -232,6 +232,46 @@ impl Request {
                         v.as_bool().ok_or_else(|| ApiError::invalid(k, "ignore_eos must be true or false"))?
                 }
                 "n_probs" => r.core.logprobs = Some(top_count(v, k)?),
+                "min_tokens" => r.core.min_tokens = count(v, k)?,
+                "t_max_predict_ms" => {
+                    let ms = v.as_i64().ok_or_else(|| ApiError::invalid(k, "t_max_predict_ms must be an integer"))?;
+                    r.core.t_max_predict_ms = u64::try_from(ms).ok().filter(|&ms| ms > 0);
+                }
+                // every sequence shares one prefix cache: no slot holds a
+                // request's cache, so there is none to pick (-1: any)
+                "id_slot" if v.as_i64().is_some_and(|i| i >= -1) => {}
+                "id_slot" => return Err(ApiError::invalid(k, "id_slot must be an integer, -1 for any")),
+                "dry_multiplier" => s.dry_multiplier = Some(float(v, k)?),
+                "dry_base" => s.dry_base = Some(float(v, k)?),
+                "dry_allowed_length" => s.dry_allowed_length = Some(count(v, k)?),
+                "dry_penalty_last_n" => {
+                    let n = v.as_i64().filter(|&n| n >= -1);
+                    s.dry_penalty_last_n =
+                        Some(n.ok_or_else(|| {
+                            ApiError::invalid(k, "dry_penalty_last_n must be an integer, -1 for all")
+                        })?);
+                }
+                "dry_sequence_breakers" => {
+                    let list = v.as_array().filter(|a| !a.is_empty());
+                    let list = list.ok_or_else(|| ApiError::invalid(k, "a non-empty list of strings"))?;
+                    let strings = list.iter().map(|x| x.as_str().map(String::from));
+                    let strings = strings.collect::<Option<Vec<_>>>();
+                    s.dry_sequence_breakers = Some(strings.ok_or_else(|| ApiError::invalid(k, "a list of strings"))?);
+                }
+                "xtc_probability" => s.xtc_probability = Some(float(v, k)?),
+                "xtc_threshold" => s.xtc_threshold = Some(float(v, k)?),
+                "samplers" => {
+                    let order = match v {
+                        Value::String(letters) => letters.chars().map(tern_core::Stage::of_letter).collect(),
+                        Value::Array(a) if a.len() <= 32 => {
+                            let names: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
+                            let names = names.ok_or_else(|| ApiError::invalid(k, "samplers must be names"))?;
+                            tern_core::Stage::order(&names)
+                        }
+                        _ => return Err(ApiError::invalid(k, "samplers: a list of names, or a string of letters")),
+                    };
+                    s.samplers = Some(order.map_err(|e| ApiError::core(k, e))?);
+                }
                 // the prefix cache serves every request (--no-prefix-cache: none)
                 "cache_prompt" if v.as_bool() == Some(true) => {}
                 "cache_prompt" => {

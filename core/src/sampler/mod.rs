@@ -1,11 +1,19 @@
-//! The sampler chain, in llama.cpp's order: logit bias → penalties
-//! (repetition, presence, frequency, over the last `penalty_last_n` tokens)
-//! → top-k → typical-p → top-p → min-p → temperature → draw. Temperature 0
-//! is greedy (after bias and penalties). The RNG is the sampler's
-//! own (xoshiro256**, seeded by SplitMix64), so a seed gives the same tokens
-//! on every target.
+//! The sampler chain, in llama.cpp's order by default: logit bias →
+//! penalties (repetition, presence, frequency, over the last
+//! `penalty_last_n` tokens) → DRY → top-k → typical-p → top-p → min-p →
+//! XTC → temperature → draw; the stages after the bias in any order
+//! (`samplers`). Temperature 0 keeps the most likely token left. The RNG
+//! is the sampler's own (xoshiro256**, seeded by SplitMix64), so a seed
+//! gives the same tokens on every target.
 
+mod dry;
+mod stage;
+
+use alloc::string::String;
 use alloc::vec::Vec;
+
+pub use dry::{breaker_tokens, Breaker, MAX_BREAKERS};
+pub use stage::{Stage, DEFAULT_ORDER};
 
 use crate::error::{Error, Result};
 
@@ -35,6 +43,28 @@ pub struct SamplerConfig {
     pub seed: Option<u64>,
     /// Added to the logits of these tokens first (`f32::NEG_INFINITY` bans).
     pub logit_bias: Vec<(u32, f32)>,
+    /// 0 = off. DRY: a token extending a repeat of more than
+    /// `dry_allowed_length` tokens loses `dry_multiplier ×
+    /// dry_base^(length − dry_allowed_length)` of logit.
+    pub dry_multiplier: f32,
+    /// DRY's base (below 1: off).
+    pub dry_base: f32,
+    /// The longest repeat DRY leaves alone.
+    pub dry_allowed_length: usize,
+    /// How many recent tokens DRY looks over (None: the whole context; 0: off).
+    pub dry_penalty_last_n: Option<usize>,
+    /// DRY's sequence breakers as text (`"\n"`, `":"`, `"\""`, `"*"`).
+    pub dry_sequence_breakers: Vec<String>,
+    /// The breakers as tokens ([`breaker_tokens`]; filled where the
+    /// vocabulary is known: `Bundle::prepare`).
+    pub dry_breakers: Vec<Breaker>,
+    /// 0 = off. XTC: with this probability, drop every token at least
+    /// `xtc_threshold` likely but the least likely of them.
+    pub xtc_probability: f32,
+    /// XTC's threshold (above 0.5: off).
+    pub xtc_threshold: f32,
+    /// The stages after the logit bias, in order.
+    pub order: Vec<Stage>,
 }
 
 impl SamplerConfig {
@@ -52,6 +82,10 @@ impl SamplerConfig {
             ("repeat_penalty", self.repeat_penalty, f32::MIN_POSITIVE, 100.0),
             ("presence_penalty", self.presence_penalty, -100.0, 100.0),
             ("frequency_penalty", self.frequency_penalty, -100.0, 100.0),
+            ("dry_multiplier", self.dry_multiplier, 0.0, 100.0),
+            ("dry_base", self.dry_base, 0.0, 100.0),
+            ("xtc_probability", self.xtc_probability, 0.0, 1.0),
+            ("xtc_threshold", self.xtc_threshold, 0.0, 1.0),
         ];
         for (name, v, lo, hi) in ranges {
             if !(lo..=hi).contains(&v) {
@@ -62,6 +96,17 @@ impl SamplerConfig {
         if let Some(&(id, b)) = self.logit_bias.iter().find(|(_, b)| b.is_nan() || *b == f32::INFINITY) {
             let what = alloc::format!("logit bias {b} for token {id}");
             return Err(Error::InvalidField { field: "logit_bias".into(), what });
+        }
+        let bad = |field: &str, what: String| Err(Error::InvalidField { field: field.into(), what });
+        if self.dry_allowed_length > 1 << 20 {
+            return bad("dry_allowed_length", alloc::format!("{} (at most 2^20)", self.dry_allowed_length));
+        }
+        let breakers = &self.dry_sequence_breakers;
+        if breakers.len() > MAX_BREAKERS || breakers.iter().any(|b| b.is_empty()) {
+            return bad("dry_sequence_breakers", alloc::format!("1 to {MAX_BREAKERS} non-empty strings"));
+        }
+        if self.order.len() > 32 {
+            return bad("samplers", "more than 32 stages".into());
         }
         Ok(())
     }
@@ -95,6 +140,22 @@ pub struct Sampling {
     pub seed: Option<u64>,
     /// (token id, bias) added to the logits first (−inf bans).
     pub logit_bias: Vec<(u32, f32)>,
+    /// 0 = off.
+    pub dry_multiplier: Option<f32>,
+    /// DRY's base.
+    pub dry_base: Option<f32>,
+    /// The longest repeat DRY leaves alone.
+    pub dry_allowed_length: Option<usize>,
+    /// Recent tokens DRY looks over (−1: the whole context; 0: off).
+    pub dry_penalty_last_n: Option<i64>,
+    /// DRY's sequence breakers.
+    pub dry_sequence_breakers: Option<Vec<String>>,
+    /// 0 = off.
+    pub xtc_probability: Option<f32>,
+    /// XTC's threshold.
+    pub xtc_threshold: Option<f32>,
+    /// The stages after the logit bias, in order.
+    pub samplers: Option<Vec<Stage>>,
 }
 
 impl Sampling {
@@ -112,6 +173,14 @@ impl Sampling {
             repeat_last_n: Some(s.repeat_last_n),
             seed: s.seed,
             logit_bias: s.logit_bias.clone(),
+            dry_multiplier: Some(s.dry_multiplier),
+            dry_base: Some(s.dry_base),
+            dry_allowed_length: Some(s.dry_allowed_length),
+            dry_penalty_last_n: Some(s.dry_penalty_last_n.map_or(-1, |n| n as i64)),
+            dry_sequence_breakers: Some(s.dry_sequence_breakers.clone()),
+            xtc_probability: Some(s.xtc_probability),
+            xtc_threshold: Some(s.xtc_threshold),
+            samplers: Some(s.order.clone()),
         }
     }
 
@@ -130,6 +199,21 @@ impl Sampling {
         s.repeat_last_n = self.repeat_last_n.unwrap_or(s.repeat_last_n);
         s.seed = self.seed.or(s.seed);
         s.logit_bias.extend_from_slice(&self.logit_bias);
+        set(&mut s.dry_multiplier, self.dry_multiplier);
+        // (llama-server's rule: a base below 1 keeps the default)
+        set(&mut s.dry_base, self.dry_base.filter(|&b| b >= 1.0));
+        s.dry_allowed_length = self.dry_allowed_length.unwrap_or(s.dry_allowed_length);
+        if let Some(n) = self.dry_penalty_last_n {
+            s.dry_penalty_last_n = usize::try_from(n).ok();
+        }
+        if let Some(b) = &self.dry_sequence_breakers {
+            s.dry_sequence_breakers = b.clone();
+        }
+        set(&mut s.xtc_probability, self.xtc_probability);
+        set(&mut s.xtc_threshold, self.xtc_threshold);
+        if let Some(o) = &self.samplers {
+            s.order = o.clone();
+        }
     }
 
     /// The sampler: llama.cpp's defaults, then `model`'s, then these.
@@ -155,6 +239,15 @@ impl Default for SamplerConfig {
             repeat_last_n: 64,
             seed: None,
             logit_bias: Vec::new(),
+            dry_multiplier: 0.0,
+            dry_base: 1.75,
+            dry_allowed_length: 2,
+            dry_penalty_last_n: Some(64),
+            dry_sequence_breakers: ["\n", ":", "\"", "*"].map(String::from).to_vec(),
+            dry_breakers: Vec::new(),
+            xtc_probability: 0.0,
+            xtc_threshold: 0.1,
+            order: DEFAULT_ORDER.to_vec(),
         }
     }
 }
@@ -283,7 +376,15 @@ impl Sampler {
     pub fn sample(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> u32 {
         let cfg = &self.config;
         let penalize = cfg.repeat_penalty != 1.0 || cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0;
-        if cfg.temperature <= 0.0 && cfg.logit_bias.is_empty() && !penalize {
+        let dry = dry::Dry {
+            multiplier: cfg.dry_multiplier,
+            base: cfg.dry_base,
+            allowed_length: cfg.dry_allowed_length,
+            last_n: cfg.dry_penalty_last_n,
+        };
+        let xtc = cfg.xtc_probability > 0.0 && cfg.xtc_threshold <= 0.5;
+        let greedy = cfg.temperature <= 0.0;
+        if greedy && cfg.logit_bias.is_empty() && !penalize && !dry.on() && !xtc {
             // plain greedy: the candidate list's order without building it
             return argmax(logits);
         }
@@ -294,29 +395,79 @@ impl Sampler {
                 c.logit += bias;
             }
         }
-        if penalize {
-            count_recent(&mut self.counts, history, cfg.repeat_last_n);
-            apply_penalties(
-                &mut self.cands,
-                &self.counts,
-                cfg.repeat_penalty,
-                cfg.presence_penalty,
-                cfg.frequency_penalty,
-            );
+        // whether cands[id] is token id's (until a stage sorts or cuts),
+        // and whether they are in logit order
+        let (mut by_id, mut sorted) = (true, false);
+        for &stage in &cfg.order {
+            let c = &mut self.cands;
+            match stage {
+                Stage::Penalties if penalize => {
+                    count_recent(&mut self.counts, history, cfg.repeat_last_n);
+                    let (r, p, f) = (cfg.repeat_penalty, cfg.presence_penalty, cfg.frequency_penalty);
+                    apply_penalties(c, by_id, &self.counts, r, p, f);
+                }
+                Stage::Dry if dry.on() => dry::apply(&dry, c, by_id, history, &cfg.dry_breakers),
+                Stage::TopK => {
+                    top_k(c, cfg.top_k);
+                    sorted = true;
+                }
+                Stage::TypP if cfg.typical_p < 1.0 => {
+                    sort(c, &mut sorted);
+                    typical(c, cfg.typical_p);
+                }
+                Stage::TopP if cfg.top_p < 1.0 => {
+                    sort(c, &mut sorted);
+                    top_p(c, cfg.top_p);
+                }
+                Stage::MinP if cfg.min_p > 0.0 => {
+                    sort(c, &mut sorted);
+                    min_p(c, cfg.min_p);
+                }
+                Stage::Xtc if xtc && c.len() >= 2 => {
+                    sort(c, &mut sorted);
+                    if rng.next_f64() as f32 <= cfg.xtc_probability {
+                        xtc_cut(c, cfg.xtc_threshold);
+                    }
+                }
+                Stage::Temperature if greedy => {
+                    let best = c.iter().copied().min_by(by_logit);
+                    c.clear();
+                    c.extend(best);
+                }
+                Stage::Temperature => c.iter_mut().for_each(|x| x.logit /= cfg.temperature),
+                _ => continue,
+            }
+            match stage {
+                // logits changed, order kept
+                Stage::Penalties | Stage::Dry => sorted = false,
+                Stage::Temperature if !greedy => {}
+                _ => by_id = false,
+            }
         }
-        if cfg.temperature <= 0.0 {
+        if greedy {
             return self.cands.iter().copied().min_by(by_logit).map_or(0, |c| c.id);
         }
-        top_k(&mut self.cands, cfg.top_k);
-        typical(&mut self.cands, cfg.typical_p);
-        top_p(&mut self.cands, cfg.top_p);
-        min_p(&mut self.cands, cfg.min_p);
-        let t = cfg.temperature;
-        for c in self.cands.iter_mut() {
-            c.logit /= t;
-        }
+        sort(&mut self.cands, &mut sorted);
         softmax(&mut self.cands);
         draw(&self.cands, rng.next_f64())
+    }
+}
+
+/// Sort candidates by logit unless they are.
+fn sort(c: &mut [Candidate], sorted: &mut bool) {
+    if !*sorted {
+        c.sort_unstable_by(by_logit);
+        *sorted = true;
+    }
+}
+
+/// XTC's cut of sorted candidates: drop every one at least `threshold`
+/// likely but the last of them (nothing if only one is).
+pub(crate) fn xtc_cut(c: &mut Vec<Candidate>, threshold: f32) {
+    softmax(c);
+    let above = c.iter().take_while(|x| x.p >= threshold).count();
+    if above >= 2 {
+        c.drain(..above - 1);
     }
 }
 
@@ -347,14 +498,32 @@ pub(crate) fn count_recent(counts: &mut Vec<(u32, u32)>, history: &[u32], last_n
 }
 
 /// Repetition (÷/× `repeat`), presence (−once) and frequency (−per count)
-/// penalties on candidates still indexed by token id.
-pub(crate) fn apply_penalties(c: &mut [Candidate], counts: &[(u32, u32)], repeat: f32, presence: f32, frequency: f32) {
-    for &(id, n) in counts {
-        if let Some(x) = c.get_mut(id as usize).filter(|x| x.id == id) {
-            if repeat != 1.0 {
-                x.logit = if x.logit > 0.0 { x.logit / repeat } else { x.logit * repeat };
+/// penalties (`by_id`: `c[id]` is token `id`'s candidate; else looked up).
+pub(crate) fn apply_penalties(
+    c: &mut [Candidate],
+    by_id: bool,
+    counts: &[(u32, u32)],
+    repeat: f32,
+    presence: f32,
+    frequency: f32,
+) {
+    let hit = |x: &mut Candidate, n: u32| {
+        if repeat != 1.0 {
+            x.logit = if x.logit > 0.0 { x.logit / repeat } else { x.logit * repeat };
+        }
+        x.logit -= n as f32 * frequency + presence;
+    };
+    if by_id {
+        for &(id, n) in counts {
+            if let Some(x) = c.get_mut(id as usize).filter(|x| x.id == id) {
+                hit(x, n);
             }
-            x.logit -= n as f32 * frequency + presence;
+        }
+    } else {
+        for x in c.iter_mut() {
+            if let Ok(k) = counts.binary_search_by_key(&x.id, |p| p.0) {
+                hit(x, counts[k].1);
+            }
         }
     }
 }
@@ -507,10 +676,10 @@ mod tests {
         count_recent(&mut counts, &[2, 0, 1, 1, 9], 4); // window: 0 1 1 9
         assert_eq!(counts, vec![(0, 1), (1, 2), (9, 1)]);
         let mut c = cands(&[2.0, -2.0, 2.0]);
-        apply_penalties(&mut c, &counts, 2.0, 0.0, 0.0);
+        apply_penalties(&mut c, true, &counts, 2.0, 0.0, 0.0);
         assert_eq!(c.iter().map(|x| x.logit).collect::<Vec<_>>(), vec![1.0, -4.0, 2.0]);
         let mut c = cands(&[2.0, -2.0, 2.0]);
-        apply_penalties(&mut c, &counts, 1.0, 0.5, 0.25);
+        apply_penalties(&mut c, true, &counts, 1.0, 0.5, 0.25);
         assert_eq!(c.iter().map(|x| x.logit).collect::<Vec<_>>(), vec![1.25, -3.0, 2.0]);
     }
 
@@ -550,6 +719,51 @@ mod tests {
         let cfg = SamplerConfig { logit_bias: vec![(0, f32::NEG_INFINITY), (2, 5.0)], ..SamplerConfig::greedy() };
         let mut s = Sampler::new(cfg);
         assert_eq!(s.sample(&[9.0, 3.0, 0.0], &[], &mut Rng::new(0)), 2);
+    }
+
+    #[test]
+    fn xtc_cuts_as_llama_cpp_records() {
+        // llama.cpp's cases (tests/test-sampling.cpp, `test_xtc`, applied:
+        // its draw fell under the probability): what is left, and a
+        // threshold no two tokens reach leaves all
+        let cases: [(f32, &[f32]); 4] =
+            [(0.09, &[0.1]), (0.19, &[0.2, 0.1]), (0.29, &[0.3, 0.2, 0.1]), (0.39, &[0.4, 0.3, 0.2, 0.1])];
+        for (t, want) in cases {
+            let mut c: Vec<Candidate> = [0.4f32, 0.3, 0.2, 0.1]
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| Candidate { id: i as u32, logit: libm::logf(p), p })
+                .collect();
+            xtc_cut(&mut c, t);
+            let left: Vec<f32> = c.iter().map(|x| x.p).collect();
+            assert_eq!(left.len(), want.len(), "{t}");
+            left.iter().zip(want).for_each(|(a, b)| assert!((a - b).abs() < 1e-5, "{t}: {left:?}"));
+        }
+        // in the chain: with probability 1 the top choices go, greedy or not
+        let cfg = SamplerConfig { temperature: 0.0, xtc_probability: 1.0, xtc_threshold: 0.15, ..Default::default() };
+        let logits = [0.4f32, 0.3, 0.2, 0.1].map(libm::logf);
+        assert_eq!(Sampler::new(cfg).sample(&logits, &[], &mut Rng::new(1)), 2);
+    }
+
+    #[test]
+    fn the_order_is_the_chains() {
+        // temperature before min-p flattens what min-p sees: more survive
+        let logits = [2.0f32, 1.0, 0.0];
+        let kept = |order: Vec<Stage>| {
+            let cfg = SamplerConfig { temperature: 4.0, top_k: 0, top_p: 1.0, min_p: 0.5, order, ..Default::default() };
+            let mut s = Sampler::new(cfg);
+            (0..200).map(|i| s.sample(&logits, &[], &mut Rng::new(i))).max().unwrap()
+        };
+        assert_eq!(kept(DEFAULT_ORDER.to_vec()), 0, "min-p first keeps only the best");
+        assert_eq!(kept(vec![Stage::Temperature, Stage::MinP]), 2, "temperature first keeps all three");
+        // penalties after a sort still find their tokens
+        let cfg = SamplerConfig {
+            temperature: 0.0,
+            repeat_penalty: 100.0,
+            order: vec![Stage::TopK, Stage::Penalties, Stage::Temperature],
+            ..Default::default()
+        };
+        assert_eq!(Sampler::new(cfg).sample(&logits, &[0], &mut Rng::new(0)), 1);
     }
 
     #[test]
