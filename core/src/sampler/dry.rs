@@ -74,7 +74,7 @@ pub fn breaker_tokens(
 }
 
 /// The breakers whose head is `id` (`breakers` sorted by head).
-fn heads<'b>(breakers: &'b [Breaker], id: u32) -> &'b [Breaker] {
+fn heads(breakers: &[Breaker], id: u32) -> &[Breaker] {
     let from = breakers.partition_point(|b| b.0 < id);
     let to = breakers.partition_point(|b| b.0 <= id);
     &breakers[from..to]
