@@ -55,7 +55,7 @@ pub struct SamplerConfig {
     pub dry_penalty_last_n: Option<usize>,
     /// DRY's sequence breakers as text (`"\n"`, `":"`, `"\""`, `"*"`).
     pub dry_sequence_breakers: Vec<String>,
-    /// The breakers as tokens ([`breaker_tokens`]; filled where the
+    /// The breakers as tokens, (head, tail) each (filled where the
     /// vocabulary is known: `Bundle::prepare`).
     pub dry_breakers: Vec<Breaker>,
     /// 0 = off. XTC: with this probability, drop every token at least
