@@ -452,7 +452,7 @@ fn a_lazy_grammar_engages_at_its_trigger() {
     let lm = load(MODELS[0].1);
     let tok = lm.tokenizer().unwrap();
     let g = Grammar::regex(r#"<tool_call>\n\{"a": [0-9]\}\n</tool_call>"#).unwrap();
-    let lazy = || lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Word("<tool_call>".into())]).unwrap();
+    let lazy = || lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Word("<tool_call>".into())], None).unwrap();
     let feed = |c: &mut Box<dyn Constraint>, text: &str| {
         for id in tok.encode(text, false).unwrap() {
             c.accept(id).unwrap();
@@ -481,10 +481,18 @@ fn a_lazy_grammar_engages_at_its_trigger() {
         feed(&mut c, piece);
     }
     assert!(allows(&mut c, "\n") && !allows(&mut c, "Hello"), "engaged mid-token");
+    // a call mused about in a thinking block is not a call; one after it is
+    let think = tern_core::runtime::Thinking { open: "<think>".into(), close: "</think>".into(), inside: false };
+    let g = Grammar::regex(r#"<tool_call>\n\{"a": [0-9]\}\n</tool_call>"#).unwrap();
+    let mut c = lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Word("<tool_call>".into())], Some(think)).unwrap();
+    feed(&mut c, "<think>\nI could write <tool_call>");
+    assert!(matches!(c.allowed().unwrap(), Allowed::Any), "not engaged in thinking");
+    feed(&mut c, " here.\n</think>\n\n<tool_call>");
+    assert!(allows(&mut c, "\n") && !allows(&mut c, "Hello"), "engaged after it");
     // what the trigger's token holds past it is not the grammar's: the
     // output stays free (a reply that only looked like a call is text)
     let g = Grammar::regex(r#"\{"a": [0-9]\}"#).unwrap();
-    let mut c = lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Start("{".into())]).unwrap();
+    let mut c = lm.grammar().unwrap().compile_lazy(&g, vec![Trigger::Start("{".into())], None).unwrap();
     let brace_newline = tok.encode("{\n", false).unwrap();
     assert_eq!(brace_newline.len(), 1, "one token in Qwen's vocabulary");
     feed(&mut c, "  ");

@@ -259,7 +259,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// `max_tokens` None is all the context has room for.
     pub fn prepare(&self, req: &Request, n_ctx: Option<usize>) -> Result<Prepared> {
         let tools = req.check(self.model.config.n_vocab, &self.defaults)?;
-        let mut reasoning = None;
+        let (mut reasoning, mut think) = (None, None);
         let prompt = match &req.prompt {
             Prompt::Ids(ids) => ids.clone(),
             Prompt::Text(t) => self.tokenizer().map_err(|e| field("prompt", e.to_string()))?.encode(t, true)?,
@@ -287,10 +287,11 @@ impl<B: AsRef<[u8]>> Bundle<B> {
                     e => field(k, e.to_string()),
                 })?;
                 reasoning = self.reasoning(req.reasoning_format, &rendered);
+                think = self.thinking(Some(&rendered));
                 ids
             }
         };
-        let mut p = self.finish(req, prompt, tools, n_ctx)?;
+        let mut p = self.finish(req, prompt, tools, n_ctx, think)?;
         p.reasoning = reasoning;
         Ok(p)
     }
@@ -309,7 +310,17 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         if let Some(&id) = prompt.iter().find(|&&id| id as usize >= self.model.config.n_vocab) {
             return Err(Error::TokenOutOfRange { id, n_vocab: self.model.config.n_vocab });
         }
-        self.finish(req, prompt, tools, n_ctx)
+        let think = self.thinking(None);
+        self.finish(req, prompt, tools, n_ctx, think)
+    }
+
+    /// The template's thinking block, for a lazy tool grammar to leave
+    /// alone; open at the reply's start if the prompt `rendered` opens it.
+    fn thinking(&self, rendered: Option<&str>) -> Option<crate::grammar::Thinking> {
+        let t = self.template().ok()?;
+        let m = crate::reasoning::markers_in(|m| t.source_has(m))?;
+        let inside = rendered.is_some_and(|r| r.trim_end().ends_with(m.open));
+        Some(crate::grammar::Thinking { open: m.open.into(), close: m.close.into(), inside })
     }
 
     fn finish(
@@ -318,6 +329,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
         prompt: Vec<u32>,
         tools: Option<ToolRequest>,
         n_ctx: Option<usize>,
+        think: Option<crate::grammar::Thinking>,
     ) -> Result<Prepared> {
         if prompt.is_empty() {
             let k = if matches!(req.prompt, Prompt::Messages(_)) { "messages" } else { "prompt" };
@@ -346,7 +358,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
                 let g = t.grammar(self.tokenizer().ok())?;
                 Some(match t.triggers() {
                     None => self.grammar()?.compile(&g)?,
-                    Some(triggers) => self.grammar()?.compile_lazy(&g, triggers)?,
+                    Some(triggers) => self.grammar()?.compile_lazy(&g, triggers, think)?,
                 })
             }
             (None, None) => None,

@@ -17,7 +17,7 @@ pub use crate::generate::{allows, prefill_start, reusable_prefix, Allowed, Gener
 pub use crate::gguf::{tiny, write};
 pub use crate::gguf::{Array, Gguf, TensorInfo, Value};
 #[cfg(feature = "std")]
-pub use crate::grammar::{GrammarCompiler, Trigger};
+pub use crate::grammar::{GrammarCompiler, Thinking, Trigger};
 #[cfg(feature = "std")]
 pub use crate::hf::{load as load_hf, load_dir, HfConfig, HfModel, Index, Shards, INDEX};
 pub use crate::model::{BlockCounts, LayerWeights, PrefixCache, Scratch, TensorRef, Weights};

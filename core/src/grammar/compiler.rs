@@ -10,7 +10,7 @@ use llguidance::api::{ParserLimits, TopLevelGrammar};
 use llguidance::ParserFactory;
 use serde_json::{json, Value};
 
-use super::lazy::{LazyConstraint, Trigger};
+use super::lazy::{LazyConstraint, Thinking, Trigger};
 use super::matcher::GrammarConstraint;
 use super::vocab::token_env;
 use super::{grammar_err, Grammar};
@@ -88,11 +88,16 @@ impl GrammarCompiler {
 
     /// Compile `g` as a lazy grammar: the output is free until one of
     /// `triggers` shows, and `g` holds it from the trigger's first byte
-    /// (so `g` spells the trigger). Compile errors come now, as for
-    /// [`GrammarCompiler::compile`].
-    pub fn compile_lazy(&self, g: &Grammar, triggers: Vec<Trigger>) -> Result<Box<dyn Constraint>> {
+    /// (so `g` spells the trigger); a thinking block (`think`) is not
+    /// watched. Compile errors come now, as for [`GrammarCompiler::compile`].
+    pub fn compile_lazy(
+        &self,
+        g: &Grammar,
+        triggers: Vec<Trigger>,
+        think: Option<Thinking>,
+    ) -> Result<Box<dyn Constraint>> {
         let inner = self.compile(g)?;
-        Ok(Box::new(LazyConstraint::new(inner, triggers, self.factory.tok_env().clone())))
+        Ok(Box::new(LazyConstraint::new(inner, triggers, self.factory.tok_env().clone(), think)))
     }
 
     /// Each `pattern` (and `patternProperties` key) of a schema compiled

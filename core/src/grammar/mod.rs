@@ -29,7 +29,7 @@ use alloc::string::{String, ToString};
 pub use compiler::GrammarCompiler;
 pub(crate) use compiler::LazyCompiler;
 pub(crate) use gbnf::gbnf_to_lark;
-pub use lazy::Trigger;
+pub use lazy::{Thinking, Trigger};
 pub use shape::MAX_GRAMMAR_DEPTH;
 
 use crate::error::{Error, Result};
