@@ -90,43 +90,34 @@ impl Sequence {
         let mut forced_end = false;
         // the end tokens held back until min_tokens are out
         let hold = self.out.tokens.len() < self.min_tokens && !self.end_ids.is_empty();
-        let held = |masked: &mut Vec<f32>, row: &[f32]| {
-            if masked.is_empty() {
-                masked.extend_from_slice(row);
-            }
-            for &e in &self.end_ids {
-                if let Some(l) = masked.get_mut(e as usize) {
-                    *l = f32::NEG_INFINITY;
-                }
-            }
+        let allowed = match self.constraint.as_deref_mut() {
+            Some(c) => c.allowed()?,
+            None => Allowed::Any,
         };
-        let id = match self.constraint.as_deref_mut() {
-            None if hold => {
-                self.masked.clear();
-                held(&mut self.masked, row);
+        let id = match allowed {
+            Allowed::Only(id) => id,
+            Allowed::End(id) => {
+                forced_end = true;
+                id
+            }
+            Allowed::Any if !hold => self.sampler.sample(row, history, rng),
+            a => {
+                match a {
+                    Allowed::Mask(bits) => mask_logits(row, bits, &mut self.masked),
+                    _ => {
+                        self.masked.clear();
+                        self.masked.extend_from_slice(row);
+                    }
+                }
+                if hold {
+                    for &e in &self.end_ids {
+                        if let Some(l) = self.masked.get_mut(e as usize) {
+                            *l = f32::NEG_INFINITY;
+                        }
+                    }
+                }
                 self.sampler.sample(&self.masked, history, rng)
             }
-            None => self.sampler.sample(row, history, rng),
-            Some(c) => match c.allowed()? {
-                Allowed::Any if hold => {
-                    self.masked.clear();
-                    held(&mut self.masked, row);
-                    self.sampler.sample(&self.masked, history, rng)
-                }
-                Allowed::Any => self.sampler.sample(row, history, rng),
-                Allowed::Only(id) => id,
-                Allowed::End(id) => {
-                    forced_end = true;
-                    id
-                }
-                Allowed::Mask(bits) => {
-                    mask_logits(row, bits, &mut self.masked);
-                    if hold {
-                        held(&mut self.masked, row);
-                    }
-                    self.sampler.sample(&self.masked, history, rng)
-                }
-            },
         };
         let logprob = self.n_logprobs.map(|n| token_logprob(row, id, n));
         self.watch.token((self.clock)());

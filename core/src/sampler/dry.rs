@@ -80,12 +80,22 @@ fn heads(breakers: &[Breaker], id: u32) -> &[Breaker] {
     &breakers[from..to]
 }
 
-/// (token, longest repeat it would extend) for the tokens DRY penalizes,
-/// given the context `history`; sorted by token.
-fn repeats(d: &Dry, history: &[u32], breakers: &[Breaker]) -> Vec<(u32, usize)> {
+/// Buffers DRY reuses from token to token.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// Repeat lengths over the context looked at.
+    count: Vec<usize>,
+    /// (token, longest repeat it would extend).
+    out: Vec<(u32, usize)>,
+}
+
+/// Into `s.out`: (token, longest repeat it would extend) for the tokens
+/// DRY penalizes, given the context `history`; sorted by token.
+fn repeats(d: &Dry, history: &[u32], breakers: &[Breaker], s: &mut Scratch) {
+    s.out.clear();
     let n = d.last_n.map_or(history.len(), |l| l.min(history.len()));
     if n <= d.allowed_length {
-        return Vec::new();
+        return;
     }
     // the i-th token from the end
     let back = |i: usize| history[history.len() - 1 - i];
@@ -105,11 +115,13 @@ fn repeats(d: &Dry, history: &[u32], breakers: &[Breaker]) -> Vec<(u32, usize)> 
         }
     }
     if limit < d.allowed_length {
-        return Vec::new();
+        return;
     }
     // 2: the Z-algorithm over the context read backwards: count[n-1-k] is
     // how many tokens ending k from the end equal the context's last ones
-    let mut count = alloc::vec![0usize; n];
+    let count = &mut s.count;
+    count.clear();
+    count.resize(n, 0);
     let last = n - 1;
     let (mut lt, mut rt) = (0usize, 0usize);
     for k in 1..n {
@@ -138,7 +150,7 @@ fn repeats(d: &Dry, history: &[u32], breakers: &[Breaker]) -> Vec<(u32, usize)> 
         }
     }
     // 3: the token after each repeat would extend it
-    let mut out: Vec<(u32, usize)> = Vec::new();
+    let out = &mut s.out;
     for (i, &len) in count.iter().enumerate().take(n - 1) {
         if len >= d.allowed_length {
             out.push((back(n - 2 - i), len));
@@ -146,13 +158,13 @@ fn repeats(d: &Dry, history: &[u32], breakers: &[Breaker]) -> Vec<(u32, usize)> 
     }
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     out.dedup_by_key(|x| x.0);
-    out
 }
 
 /// Lower the logits of the candidates that would extend a repeat
 /// (`by_id`: `c[id]` is token `id`'s candidate).
-pub(crate) fn apply(d: &Dry, c: &mut [Candidate], by_id: bool, history: &[u32], breakers: &[Breaker]) {
-    let penalized = repeats(d, history, breakers);
+pub(crate) fn apply(d: &Dry, c: &mut [Candidate], by_id: bool, history: &[u32], breakers: &[Breaker], s: &mut Scratch) {
+    repeats(d, history, breakers, s);
+    let penalized = &s.out;
     if penalized.is_empty() {
         return;
     }
@@ -173,7 +185,7 @@ pub(crate) fn apply(d: &Dry, c: &mut [Candidate], by_id: bool, history: &[u32], 
         }
     };
     if by_id {
-        for &(id, len) in &penalized {
+        for &(id, len) in penalized {
             if let Some(x) = c.get_mut(id as usize) {
                 hit(x, len);
             }
@@ -212,7 +224,7 @@ mod tests {
                 .collect();
             let breakers: Vec<Breaker> = breakers.iter().map(|b| (b[0], b[1..].to_vec())).collect();
             let d = Dry { multiplier, base, allowed_length, last_n: Some(last_n) };
-            apply(&d, &mut c, true, last, &breakers);
+            apply(&d, &mut c, true, last, &breakers, &mut Scratch::default());
             let z: f32 = c.iter().map(|x| libm::expf(x.logit)).sum();
             for (x, w) in c.iter().zip(want) {
                 let p = libm::expf(x.logit) / z;

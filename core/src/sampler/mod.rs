@@ -326,6 +326,7 @@ pub struct Sampler {
     pub config: SamplerConfig,
     cands: Vec<Candidate>,
     counts: Vec<(u32, u32)>,
+    dry: dry::Scratch,
 }
 
 /// Logit descending, then id ascending.
@@ -359,7 +360,7 @@ pub fn argmax(logits: &[f32]) -> u32 {
 impl Sampler {
     /// A chain with these settings.
     pub fn new(config: SamplerConfig) -> Sampler {
-        Sampler { config, cands: Vec::new(), counts: Vec::new() }
+        Sampler { config, cands: Vec::new(), counts: Vec::new(), dry: dry::Scratch::default() }
     }
 
     /// Pick the next token from `logits`, given the tokens so far.
@@ -406,7 +407,7 @@ impl Sampler {
                     let (r, p, f) = (cfg.repeat_penalty, cfg.presence_penalty, cfg.frequency_penalty);
                     apply_penalties(c, by_id, &self.counts, r, p, f);
                 }
-                Stage::Dry if dry.on() => dry::apply(&dry, c, by_id, history, &cfg.dry_breakers),
+                Stage::Dry if dry.on() => dry::apply(&dry, c, by_id, history, &cfg.dry_breakers, &mut self.dry),
                 Stage::TopK => {
                     top_k(c, cfg.top_k);
                     sorted = true;

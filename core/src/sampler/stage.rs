@@ -81,7 +81,15 @@ impl Stage {
         })
     }
 
-    /// An order from names, or from one string of letters.
+    /// An order from one string of letters (`"kpmt"`).
+    pub fn order_of_letters(letters: &str) -> Result<Vec<Stage>> {
+        if letters.chars().count() > 32 {
+            return Err(Error::InvalidField { field: "samplers".into(), what: "more than 32 stages".into() });
+        }
+        letters.chars().map(Stage::of_letter).collect()
+    }
+
+    /// An order from names.
     pub fn order(names: &[&str]) -> Result<Vec<Stage>> {
         if names.len() > 32 {
             return Err(Error::InvalidField { field: "samplers".into(), what: "more than 32 stages".into() });

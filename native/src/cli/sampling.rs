@@ -119,7 +119,7 @@ impl SamplingArgs {
     fn order(&self) -> Result<Option<Vec<tern_core::Stage>>> {
         let order = match (&self.samplers, &self.sampling_seq) {
             (Some(names), _) => tern_core::Stage::order(&names.split(';').map(str::trim).collect::<Vec<_>>()),
-            (_, Some(letters)) => letters.chars().map(tern_core::Stage::of_letter).collect(),
+            (_, Some(letters)) => tern_core::Stage::order_of_letters(letters),
             _ => return Ok(None),
         };
         Ok(Some(order?))

@@ -262,7 +262,7 @@ impl Request {
                 "xtc_threshold" => s.xtc_threshold = Some(float(v, k)?),
                 "samplers" => {
                     let order = match v {
-                        Value::String(letters) => letters.chars().map(tern_core::Stage::of_letter).collect(),
+                        Value::String(letters) => tern_core::Stage::order_of_letters(letters),
                         Value::Array(a) if a.len() <= 32 => {
                             let names: Option<Vec<&str>> = a.iter().map(Value::as_str).collect();
                             let names = names.ok_or_else(|| ApiError::invalid(k, "samplers must be names"))?;
