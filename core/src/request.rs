@@ -29,6 +29,7 @@ use crate::hf::GenerationDefaults;
 use crate::infill::Infill;
 use crate::reasoning::{Reasoning, ReasoningFormat};
 pub use crate::sampler::Sampling;
+use crate::speculative::{Drafter, Ngram, SpecConfig, Speculation, Speculative};
 use crate::tools::{ToolChoice, ToolFormat, ToolRequest};
 
 /// The most stop strings a request may give (OpenAI's limit).
@@ -109,6 +110,10 @@ pub struct Request {
     /// How a chat reply's thinking block is returned.
     #[serde(default)]
     pub reasoning_format: ReasoningFormat,
+    /// Decode speculatively: drafts (the host's draft model, else n-gram
+    /// lookup) verified several tokens a forward pass.
+    #[serde(default)]
+    pub speculative: Option<Speculative>,
 }
 
 /// The values `reasoning_effort` takes (OpenAI's).
@@ -135,6 +140,7 @@ impl Request {
             chat_template_kwargs: None,
             reasoning_effort: None,
             reasoning_format: ReasoningFormat::Auto,
+            speculative: None,
         }
     }
 
@@ -209,6 +215,9 @@ impl Request {
         if let Some(n) = self.logprobs.filter(|&n| n > MAX_TOP_LOGPROBS) {
             return Err(field("logprobs", alloc::format!("{n} top logprobs (at most {MAX_TOP_LOGPROBS})")));
         }
+        if let Some(s) = &self.speculative {
+            s.over(SpecConfig::default())?;
+        }
         let tools = self.tool_request()?;
         if tools.as_ref().is_some_and(|t| t.forced().is_some()) && self.grammar.is_some() {
             return Err(field("tool_choice", "a forced tool call and a grammar exclude each other"));
@@ -235,16 +244,28 @@ pub struct Prepared {
     /// Where a chat reply's thinking block is (None: the template has
     /// none, the prompt is not chat, or `reasoning_format` is `none`).
     pub reasoning: Option<Reasoning>,
+    /// How to speculate, if asked to.
+    pub spec: Option<SpecConfig>,
 }
 
 impl Prepared {
-    /// The generation, timed by `clock`.
+    /// The generation, timed by `clock` (speculating with n-gram drafts
+    /// if asked to).
     pub fn generation(self, clock: Clock) -> Generation {
-        let g = Generation::new(&self.prompt, self.cfg).with_clock(clock);
-        match self.constraint {
-            Some(c) => g.with_constraint(c),
-            None => g,
+        self.generation_drafted(clock, None)
+    }
+
+    /// The generation, timed by `clock`, speculating with `drafter` (None:
+    /// n-gram lookup) if the request asked to.
+    pub fn generation_drafted(self, clock: Clock, drafter: Option<Box<dyn Drafter>>) -> Generation {
+        let mut g = Generation::new(&self.prompt, self.cfg).with_clock(clock);
+        if let Some(c) = self.constraint {
+            g = g.with_constraint(c);
         }
+        if let Some(spec) = self.spec {
+            g = g.with_speculation(Speculation::new(spec, drafter.unwrap_or_else(|| Box::new(Ngram))));
+        }
+        g
     }
 }
 
@@ -391,6 +412,10 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             end_ids,
             max_predict_ms: req.t_max_predict_ms.filter(|&ms| ms > 0),
         };
-        Ok(Prepared { prompt, cfg, constraint, tools, reasoning: None })
+        let spec = match &req.speculative {
+            Some(s) => s.over(SpecConfig::default())?,
+            None => None,
+        };
+        Ok(Prepared { prompt, cfg, constraint, tools, reasoning: None, spec })
     }
 }

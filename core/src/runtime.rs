@@ -12,7 +12,9 @@ pub use crate::bundle::BundleVocab;
 pub use crate::chat::{messages_from_json, ROLES};
 #[cfg(feature = "std")]
 pub use crate::encoder::{check_count, l2_normalize, Body, Decoder, EncoderConfig, Pair, Progress, Seq};
-pub use crate::generate::{allows, prefill_start, reusable_prefix, Allowed, Generation, Parts, Sampled, Sequence};
+pub use crate::generate::{
+    allows, prefill_start, reusable_prefix, verify, Allowed, Generation, Parts, Sampled, Sequence, Verified,
+};
 #[cfg(feature = "testing")]
 pub use crate::gguf::{tiny, write};
 pub use crate::gguf::{Array, Gguf, TensorInfo, Value};

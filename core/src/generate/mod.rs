@@ -12,22 +12,28 @@
 //! with `cancelled`.
 
 use alloc::boxed::Box;
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
+use crate::speculative::Speculation;
 
 mod constraint;
 mod logprobs;
 mod output;
 mod sequence;
+mod speculate;
+#[cfg(test)]
+mod speculate_tests;
 
 pub use constraint::{allows, Allowed, Constraint};
 pub use logprobs::{TokenLogprob, MAX_TOP_LOGPROBS};
 use output::no_clock;
 pub use output::{CancelFlag, Clock, Event, FinishReason, GenerateConfig, GenerationResult, Timings, Usage, Vocab};
 pub use sequence::{Sampled, Sequence};
+pub use speculate::{verify, Verified};
 
 /// One generation's own state (sampler, stops, output, timings): stepped
 /// with the model, engine, vocabulary and session lent to each step, so a
@@ -45,6 +51,10 @@ pub struct Generation {
     pending: Option<u32>,
     done: Option<GenerationResult>,
     finished: bool,
+    /// Drafts verified several tokens a step, if asked for.
+    spec: Option<Speculation>,
+    /// Tokens a verified step took beyond the one it returned.
+    queued: VecDeque<Event>,
 }
 
 /// What a step borrows.
@@ -74,7 +84,16 @@ impl Generation {
             pending: None,
             done: None,
             finished: false,
+            spec: None,
+            queued: VecDeque::new(),
         }
+    }
+
+    /// Decode speculatively: `spec` drafts tokens, each step verifies
+    /// them in one forward pass (see [`crate::speculative`]).
+    pub fn with_speculation(mut self, spec: Speculation) -> Self {
+        self.spec = Some(spec);
+        self
     }
 
     /// End the generation (finish reason `cancelled`) once `flag` is set.
@@ -98,6 +117,9 @@ impl Generation {
 
     /// The next event: tokens, then one `Done`; None after it (or after an error).
     pub fn next<B: AsRef<[u8]>>(&mut self, p: Parts<'_, '_, B>) -> Option<Result<Event>> {
+        if let Some(e) = self.queued.pop_front() {
+            return Some(Ok(e));
+        }
         if let Some(r) = self.done.take() {
             return Some(Ok(Event::Done(r)));
         }
@@ -120,7 +142,7 @@ impl Generation {
         Some(self.finish(FinishReason::Cancelled))
     }
 
-    fn step<B: AsRef<[u8]>>(&mut self, p: Parts<'_, '_, B>) -> Result<Event> {
+    fn step<B: AsRef<[u8]>>(&mut self, mut p: Parts<'_, '_, B>) -> Result<Event> {
         if self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Ok(self.finish(FinishReason::Cancelled));
         }
@@ -142,6 +164,9 @@ impl Generation {
             q.prefilled(p.session);
             self.seq = Some(q);
         } else if let Some(t) = self.pending.take() {
+            if let Some(e) = self.speculate(&mut p, t)? {
+                return Ok(e);
+            }
             p.session.forward(p.model, p.engine, &[t], Logits::Last)?;
         }
         let q = self.seq.as_mut().expect("started above");
@@ -154,6 +179,39 @@ impl Generation {
             None => self.pending = Some(id),
         }
         Ok(Event::Token { id, text, logprob })
+    }
+
+    /// Feed `t` with a draft after it and verify the draft: the first
+    /// token taken (the rest queued), or None when there is no draft
+    /// (then `t` is fed plainly).
+    fn speculate<B: AsRef<[u8]>>(&mut self, p: &mut Parts<'_, '_, B>, t: u32) -> Result<Option<Event>> {
+        let (Some(spec), Some(q)) = (self.spec.as_mut(), self.seq.as_mut()) else { return Ok(None) };
+        // drafts past the length limit or the context are wasted
+        let left = self.cfg.max_tokens.saturating_sub(q.n_generated() + 1);
+        let room = left.min(p.session.n_ctx().saturating_sub(p.session.n_past() + 1));
+        let nv = p.model.config.n_vocab;
+        let fed = spec.step(p.engine, p.session.tokens(), t, room)?;
+        let n = fed.iter().position(|&id| id as usize >= nv).unwrap_or(fed.len());
+        let fed = &fed[..n.max(1)];
+        if fed.len() == 1 {
+            return Ok(None);
+        }
+        p.session.forward(p.model, p.engine, fed, Logits::All)?;
+        let drafts = &fed[1..];
+        let (queued, done) = (&mut self.queued, &mut self.done);
+        let v = p.session.with_rows(|session, rows| {
+            verify(q, session, rows, drafts, p.vocab, |s| {
+                if let Some(r) = s.end {
+                    *done = Some(r);
+                }
+                queued.push_back(Event::Token { id: s.id, text: s.text, logprob: s.logprob });
+            })
+        })?;
+        let drafted = drafts.len();
+        spec.record(drafted, v.accepted);
+        self.pending = v.next;
+        self.finished = v.next.is_none();
+        Ok(self.queued.pop_front())
     }
 
     fn finish(&mut self, reason: FinishReason) -> Event {

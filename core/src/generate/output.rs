@@ -108,6 +108,10 @@ pub struct Usage {
     pub cached_tokens: usize,
     /// Tokens generated.
     pub completion_tokens: usize,
+    /// Tokens drafted for speculative decoding (0 without it).
+    pub draft_tokens: usize,
+    /// Of those, accepted: generated without a forward pass of their own.
+    pub accepted_draft_tokens: usize,
 }
 
 /// Milliseconds, from the clock given to the generator.

@@ -54,7 +54,7 @@ impl Sequence {
         Sequence {
             sampler: Sampler::new(cfg.sampler.clone()),
             out: Output::new(cfg),
-            usage: Usage { prompt_tokens: prompt_len, cached_tokens: cached, completion_tokens: 0 },
+            usage: Usage { prompt_tokens: prompt_len, cached_tokens: cached, ..Usage::default() },
             watch: Stopwatch::start(clock(), cfg.max_tokens.min(1 << 16)),
             clock,
             seed: cfg.sampler.seed,
@@ -87,6 +87,41 @@ impl Sequence {
     pub fn sample(&mut self, session: &mut Session, logits: Option<&[f32]>, vocab: &dyn Vocab) -> Result<Sampled> {
         let (last, rng, history) = session.sampling_parts();
         let row = logits.unwrap_or(last);
+        self.take(row, history, rng, None, vocab).map(|(s, _)| s)
+    }
+
+    /// The next token from `row`, the logits after the session's first
+    /// `n_history` tokens, where a draft proposed `draft` (see
+    /// [`crate::runtime::Sampler::verify`]): the token, as `sample` gives
+    /// it, and whether it is the draft's. The constraint's mask applies
+    /// first, so a draft it forbids is never taken.
+    pub fn verify(
+        &mut self,
+        session: &mut Session,
+        row: &[f32],
+        n_history: usize,
+        draft: u32,
+        vocab: &dyn Vocab,
+    ) -> Result<(Sampled, bool)> {
+        let (_, rng, history) = session.sampling_parts();
+        let history = &history[..n_history.min(history.len())];
+        self.take(row, history, rng, Some(draft), vocab)
+    }
+
+    /// Drafted tokens, and how many of them were accepted, for the result.
+    pub fn count_drafts(&mut self, drafted: usize, accepted: usize) {
+        self.usage.draft_tokens += drafted;
+        self.usage.accepted_draft_tokens += accepted;
+    }
+
+    fn take(
+        &mut self,
+        row: &[f32],
+        history: &[u32],
+        rng: &mut Rng,
+        draft: Option<u32>,
+        vocab: &dyn Vocab,
+    ) -> Result<(Sampled, bool)> {
         let mut forced_end = false;
         // the end tokens held back until min_tokens are out
         let hold = self.out.tokens.len() < self.min_tokens && !self.end_ids.is_empty();
@@ -94,13 +129,17 @@ impl Sequence {
             Some(c) => c.allowed()?,
             None => Allowed::Any,
         };
-        let id = match allowed {
-            Allowed::Only(id) => id,
+        let pick = |s: &mut Sampler, x: &[f32], rng: &mut Rng| match draft {
+            Some(d) => s.verify(x, history, rng, d),
+            None => (s.sample(x, history, rng), false),
+        };
+        let (id, accepted) = match allowed {
+            Allowed::Only(id) => (id, draft == Some(id)),
             Allowed::End(id) => {
                 forced_end = true;
-                id
+                (id, draft == Some(id))
             }
-            Allowed::Any if !hold => self.sampler.sample(row, history, rng),
+            Allowed::Any if !hold => pick(&mut self.sampler, row, rng),
             a => {
                 match a {
                     Allowed::Mask(bits) => mask_logits(row, bits, &mut self.masked),
@@ -116,7 +155,7 @@ impl Sequence {
                         }
                     }
                 }
-                self.sampler.sample(&self.masked, history, rng)
+                pick(&mut self.sampler, &self.masked, rng)
             }
         };
         let logprob = self.n_logprobs.map(|n| token_logprob(row, id, n));
@@ -135,7 +174,7 @@ impl Sequence {
         if let Some(lp) = &logprob {
             self.logprobs.push(lp.clone());
         }
-        Ok(Sampled { id, text, logprob, end: end.map(|r| self.finish(r)) })
+        Ok((Sampled { id, text, logprob, end: end.map(|r| self.finish(r)) }, accepted))
     }
 
     /// End now (`cancelled`, or `length` for a sequence allowed no tokens).

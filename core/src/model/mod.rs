@@ -444,6 +444,16 @@ impl Session {
         r.map(|()| &self.logits[..])
     }
 
+    /// Run `f` on the session with the last call's rows lent beside it
+    /// (a draft's rows, verified while sampling draws from the session's
+    /// RNG and history).
+    pub fn with_rows<R>(&mut self, f: impl FnOnce(&mut Session, &[f32]) -> R) -> R {
+        let rows = core::mem::take(&mut self.logits);
+        let r = f(self, &rows);
+        self.logits = rows;
+        r
+    }
+
     /// The last computed logits row, the RNG and the token history, for
     /// sampling (borrowed together).
     pub fn sampling_parts(&mut self) -> (&[f32], &mut Rng, &[u32]) {

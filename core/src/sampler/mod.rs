@@ -375,6 +375,35 @@ impl Sampler {
     /// assert_eq!(draw(7), draw(7));
     /// ```
     pub fn sample(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> u32 {
+        match self.chain(logits, history, rng) {
+            Some(id) => id,
+            None => draw(&self.cands, rng.next_f64()),
+        }
+    }
+
+    /// Pick the next token as [`Sampler::sample`] would, given that a
+    /// draft proposed `draft`: the speculative-sampling rule for a draft
+    /// that is one token for sure (q(x) = 1). Accept `draft` with the
+    /// chain's probability of it, p(x); else draw from p with `draft`
+    /// taken out (max(0, p − q) renormalized). The token's distribution
+    /// is the chain's, whatever the draft. Greedy takes the most likely
+    /// token (the draft is accepted when it is that one) and draws nothing.
+    /// Returns the token and whether it is the draft's.
+    pub fn verify(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng, draft: u32) -> (u32, bool) {
+        if let Some(id) = self.chain(logits, history, rng) {
+            return (id, id == draft);
+        }
+        let p = self.cands.iter().find(|c| c.id == draft).map_or(0.0, |c| c.p as f64);
+        if rng.next_f64() < p {
+            return (draft, true);
+        }
+        (draw_without(&self.cands, draft, rng.next_f64()), false)
+    }
+
+    /// Run the chain: the token when it leaves one for sure (greedy),
+    /// else None with `self.cands` the distribution to draw from (sorted,
+    /// probabilities set).
+    fn chain(&mut self, logits: &[f32], history: &[u32], rng: &mut Rng) -> Option<u32> {
         let cfg = &self.config;
         let penalize = cfg.repeat_penalty != 1.0 || cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0;
         let dry = dry::Dry {
@@ -387,7 +416,7 @@ impl Sampler {
         let greedy = cfg.temperature <= 0.0;
         if greedy && cfg.logit_bias.is_empty() && !penalize && !dry.on() && !xtc {
             // plain greedy: the candidate list's order without building it
-            return argmax(logits);
+            return Some(argmax(logits));
         }
         self.cands.clear();
         self.cands.extend(logits.iter().enumerate().map(|(i, &l)| Candidate { id: i as u32, logit: l, p: 0.0 }));
@@ -446,11 +475,11 @@ impl Sampler {
             }
         }
         if greedy {
-            return self.cands.iter().copied().min_by(by_logit).map_or(0, |c| c.id);
+            return Some(self.cands.iter().copied().min_by(by_logit).map_or(0, |c| c.id));
         }
         sort(&mut self.cands, &mut sorted);
         softmax(&mut self.cands);
-        draw(&self.cands, rng.next_f64())
+        None
     }
 }
 
@@ -482,6 +511,21 @@ pub(crate) fn draw(c: &[Candidate], u: f64) -> u32 {
         }
     }
     c.last().map_or(0, |x| x.id)
+}
+
+/// [`draw`] from the candidates but `skip`, their probabilities
+/// renormalized (`u` scaled by the mass left).
+pub(crate) fn draw_without(c: &[Candidate], skip: u32, u: f64) -> u32 {
+    let rest = c.iter().filter(|x| x.id != skip);
+    let u = u * rest.clone().map(|x| x.p as f64).sum::<f64>();
+    let mut cum = 0.0f64;
+    for x in rest.clone() {
+        cum += x.p as f64;
+        if u < cum {
+            return x.id;
+        }
+    }
+    rest.last().map_or(skip, |x| x.id)
 }
 
 /// (token, occurrences) among the last `last_n` tokens, sorted by token.

@@ -153,6 +153,21 @@ impl Tokenizer {
         self.eog.contains(&id)
     }
 
+    /// The first token id whose text differs from `other`'s (or that one
+    /// of the two lacks), with both texts; None when the vocabularies are
+    /// the same — as a draft model's must be its target's. Token ids past
+    /// either model's output rows are never sampled, so only the first
+    /// `n_rows` are compared.
+    pub fn first_difference(&self, other: &Tokenizer, n_rows: usize) -> Option<(u32, String, String)> {
+        let n = self.n_vocab().max(other.n_vocab()).min(n_rows);
+        let text = |t: &Tokenizer, id| String::from_utf8_lossy(t.token_bytes(id)).into_owned();
+        (0..n as u32)
+            .find(|&id| {
+                self.token_bytes(id) != other.token_bytes(id) || (id as usize) >= self.n_vocab().min(other.n_vocab())
+            })
+            .map(|id| (id, text(self, id), text(other, id)))
+    }
+
     /// Text of `ids` as a whole sequence, special tokens included (as the
     /// tokenizer's decoder gives it: a SentencePiece prefix space dropped);
     /// invalid UTF-8 becomes U+FFFD. Streamed text is the tokens' bytes

@@ -1,0 +1,163 @@
+//! Speculative decoding's drafts: a cheap guess at the next few tokens,
+//! which the target model then checks in one forward pass
+//! (`generate::speculate`). Two drafters: [`Ngram`], prompt lookup (the
+//! tokens that followed the last few tokens' previous occurrence, in the
+//! prompt or the output), and [`DraftModel`], a smaller model sharing the
+//! target's vocabulary, greedy. [`Speculation`] sizes each draft by how
+//! well the last ones did.
+
+mod draft_model;
+mod ngram;
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+pub use draft_model::DraftModel;
+pub use ngram::Ngram;
+
+use crate::error::{Error, Result};
+use crate::model::Engine;
+
+/// The longest draft one step may verify.
+pub const MAX_DRAFT: usize = 64;
+
+/// How far to speculate (llama.cpp's `--draft-max`, `--draft-min`,
+/// `--draft-p-min`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpecConfig {
+    /// At most this many drafted tokens per step (1..=[`MAX_DRAFT`]).
+    pub n_max: usize,
+    /// A draft shorter than this is not verified (plain decoding instead).
+    pub n_min: usize,
+    /// A draft model stops drafting at a token it gives less than this
+    /// probability.
+    pub p_min: f32,
+}
+
+impl Default for SpecConfig {
+    fn default() -> SpecConfig {
+        SpecConfig { n_max: 16, n_min: 0, p_min: 0.75 }
+    }
+}
+
+impl SpecConfig {
+    /// In range: `n_max` 1..=[`MAX_DRAFT`], `n_min` ≤ `n_max`, `p_min`
+    /// in [0, 1]; else an error naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &str, what: alloc::string::String| Err(Error::InvalidField { field: field.into(), what });
+        if !(1..=MAX_DRAFT).contains(&self.n_max) {
+            return bad("speculative.n_max", alloc::format!("{} drafted tokens (1..={MAX_DRAFT})", self.n_max));
+        }
+        if self.n_min > self.n_max {
+            return bad("speculative.n_min", alloc::format!("{} is more than n_max {}", self.n_min, self.n_max));
+        }
+        if !(0.0..=1.0).contains(&self.p_min) {
+            return bad("speculative.p_min", alloc::format!("{} is outside [0, 1]", self.p_min));
+        }
+        Ok(())
+    }
+}
+
+/// A request's speculation settings, each over the host's default
+/// (llama-server's per-request `speculative.n_max`, `speculative.n_min`,
+/// `speculative.p_min`); `n_max` 0 turns speculation off.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "std", serde(default, deny_unknown_fields))]
+pub struct Speculative {
+    /// See [`SpecConfig::n_max`]; 0: do not speculate.
+    pub n_max: Option<usize>,
+    /// See [`SpecConfig::n_min`].
+    pub n_min: Option<usize>,
+    /// See [`SpecConfig::p_min`].
+    pub p_min: Option<f32>,
+}
+
+impl Speculative {
+    /// The settings over `base`, checked (None: `n_max` 0).
+    pub fn over(&self, base: SpecConfig) -> Result<Option<SpecConfig>> {
+        if self.n_max == Some(0) {
+            return Ok(None);
+        }
+        let c = SpecConfig {
+            n_max: self.n_max.unwrap_or(base.n_max),
+            n_min: self.n_min.unwrap_or(base.n_min),
+            p_min: self.p_min.unwrap_or(base.p_min),
+        };
+        c.validate().map(|()| Some(c))
+    }
+}
+
+/// Proposes the tokens likely to come next.
+pub trait Drafter: Send {
+    /// Up to `max` tokens to follow `history` then `last` (the sequence so
+    /// far: the session's tokens and the one about to be fed), into `out`
+    /// (cleared first). `engine` runs a draft model's passes.
+    fn draft(&mut self, engine: &Engine, history: &[u32], last: u32, max: usize, out: &mut Vec<u32>) -> Result<()>;
+}
+
+/// One sequence's speculation: its drafter and settings, and the draft
+/// length, adapted to how many of the recent drafts were accepted.
+pub struct Speculation {
+    cfg: SpecConfig,
+    drafter: Box<dyn Drafter>,
+    /// The next draft's length.
+    k: usize,
+    /// Steps left to decode plainly after drafts that missed.
+    rest: usize,
+    /// Drafts in a row that had nothing accepted.
+    misses: u32,
+    /// The step's tokens: the one to feed, then the draft.
+    fed: Vec<u32>,
+}
+
+impl Speculation {
+    /// Speculate with `drafter` as `cfg` says.
+    pub fn new(cfg: SpecConfig, drafter: Box<dyn Drafter>) -> Speculation {
+        Speculation { k: cfg.n_max, cfg, drafter, rest: 0, misses: 0, fed: Vec::new() }
+    }
+
+    /// The tokens the next step feeds: `last`, then a draft of at most
+    /// `room` tokens to follow it (none when the draft is shorter than
+    /// `n_min`, or while backing off after misses).
+    pub fn step(&mut self, engine: &Engine, history: &[u32], last: u32, room: usize) -> Result<&[u32]> {
+        let mut draft = core::mem::take(&mut self.fed);
+        draft.clear();
+        let max = self.k.min(room);
+        if self.rest > 0 {
+            self.rest -= 1;
+        } else if max > 0 {
+            self.drafter.draft(engine, history, last, max, &mut draft)?;
+            draft.truncate(max);
+            if draft.len() < self.cfg.n_min.max(1) {
+                draft.clear();
+            }
+        }
+        draft.insert(0, last);
+        self.fed = draft;
+        Ok(&self.fed)
+    }
+
+    /// How the last step's draft of `drafted` tokens did: `accepted` of
+    /// them were taken. A fully accepted draft doubles the next one's
+    /// length (up to `n_max`); a partly accepted one sets it to one past
+    /// what was taken; one with nothing taken also pauses drafting for
+    /// 2, 4, … 64 steps, so text the drafter cannot guess costs little.
+    pub fn record(&mut self, drafted: usize, accepted: usize) {
+        if drafted == 0 {
+            return;
+        }
+        let floor = self.cfg.n_min.max(1);
+        if accepted == drafted {
+            self.k = (self.k * 2).clamp(floor, self.cfg.n_max);
+        } else {
+            self.k = (accepted + 1).clamp(floor, self.cfg.n_max);
+        }
+        if accepted == 0 {
+            self.misses = (self.misses + 1).min(6);
+            self.rest = 1 << self.misses;
+        } else {
+            self.misses = 0;
+        }
+    }
+}
