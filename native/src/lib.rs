@@ -35,6 +35,7 @@
 //! [`runtime`]'s `Session`, `Generator` and `Engine` run it.
 #![warn(missing_docs)]
 
+mod draft;
 mod embed;
 pub mod error;
 pub mod fetch;
@@ -47,6 +48,7 @@ pub mod serve;
 
 use std::time::Instant;
 
+pub use draft::Draft;
 pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use load::{load, load_with, Buffer, LoadOptions, Loaded};

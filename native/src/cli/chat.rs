@@ -31,6 +31,8 @@ pub struct Args {
     reasoning: super::template_args::Show,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    spec: super::speculative::SpecArgs,
     /// Context size
     #[arg(short, long, visible_alias = "ctx-size", default_value_t = 4096)]
     ctx: usize,
@@ -81,7 +83,8 @@ pub fn run(a: Args) -> Result<()> {
     let mut seed = a.sampling.seed();
     // every reply matches the grammar, if one is given: compiled here to
     // refuse a bad one before the first turn, then for each reply (~1 ms)
-    let req = a.sampling.request(Prompt::Ids(Vec::new()), seed)?;
+    let req = Request { speculative: a.spec.speculative()?, ..a.sampling.request(Prompt::Ids(Vec::new()), seed)? };
+    let draft = a.spec.draft(&a.load, &lm)?;
     if let Some(g) = &req.grammar {
         lm.grammar()?.compile(g)?;
     }
@@ -154,7 +157,8 @@ pub fn run(a: Args) -> Result<()> {
         let mut printer =
             super::template_args::Printer::new(conv.reasoning(a.template.reasoning_format()), a.reasoning);
         let r = prepared.inspect_err(|_| conv.messages.truncate(n_msgs)).and_then(|p| {
-            let g = Generator::over(&lm.model, engine, tok, &mut conv.session, p.generation(tern::clock));
+            let generation = p.generation_drafted(tern::clock, a.spec.drafter(draft.as_ref(), a.ctx));
+            let g = Generator::over(&lm.model, engine, tok, &mut conv.session, generation);
             g.with_cancel(cancel.clone()).run(|_, text| printer.print(text))
         });
         printer.finish();

@@ -14,6 +14,7 @@ mod rerank;
 mod run;
 mod sampling;
 mod serve;
+mod speculative;
 mod template_args;
 
 use std::path::PathBuf;

@@ -47,6 +47,8 @@ pub struct Args {
     content_specials: bool,
     #[command(flatten)]
     sampling: SamplingArgs,
+    #[command(flatten)]
+    spec: super::speculative::SpecArgs,
     /// f32 activations, weights dequantized on the fly (the oracle path)
     #[arg(long)]
     exact: bool,
@@ -104,8 +106,10 @@ pub fn run(a: Args) -> Result<()> {
         content_specials: a.content_specials,
         chat_template_kwargs: a.template.kwargs(),
         reasoning_format: a.template.reasoning_format(),
+        speculative: a.spec.speculative()?,
         ..a.sampling.request(prompt, seed)?
     };
+    let draft = a.spec.draft(&a.load, &lm)?;
     let n = a.sampling.n_predict;
     let prepared = lm.prepare(&req, a.ctx)?;
     let prompt = prepared.prompt.clone();
@@ -129,7 +133,8 @@ pub fn run(a: Args) -> Result<()> {
         None => None,
     };
     let vocab = lm.vocab();
-    let mut gen = Generator::over(&lm.model, engine, &vocab, &mut session, prepared.generation(tern::clock));
+    let generation = prepared.generation_drafted(tern::clock, a.spec.drafter(draft.as_ref(), n_ctx));
+    let mut gen = Generator::over(&lm.model, engine, &vocab, &mut session, generation);
     let reasoning = prepared_reasoning;
     let mut printer = super::template_args::Printer::new(reasoning, a.reasoning);
     let result = loop {
@@ -165,6 +170,8 @@ pub fn run(a: Args) -> Result<()> {
                 "prompt_tokens": result.usage.prompt_tokens,
                 "cached_tokens": result.usage.cached_tokens,
                 "completion_tokens": result.usage.completion_tokens,
+                "draft_tokens": result.usage.draft_tokens,
+                "accepted_draft_tokens": result.usage.accepted_draft_tokens,
             },
             "timings": {
                 "load_ms": lm.load_time.as_secs_f64() * 1e3,
@@ -176,6 +183,8 @@ pub fn run(a: Args) -> Result<()> {
                 "total_ms": t.total_ms,
                 "prompt_tokens_per_s": t.prompt_tokens_per_s,
                 "tokens_per_s": t.tokens_per_s,
+                "draft_n": result.usage.draft_tokens,
+                "draft_n_accepted": result.usage.accepted_draft_tokens,
             },
         });
         if a.logprobs.is_some() {

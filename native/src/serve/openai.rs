@@ -402,15 +402,32 @@ fn finish_reason(r: &GenerationResult) -> &'static str {
     }
 }
 
-/// OpenAI's usage object.
+/// OpenAI's usage object; drafted tokens, if speculative decoding ran,
+/// as its predicted outputs' counts (accepted and rejected).
 pub fn usage(r: &GenerationResult) -> Value {
     let u = r.usage;
-    json!({
+    let mut j = json!({
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.prompt_tokens + u.completion_tokens,
         "prompt_tokens_details": { "cached_tokens": u.cached_tokens },
-    })
+    });
+    if u.draft_tokens > 0 {
+        j["completion_tokens_details"] = json!({
+            "accepted_prediction_tokens": u.accepted_draft_tokens,
+            "rejected_prediction_tokens": u.draft_tokens - u.accepted_draft_tokens,
+        });
+    }
+    j
+}
+
+/// llama-server's `timings` object.
+pub fn timings(r: &GenerationResult) -> Value {
+    let (t, u) = (&r.timings, &r.usage);
+    json!({ "prompt_n": u.prompt_tokens, "prompt_ms": t.prefill_ms,
+            "predicted_n": u.completion_tokens, "predicted_ms": t.total_ms - t.prefill_ms,
+            "predicted_per_second": t.tokens_per_s, "prompt_per_second": t.prompt_tokens_per_s,
+            "draft_n": u.draft_tokens, "draft_n_accepted": u.accepted_draft_tokens })
 }
 
 /// The shape both endpoints share: id, object, created, model.
@@ -558,14 +575,11 @@ impl Envelope<'_> {
     /// stopped, token counts, timings.
     fn llama(&self, content: &str, end: Option<&GenerationResult>) -> Value {
         let Some(r) = end else { return json!({ "content": content, "stop": false }) };
-        let t = &r.timings;
         json!({
             "content": content, "stop": true, "stop_type": stop_type(r), "stopping_word": r.stop_string.as_deref().unwrap_or(""), "model": self.model, "id_slot": 0,
             "tokens_predicted": r.usage.completion_tokens, "tokens_evaluated": r.usage.prompt_tokens,
             "tokens_cached": r.usage.cached_tokens, "truncated": false,
-            "timings": { "prompt_n": r.usage.prompt_tokens, "prompt_ms": t.prefill_ms,
-                         "predicted_n": r.usage.completion_tokens, "predicted_ms": t.total_ms - t.prefill_ms,
-                         "predicted_per_second": t.tokens_per_s, "prompt_per_second": t.prompt_tokens_per_s },
+            "timings": timings(r),
         })
     }
 
@@ -592,6 +606,7 @@ impl Envelope<'_> {
         };
         let mut m = self.wrap(if self.chat { "chat.completion" } else { "text_completion" }, json!([choice]));
         m.insert("usage".into(), usage(r));
+        m.insert("timings".into(), timings(r));
         Value::Object(m)
     }
 
