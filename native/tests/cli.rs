@@ -632,3 +632,55 @@ fn run_shows_the_thinking_block_apart_from_the_answer() {
     assert!(stderr.contains(&format!("> {reasoning}\n")), "{stderr}");
     std::fs::remove_file(&grammar).ok();
 }
+
+/// `run --json` of an edit prompt with `extra` flags: ids, logprobs, usage.
+fn spec_run(model: &str, extra: &[&str]) -> serde_json::Value {
+    let prompt = "Fix the typos and change nothing else: The quick brown fox jumpd over the lazy dog. \
+                  It was a sunny afternon, and the fox had been runing through the feilds since morning.";
+    let out = tern()
+        .args(["run", "-m", model, "--chat", "-p", prompt, "-n", "40", "--temp", "0", "--json", "--logprobs", "2"])
+        .args(["-t", "2"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn speculative_decoding_gives_plain_decodings_tokens_and_logits() {
+    for model in [smollm2(), common::qwen().display().to_string()] {
+        let plain = spec_run(&model, &[]);
+        assert_eq!(plain["usage"]["draft_tokens"], 0);
+        for extra in [&["--spec", "ngram"][..], &["-md", &model, "--draft-max", "4", "--draft-p-min", "0"]] {
+            let r = spec_run(&model, extra);
+            assert_eq!(r["ids"], plain["ids"], "{model} {extra:?}");
+            // each token's log-probability and alternatives come from its
+            // logits row: the same bits, so the same JSON numbers
+            assert_eq!(r["logprobs"], plain["logprobs"], "{model} {extra:?}");
+            let (drafted, accepted) = (&r["usage"]["draft_tokens"], &r["usage"]["accepted_draft_tokens"]);
+            assert!(drafted.as_u64().unwrap() > 0, "{model} {extra:?}: nothing drafted");
+            assert!(accepted.as_u64().unwrap() > 0, "{model} {extra:?}: nothing accepted");
+            assert_eq!(r["timings"]["draft_n"], *drafted);
+        }
+    }
+}
+
+#[test]
+fn speculative_flags_refuse_bad_values() {
+    let qwen = common::qwen().display().to_string();
+    let fails = |extra: &[&str], says: &str| {
+        let out = tern().args(["run", "-m", &smollm2(), "-p", "Hi", "-n", "2"]).args(extra).output().unwrap();
+        assert!(!out.status.success(), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    fails(&["--spec", "ngram", "--draft-max", "0"], "--draft-max 0");
+    fails(&["--spec", "ngram", "--draft-max", "100000"], "--draft-max 100000");
+    fails(&["--spec", "ngram", "--draft-p-min", "NaN"], "--draft-p-min NaN");
+    fails(&["--spec", "ngram", "--draft-min", "9", "--draft-max", "4"], "--draft-min 9");
+    fails(&["--draft-max", "4"], "need --spec ngram or --model-draft");
+    fails(&["--spec", "lookahead"], "lookahead");
+    // another vocabulary: the first token whose text differs is named
+    fails(&["-md", &qwen], "the draft model's vocabulary differs from the target's at token");
+}

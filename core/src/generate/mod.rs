@@ -90,7 +90,7 @@ impl Generation {
     }
 
     /// Decode speculatively: `spec` drafts tokens, each step verifies
-    /// them in one forward pass (see [`crate::speculative`]).
+    /// them in one forward pass (see [`crate::Speculation`]).
     pub fn with_speculation(mut self, spec: Speculation) -> Self {
         self.spec = Some(spec);
         self

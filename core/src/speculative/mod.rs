@@ -36,7 +36,7 @@ pub struct SpecConfig {
 
 impl Default for SpecConfig {
     fn default() -> SpecConfig {
-        SpecConfig { n_max: 16, n_min: 0, p_min: 0.75 }
+        SpecConfig { n_max: 8, n_min: 0, p_min: 0.75 }
     }
 }
 
@@ -141,8 +141,9 @@ impl Speculation {
     /// How the last step's draft of `drafted` tokens did: `accepted` of
     /// them were taken. A fully accepted draft doubles the next one's
     /// length (up to `n_max`); a partly accepted one sets it to one past
-    /// what was taken; one with nothing taken also pauses drafting for
-    /// 2, 4, … 64 steps, so text the drafter cannot guess costs little.
+    /// what was taken, or half the last length if more; drafts with
+    /// nothing taken, in a row, pause drafting for 0, 1, 3, … 63 steps, so
+    /// text the drafter cannot guess costs little.
     pub fn record(&mut self, drafted: usize, accepted: usize) {
         if drafted == 0 {
             return;
@@ -151,11 +152,11 @@ impl Speculation {
         if accepted == drafted {
             self.k = (self.k * 2).clamp(floor, self.cfg.n_max);
         } else {
-            self.k = (accepted + 1).clamp(floor, self.cfg.n_max);
+            self.k = (accepted + 1).max(self.k / 2).clamp(floor, self.cfg.n_max);
         }
         if accepted == 0 {
-            self.misses = (self.misses + 1).min(6);
-            self.rest = 1 << self.misses;
+            self.misses = (self.misses + 1).min(7);
+            self.rest = (1 << (self.misses - 1)) - 1;
         } else {
             self.misses = 0;
         }

@@ -39,6 +39,12 @@ pub struct Args {
     /// Tokens per forward step during prefill
     #[arg(short = 'b', long, default_value_t = 512)]
     n_batch: usize,
+    #[command(flatten)]
+    spec: super::speculative::SpecArgs,
+    /// With --spec or --model-draft: the chat prompts to decode (JSONL of
+    /// {"name", "kind", "prompt"}), each plainly and speculatively
+    #[arg(long, value_name = "FILE", default_value = "bench/spec/prompts.jsonl")]
+    spec_prompts: std::path::PathBuf,
 }
 
 struct Sample {
@@ -70,6 +76,35 @@ pub fn run(a: Args) -> Result<()> {
     let t_load = Instant::now();
     let lm = super::load(&path, &a.load)?;
     let load_ms = t_load.elapsed().as_secs_f64() * 1e3;
+    if a.spec.on() {
+        for &t in &a.threads {
+            tern::limits::check_threads(t)?;
+        }
+        let draft = a.spec.draft(&a.load, &lm)?;
+        let rows =
+            super::bench_spec::bench(&lm, &a.spec_prompts, &a.spec, draft.as_ref(), &a.threads, a.n_gen, a.reps)?;
+        if a.output == Output::Md {
+            println!("| threads | prompts | plain tok/s | spec tok/s | ratio | accepted/drafted | same outputs |");
+            println!("|---|---|---|---|---|---|---|");
+            for r in &rows {
+                println!(
+                    "| {} | {} ({}) | {:.1} | {:.1} | {:.2}x | {}/{} ({:.0} %) | {} |",
+                    r["n_threads"],
+                    r["kind"].as_str().unwrap_or(""),
+                    r["prompts"],
+                    r["plain_tps"].as_f64().unwrap_or(0.0),
+                    r["spec_tps"].as_f64().unwrap_or(0.0),
+                    r["ratio"].as_f64().unwrap_or(0.0),
+                    r["accepted"],
+                    r["drafted"],
+                    r["acceptance"].as_f64().unwrap_or(0.0) * 100.0,
+                    r["same_outputs"]
+                );
+            }
+        }
+        print_rows(a.output, &rows);
+        return Ok(());
+    }
     let m = &lm.model;
     let nv = m.config.n_vocab as u64;
     let weight_bytes: usize = m.weights.matrices().map(|t| t.len).sum();

@@ -1,6 +1,7 @@
 //! Subcommands of the `tern` CLI.
 
 mod bench;
+mod bench_spec;
 mod chat;
 mod embed;
 mod encoder_input;

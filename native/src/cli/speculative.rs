@@ -25,7 +25,7 @@ pub struct SpecArgs {
     /// (llama.cpp's -md)
     #[arg(long = "model-draft", visible_alias = "spec-draft-model", value_name = "REF")]
     pub model_draft: Option<String>,
-    /// Most tokens drafted per step [default: 16]
+    /// Most tokens drafted per step [default: 8]
     #[arg(long, visible_aliases = ["draft", "draft-n", "spec-draft-n-max"], value_name = "N")]
     pub draft_max: Option<usize>,
     /// Fewest drafted tokens worth verifying [default: 0]
@@ -47,7 +47,9 @@ impl SpecArgs {
     pub fn speculative(&self) -> Result<Option<Speculative>> {
         if !self.on() {
             if self.draft_max.is_some() || self.draft_min.is_some() || self.draft_p_min.is_some() {
-                return Err(invalid("--draft-max, --draft-min and --draft-p-min need --spec ngram or --model-draft".into()));
+                return Err(invalid(
+                    "--draft-max, --draft-min and --draft-p-min need --spec ngram or --model-draft".into(),
+                ));
             }
             return Ok(None);
         }
