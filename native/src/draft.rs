@@ -14,6 +14,12 @@ use crate::{Buffer, Loaded, Result};
 #[derive(Clone)]
 pub struct Draft(Arc<Loaded>);
 
+impl std::fmt::Debug for Draft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Draft({} bytes)", self.0.model.n_bytes())
+    }
+}
+
 impl Deref for Draft {
     type Target = Model<Buffer>;
     fn deref(&self) -> &Model<Buffer> {

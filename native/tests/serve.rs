@@ -1561,3 +1561,66 @@ fn llama_server_sampler_fields_work() {
         assert!(status == 400 && b.contains(&format!("\"param\":\"{k}\"")), "{k}: {status} {b}");
     }
 }
+
+/// Speculative requests beside plain ones in one batch: the same text as
+/// plain decoding, draft counts in `usage`, `timings` and `/metrics`;
+/// bad settings are 400s naming the field; a speculative stream whose
+/// client leaves frees its blocks.
+#[test]
+fn speculative_requests_share_the_batch_and_answer_as_plain_ones() {
+    let srv = Server::start(&["--parallel", "3"]);
+    let edit = "Fix the typos and change nothing else: The quick brown fox jumpd over the lazy dog. \
+                It was a sunny afternon, and the fox had been runing through the feilds since morning.";
+    let body = |extra: &str| {
+        format!(r#"{{"messages":[{{"role":"user","content":"{edit}"}}],"temperature":0,"max_tokens":48{extra}}}"#)
+    };
+    let plain = srv.call("POST", "/v1/chat/completions", &[], &body(""));
+    assert_eq!(plain.0, 200, "{}", plain.1);
+    let plain: Value = serde_json::from_str(&plain.1).unwrap();
+    // three at once: two speculating (llama-server's flat keys, and one
+    // object), one not
+    let bodies = [body(r#","speculative.n_max":6"#), body(r#","speculative":{"n_max":4,"n_min":1}"#), body("")];
+    let answers: Vec<(u16, String)> = std::thread::scope(|s| {
+        let hs: Vec<_> =
+            bodies.iter().map(|b| s.spawn(|| call(srv.port, "POST", "/v1/chat/completions", &[], b))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, (status, text)) in answers.iter().enumerate() {
+        assert_eq!(*status, 200, "{text}");
+        let v: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(v["choices"][0]["message"]["content"], plain["choices"][0]["message"]["content"], "request {i}");
+        let drafted = v["timings"]["draft_n"].as_u64().unwrap();
+        if i < 2 {
+            assert!(drafted > 0 && v["timings"]["draft_n_accepted"].as_u64().unwrap() > 0, "{v}");
+            let d = &v["usage"]["completion_tokens_details"];
+            let (a, r) =
+                (d["accepted_prediction_tokens"].as_u64().unwrap(), d["rejected_prediction_tokens"].as_u64().unwrap());
+            assert_eq!(a + r, drafted);
+        } else {
+            assert_eq!(drafted, 0);
+        }
+    }
+    assert!(srv.metric("tern_draft_tokens_total") > 0.0);
+    assert!(srv.metric("tern_draft_tokens_accepted_total") > 0.0);
+    for (extra, field) in [
+        (r#","speculative.n_max":1000"#, "speculative.n_max"),
+        (r#","speculative.p_min":2"#, "speculative.p_min"),
+        (r#","speculative":{"n_max":4,"n_min":9}"#, "speculative.n_min"),
+        (r#","speculative":{"depth":4}"#, "speculative"),
+    ] {
+        let (status, text) = srv.call("POST", "/v1/chat/completions", &[], &body(extra));
+        assert_eq!(status, 400, "{extra}: {text}");
+        assert!(text.contains(field), "{extra}: {text}");
+    }
+    // a speculative stream whose client leaves: its blocks are freed
+    let long = r#"{"prompt":"1 2 3 4 5 6 7 8 9 10 1 2 3 4 5 6 7 8 9 10 1 2 3","max_tokens":400,"temperature":0,"stream":true,"ignore_eos":true,"speculative.n_max":8}"#;
+    let mut held = srv.send("POST", "/v1/completions", &[], long);
+    until_data(&mut held);
+    assert!(srv.metric("tern_kv_blocks_in_use") > 0.0);
+    drop(held);
+    let t0 = Instant::now();
+    while srv.metric("tern_kv_blocks_in_use") > 0.0 || srv.metric("tern_active_sequences") > 0.0 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "blocks still in use after the client left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

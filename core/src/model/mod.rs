@@ -208,6 +208,20 @@ impl<B: AsRef<[u8]>> Model<B> {
         items: &mut [(&mut Session, &[u32])],
         logits: &mut Vec<f32>,
     ) -> Result<()> {
+        self.forward_batch_rows(e, scratch, items, &mut |_| 1, logits)
+    }
+
+    /// [`Model::forward_batch`] with `rows(i)` rows of logits for item `i`
+    /// — its last tokens' (all of a drafted step's, one for the others),
+    /// in order: item by item, each item's rows in position order.
+    pub fn forward_batch_rows(
+        &self,
+        e: &Engine,
+        scratch: &mut Scratch,
+        items: &mut [(&mut Session, &[u32])],
+        rows: &mut dyn FnMut(usize) -> usize,
+        logits: &mut Vec<f32>,
+    ) -> Result<()> {
         let total: usize = items.iter().map(|it| it.1.len()).sum();
         if total > scratch.n_batch {
             return Err(Error::InvalidArgument {
@@ -216,7 +230,7 @@ impl<B: AsRef<[u8]>> Model<B> {
         }
         let mut out_rows = Vec::with_capacity(items.len());
         let mut row = 0;
-        for (sess, toks) in items.iter() {
+        for (i, (sess, toks)) in items.iter().enumerate() {
             sess.check(&self.config, toks)?;
             if toks.len() > sess.kv.max_step() && self.config.window.is_some() {
                 return Err(Error::InvalidArgument {
@@ -231,9 +245,10 @@ impl<B: AsRef<[u8]>> Model<B> {
                 return Err(Error::InvalidArgument { what: "an empty item in a batch".into() });
             }
             row += toks.len();
-            out_rows.push(row - 1);
+            let n = rows(i).clamp(1, toks.len());
+            out_rows.extend(row - n..row);
         }
-        logits.resize(items.len() * self.config.n_vocab, 0.0);
+        logits.resize(out_rows.len() * self.config.n_vocab, 0.0);
         let mut seqs: Vec<forward::Seq> = items
             .iter_mut()
             .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks })

@@ -127,7 +127,13 @@ impl Speculation {
         if self.rest > 0 {
             self.rest -= 1;
         } else if max > 0 {
-            self.drafter.draft(engine, history, last, max, &mut draft)?;
+            if let Err(e) = self.drafter.draft(engine, history, last, max, &mut draft) {
+                // (the step still feeds `last`)
+                draft.clear();
+                draft.push(last);
+                self.fed = draft;
+                return Err(e);
+            }
             draft.truncate(max);
             if draft.len() < self.cfg.n_min.max(1) {
                 draft.clear();
@@ -136,6 +142,16 @@ impl Speculation {
         draft.insert(0, last);
         self.fed = draft;
         Ok(&self.fed)
+    }
+
+    /// The last step's tokens: the one to feed, then its draft.
+    pub fn fed(&self) -> &[u32] {
+        &self.fed
+    }
+
+    /// Keep only the first `n` (at least 1) of the last step's tokens.
+    pub fn keep(&mut self, n: usize) {
+        self.fed.truncate(n.max(1));
     }
 
     /// How the last step's draft of `drafted` tokens did: `accepted` of

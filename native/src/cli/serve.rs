@@ -8,6 +8,8 @@ pub struct Args {
     load: super::LoadArgs,
     #[command(flatten)]
     template: super::TemplateArgs,
+    #[command(flatten)]
+    spec: super::speculative::SpecArgs,
     /// Address to listen on (loopback unless --allow-remote)
     #[arg(long, default_value = "127.0.0.1")]
     host: std::net::IpAddr,
@@ -89,6 +91,8 @@ pub fn run(a: Args) -> Result<()> {
     let path = a.load.model_path()?;
     let mut lm = super::load(&path, &a.load)?;
     a.template.apply(&mut lm)?;
+    let speculative = a.spec.speculative()?;
+    let draft = a.spec.draft(&a.load, &lm)?;
     // (their forward passes run on the engine thread's workers)
     let load = |dir: &Option<std::path::PathBuf>, pooling| -> Result<Option<tern::Embedder>> {
         dir.as_ref().map(|d| Ok(tern::Embedder::load_with(d, pooling)?.with_threads(1))).transpose()
@@ -120,6 +124,8 @@ pub fn run(a: Args) -> Result<()> {
         rerank_model_id,
         reasoning_format: a.template.reasoning_format(),
         chat_template_kwargs: a.template.kwargs(),
+        speculative,
+        draft,
     };
     tern::serve::serve_on(Some(loading), lm, embedder, reranker, o)
 }

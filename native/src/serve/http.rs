@@ -54,6 +54,8 @@ pub struct App {
     pub(super) content_specials: bool,
     pub(super) reasoning_format: tern_core::ReasoningFormat,
     pub(super) template_kwargs: Option<tern_core::TemplateKwargs>,
+    /// The server's speculation settings, under each request's.
+    pub(super) speculative: Option<tern_core::Speculative>,
     pub(super) max_connections: usize,
     pub(super) read_timeout: Duration,
     pub(super) next_id: AtomicU64,
@@ -94,6 +96,7 @@ impl App {
             content_specials: o.content_specials,
             reasoning_format: o.reasoning_format,
             template_kwargs: o.chat_template_kwargs.clone(),
+            speculative: o.speculative,
             max_connections: o.max_connections,
             read_timeout: o.read_timeout,
             next_id: AtomicU64::new(1),
@@ -235,12 +238,12 @@ pub(super) async fn start<T>(
     let (req, extra) = parse(&bytes, n_vocab, &app.lm.defaults).map_err(fail)?;
     drop(bytes);
     let (stream_on, include_usage) = (req.stream, req.include_usage);
-    let Prepared { prompt, cfg, constraint, reasoning, tools, .. } =
+    let Prepared { prompt, cfg, constraint, reasoning, tools, spec } =
         prepare(app.clone(), req, chat).await.map_err(fail)?;
     let tools = tools.map(|t| t.format).filter(|_| chat);
     app.metrics.requests.fetch_add(1, Relaxed);
     let (tx, rx) = mpsc::unbounded_channel();
-    let job = Job { prompt, cfg, constraint, events: tx, arrived: Instant::now() };
+    let job = Job { prompt, cfg, constraint, spec, events: tx, arrived: Instant::now() };
     if app.engine.0.send(Msg::Job(job)).is_err() {
         return Err(fail(ApiError::new(503, "server_error", "the engine has stopped")));
     }
@@ -399,6 +402,15 @@ async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Re
         let mut k = server.clone();
         k.extend(mine);
         req.core.chat_template_kwargs = Some(k);
+    }
+    if let Some(base) = app.speculative {
+        // the request's draft settings over the server's
+        let mine = req.core.speculative.unwrap_or_default();
+        req.core.speculative = Some(tern_core::Speculative {
+            n_max: mine.n_max.or(base.n_max),
+            n_min: mine.n_min.or(base.n_min),
+            p_min: mine.p_min.or(base.p_min),
+        });
     }
     blocking(&app, move || {
         work.lm.prepare(&req.core, Some(work.ctx)).map_err(|e| match e {

@@ -47,6 +47,8 @@ pub struct Metrics {
     pub cached_tokens: AtomicU64,
     pub copied_tokens: AtomicU64,
     pub completion_tokens: AtomicU64,
+    pub draft_tokens: AtomicU64,
+    pub draft_accepted: AtomicU64,
     pub queue_depth: AtomicU64,
     pub active: AtomicU64,
     pub kv_used: AtomicU64,
@@ -77,6 +79,8 @@ impl Metrics {
             cached_tokens: AtomicU64::new(0),
             copied_tokens: AtomicU64::new(0),
             completion_tokens: AtomicU64::new(0),
+            draft_tokens: AtomicU64::new(0),
+            draft_accepted: AtomicU64::new(0),
             queue_depth: AtomicU64::new(0),
             active: AtomicU64::new(0),
             kv_used: AtomicU64::new(0),
@@ -119,6 +123,13 @@ impl Metrics {
             &self.copied_tokens,
         );
         put("tern_completion_tokens_total", "counter", "Generated tokens.", &self.completion_tokens);
+        put("tern_draft_tokens_total", "counter", "Tokens drafted for speculative decoding.", &self.draft_tokens);
+        put(
+            "tern_draft_tokens_accepted_total",
+            "counter",
+            "Of those, accepted (generated without a forward pass of their own).",
+            &self.draft_accepted,
+        );
         put("tern_queue_depth", "gauge", "Requests waiting for a slot.", &self.queue_depth);
         put("tern_active_sequences", "gauge", "Sequences being prefilled or decoded.", &self.active);
         put("tern_kv_cache_used_tokens", "gauge", "KV cache positions held by active sequences.", &self.kv_used);

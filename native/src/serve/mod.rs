@@ -83,6 +83,12 @@ pub struct ServeOptions {
     /// `chat_template_kwargs` (llama-server's `--chat-template-kwargs`;
     /// `--reasoning-budget 0` adds `enable_thinking: false`).
     pub chat_template_kwargs: Option<tern_core::TemplateKwargs>,
+    /// Speculate on every request, these settings under each request's
+    /// own `speculative.*` (None: only requests that ask, with n-gram
+    /// drafts or the draft model).
+    pub speculative: Option<tern_core::Speculative>,
+    /// The draft model (`--model-draft`), checked against the target.
+    pub draft: Option<crate::Draft>,
 }
 
 /// Limits on the server's sizes (each far past what one machine serves).
@@ -218,10 +224,13 @@ pub fn serve_on(
         kv_type: o.kv_type,
     };
     let engine = {
-        let (lm, metrics, threads) = (lm.clone(), metrics.clone(), Threads::new(o.threads));
+        let (lm, metrics, threads, draft) = (lm.clone(), metrics.clone(), Threads::new(o.threads), o.draft.clone());
         std::thread::Builder::new()
             .name("tern-engine".into())
-            .spawn(move || scheduler::run(lm, Engine { kernels, par: &threads, exact: false }, limits, metrics, rx))
+            .spawn(move || {
+                let engine = Engine { kernels, par: &threads, exact: false };
+                scheduler::run(lm, engine, limits, metrics, rx, draft)
+            })
             .map_err(|e| Error::Serve { detail: format!("starting the engine thread: {e}") })?
     };
     // (the blocking pool compiles grammars: their depth is bounded to use

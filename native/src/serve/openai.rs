@@ -316,6 +316,15 @@ impl Request {
                         s.logit_bias.push((id, if b <= -100.0 { f32::NEG_INFINITY } else { b }));
                     }
                 }
+                // llama-server's per-request draft settings (flat keys), or one object
+                "speculative.n_max" => r.core.speculative.get_or_insert_default().n_max = Some(count(v, k)?),
+                "speculative.n_min" => r.core.speculative.get_or_insert_default().n_min = Some(count(v, k)?),
+                "speculative.p_min" => r.core.speculative.get_or_insert_default().p_min = Some(num(v, k, 0.0, 1.0)?),
+                "speculative" => {
+                    let mine: tern_core::Speculative = serde_json::from_value(v.clone())
+                        .map_err(|e| ApiError::invalid(k, format!("speculative: {{n_max, n_min, p_min}}: {e}")))?;
+                    r.core.speculative = Some(mine);
+                }
                 "logprobs" if chat => {
                     want_logprobs = v.as_bool().ok_or_else(|| ApiError::invalid(k, "logprobs must be true or false"))?
                 }

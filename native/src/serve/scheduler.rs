@@ -24,13 +24,14 @@ use tern_core::runtime::Scratch;
 use tern_core::{
     runtime::prefill_start, runtime::reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab,
 };
+use tern_core::{runtime::verify, Drafter, Ngram, SpecConfig, Speculation};
 use tern_core::{runtime::PrefixCache, Engine, Model, Session};
 use tern_core::{runtime::Sampled, runtime::Sequence, Constraint, TokenLogprob};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::encode::{EncodeJob, Queue};
 use super::metrics::Metrics;
-use crate::{Buffer, Loaded};
+use crate::{Buffer, Draft, Loaded};
 
 /// What a request hears from the engine.
 pub enum Update {
@@ -48,6 +49,8 @@ pub struct Job {
     pub cfg: GenerateConfig,
     /// The request's grammar, compiled.
     pub constraint: Option<Box<dyn Constraint>>,
+    /// How to speculate, if the request does.
+    pub spec: Option<SpecConfig>,
     pub events: UnboundedSender<Update>,
     pub arrived: Instant,
 }
@@ -97,15 +100,25 @@ struct Active {
     cap: usize,
     /// Its full blocks already in the prefix cache.
     indexed: usize,
+    /// Its drafts, if it speculates; `drafted` of this pass's tokens are.
+    spec: Option<Speculation>,
+    drafted: usize,
 }
 
 impl Active {
-    /// The tokens this pass feeds it.
+    /// The tokens this pass feeds it: a prompt chunk, or the pending token
+    /// and its draft.
     fn tokens(&self) -> &[u32] {
-        match &self.phase {
-            Phase::Prefill { next } => &self.job.prompt[*next..*next + self.step],
-            Phase::Decode { pending } => core::slice::from_ref(pending),
+        match (&self.phase, &self.spec) {
+            (Phase::Prefill { next }, _) => &self.job.prompt[*next..*next + self.step],
+            (Phase::Decode { .. }, Some(sp)) => sp.fed(),
+            (Phase::Decode { pending }, None) => core::slice::from_ref(pending),
         }
+    }
+
+    /// Logits rows this pass gives it: one a token of a draft step.
+    fn rows(&self) -> usize {
+        1 + self.drafted
     }
 }
 
@@ -135,7 +148,15 @@ enum Outcome {
 }
 
 /// Run the engine until the channel closes or a drain completes.
-pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics>, rx: Receiver<Msg>) {
+/// `draft`: the draft model, if one was loaded.
+pub fn run(
+    lm: Arc<Loaded>,
+    engine: Engine,
+    limits: Limits,
+    metrics: Arc<Metrics>,
+    rx: Receiver<Msg>,
+    draft: Option<Draft>,
+) {
     let vocab = lm.vocab();
     let model = &lm.model;
     let slots = (0..limits.slots)
@@ -155,6 +176,7 @@ pub fn run(lm: Arc<Loaded>, engine: Engine, limits: Limits, metrics: Arc<Metrics
         order: Vec::with_capacity(limits.slots),
         drain_at: None,
         limits,
+        draft,
     };
     s.run(&rx)
 }
@@ -177,6 +199,8 @@ struct Scheduler<'a> {
     order: Vec<usize>,
     /// When a drain cancels what still runs.
     drain_at: Option<Instant>,
+    /// The draft model, if one was loaded.
+    draft: Option<Draft>,
 }
 
 /// Whether the loop goes on.
@@ -320,9 +344,16 @@ impl Scheduler<'_> {
             if let Some(c) = job.constraint.take() {
                 seq.constrain(c);
             }
+            let spec = job.spec.map(|c| {
+                let d: Box<dyn Drafter> = match &self.draft {
+                    Some(d) => d.drafter(limits.n_ctx, c.p_min),
+                    None => Box::new(Ngram),
+                };
+                Speculation::new(c, d)
+            });
             let phase = Phase::Prefill { next: keep };
             let (last_token, indexed) = (Instant::now(), keep / KV_BLOCK);
-            slots[i].active = Some(Active { job, seq, phase, step: 0, last_token, cap, indexed });
+            slots[i].active = Some(Active { job, seq, phase, step: 0, last_token, cap, indexed, spec, drafted: 0 });
         }
     }
 
@@ -336,10 +367,32 @@ impl Scheduler<'_> {
         self.order.sort_by_key(|&i| slots[i].active.as_ref().map(key));
         let mut budget = self.limits.n_batch;
         for &i in &self.order {
-            let Some(a) = slots[i].active.as_mut() else { continue };
-            let n = match a.phase {
-                Phase::Decode { .. } => 1,
-                Phase::Prefill { next } => (a.job.prompt.len() - next).min(self.limits.chunk),
+            let slot = &mut slots[i];
+            let Some(a) = slot.active.as_mut() else { continue };
+            a.drafted = 0;
+            let n = match (&a.phase, a.spec.as_mut()) {
+                (Phase::Decode { pending }, Some(sp)) if budget > 0 => {
+                    // a draft within the budget, the length left and the context
+                    let s = &slot.session;
+                    let left = a.job.cfg.max_tokens.saturating_sub(a.seq.n_generated() + 1);
+                    let room = left.min(a.cap.saturating_sub(s.n_past() + 1)).min(budget - 1);
+                    let nv = self.model.config.n_vocab;
+                    match sp.step(&self.engine, s.tokens(), *pending, room) {
+                        Ok(fed) => {
+                            let n = fed.iter().position(|&id| id as usize >= nv).unwrap_or(fed.len()).max(1);
+                            sp.keep(n);
+                            a.drafted = n - 1;
+                            n
+                        }
+                        // a draft model that failed: this step decodes plainly
+                        Err(_) => {
+                            sp.keep(1);
+                            1
+                        }
+                    }
+                }
+                (Phase::Decode { .. }, _) => 1,
+                (Phase::Prefill { next }, _) => (a.job.prompt.len() - next).min(self.limits.chunk),
             };
             a.step = n.min(budget);
             budget -= a.step;
@@ -360,10 +413,12 @@ impl Scheduler<'_> {
             self.metrics.evictions.fetch_add(1, Relaxed);
             over -= 1;
         }
+        let rows: Vec<usize> = self.slots.iter_mut().filter_map(Slot::stepped).map(|(_, a)| a.rows()).collect();
         let mut items: Vec<(&mut Session, &[u32])> =
             self.slots.iter_mut().filter_map(Slot::stepped).map(|(s, a)| (s, a.tokens())).collect();
         let tokens: usize = items.iter().map(|(_, t)| t.len()).sum();
-        let result = self.model.forward_batch(&self.engine, &mut self.scratch, &mut items, &mut self.logits);
+        let (e, scratch, logits) = (&self.engine, &mut self.scratch, &mut self.logits);
+        let result = self.model.forward_batch_rows(e, scratch, &mut items, &mut |i| rows[i], logits);
         self.metrics.steps.fetch_add(1, Relaxed);
         self.metrics.batch_tokens.fetch_add(tokens as u64, Relaxed);
         let Err(e) = result else { return true };
@@ -384,8 +439,10 @@ impl Scheduler<'_> {
             return;
         }
         for (session, a) in self.slots.iter_mut().filter_map(Slot::stepped) {
-            if session.n_past() / KV_BLOCK > a.indexed {
-                a.indexed = session.n_past() / KV_BLOCK;
+            // (not the drafted positions: the verification may drop them)
+            let held = session.n_past() - a.drafted;
+            if held / KV_BLOCK > a.indexed {
+                a.indexed = held / KV_BLOCK;
                 self.cache.insert(session, a.indexed * KV_BLOCK);
             }
         }
@@ -398,9 +455,13 @@ impl Scheduler<'_> {
         let mut row = 0;
         for s in self.slots.iter_mut() {
             let Some(a) = s.active.take_if(|a| a.step > 0) else { continue };
-            let logits = &self.logits[row * nv..(row + 1) * nv];
-            row += 1;
-            match advance(a, &mut s.session, logits, self.vocab, self.metrics) {
+            let logits = &self.logits[row * nv..(row + a.rows()) * nv];
+            row += a.rows();
+            let outcome = match a.drafted {
+                0 => advance(a, &mut s.session, logits, self.vocab, self.metrics),
+                _ => advance_drafted(a, &mut s.session, logits, self.vocab, self.metrics),
+            };
+            match outcome {
                 Outcome::Running(a) => s.active = Some(a),
                 Outcome::Done(job, r) => {
                     finish(job, Some(r), self.metrics);
@@ -462,6 +523,56 @@ fn advance(mut a: Active, session: &mut Session, logits: &[f32], vocab: &dyn Voc
     match end {
         Some(r) => Outcome::Done(a.job, r),
         None => Outcome::Running(a),
+    }
+}
+
+/// A drafted step's end: the draft verified against its rows, each token
+/// taken sent, the rejected positions dropped from the cache.
+fn advance_drafted(
+    mut a: Active,
+    session: &mut Session,
+    rows: &[f32],
+    vocab: &dyn Vocab,
+    metrics: &Metrics,
+) -> Outcome {
+    let Phase::Decode { .. } = a.phase else { unreachable!("only a decode step drafts") };
+    let (sp, drafts) = match a.spec.as_mut() {
+        Some(sp) => (sp, a.drafted),
+        None => unreachable!("a drafted step has its speculation"),
+    };
+    let draft: Vec<u32> = sp.fed()[1..=drafts].to_vec();
+    let (events, mut end, mut last) = (&a.job.events, None, a.last_token);
+    let mut first = a.seq.n_generated() == 0;
+    let v = verify(&mut a.seq, session, rows, &draft, vocab, |s: Sampled| {
+        let now = Instant::now();
+        if first {
+            metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
+            first = false;
+        } else {
+            metrics.itl.observe((now - last).as_secs_f64());
+        }
+        last = now;
+        if !s.text.is_empty() || s.logprob.is_some() {
+            let _ = events.send(Update::Token { text: s.text, logprob: s.logprob });
+        }
+        end = s.end;
+    });
+    a.last_token = last;
+    let v = match v {
+        Ok(v) => v,
+        Err(e) => return Outcome::Failed(a.job, e.to_string()),
+    };
+    sp.record(drafts, v.accepted);
+    metrics.draft_tokens.fetch_add(drafts as u64, Relaxed);
+    metrics.draft_accepted.fetch_add(v.accepted as u64, Relaxed);
+    a.drafted = 0;
+    match (v.next, end) {
+        (Some(t), _) => {
+            a.phase = Phase::Decode { pending: t };
+            Outcome::Running(a)
+        }
+        (None, Some(r)) => Outcome::Done(a.job, r),
+        (None, None) => Outcome::Failed(a.job, "a verified step ended without a result".into()),
     }
 }
 
