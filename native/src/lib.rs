@@ -57,6 +57,7 @@ use tern_core::Engine;
 pub use tern_core::Grammar;
 pub use tern_core::Message;
 pub use tern_core::SamplerConfig;
+pub use tern_core::Speculative;
 pub use tern_core::Tokenizer;
 pub use tern_core::{CancelFlag, Event, FinishReason, GenerationResult, Timings, TokenLogprob, Usage};
 pub use tern_core::{Infill, Parts, Reasoning, ReasoningFormat, ReasoningSplit, TemplateKwargs};

@@ -45,6 +45,7 @@ pub struct Model {
     threads: Threads,
     kernels: &'static dyn Kernels,
     n_ctx: usize,
+    draft: Option<crate::Draft>,
 }
 
 /// What to generate: sampling (llama.cpp's defaults, then the model's
@@ -139,6 +140,14 @@ impl Options {
         self.req.reasoning_format = f;
         self
     }
+    /// Decode speculatively, with these draft settings (`Default`: llama.cpp's
+    /// names and tern's defaults): the model's draft ([`Model::with_draft`]) if it
+    /// has one, else n-gram (prompt lookup) drafts. Greedy output is plain
+    /// decoding's; the counts are in `usage`.
+    pub fn speculative(mut self, s: tern_core::Speculative) -> Options {
+        self.req.speculative = Some(s);
+        self
+    }
 
     /// The request of `prompt` with these options (a seed drawn from the
     /// clock if none is set).
@@ -167,7 +176,22 @@ impl Model {
         };
         let loaded = crate::load(&path)?;
         let n_ctx = loaded.model.config.n_ctx_train.min(DEFAULT_CTX);
-        Ok(Model { loaded, threads: Threads::new(0), kernels, n_ctx })
+        Ok(Model { loaded, threads: Threads::new(0), kernels, n_ctx, draft: None })
+    }
+
+    /// Draft with the model at `path` (a smaller one with this one's
+    /// vocabulary: an error names the first token that differs) when
+    /// options ask to speculate.
+    pub fn with_draft(mut self, path: impl AsRef<Path>) -> Result<Model> {
+        self.draft = Some(crate::Draft::load(path.as_ref(), &self.loaded)?);
+        Ok(self)
+    }
+
+    /// The generation of `p`, drafting with the model's draft if it has one.
+    fn generation(&self, p: tern_core::Prepared) -> Generation {
+        let p_min = p.spec.map_or(0.0, |s| s.p_min);
+        let drafter = self.draft.as_ref().filter(|_| p.spec.is_some()).map(|d| d.drafter(self.n_ctx, p_min));
+        p.generation_drafted(crate::clock, drafter)
     }
 
     /// Context positions each generation or chat gets (default
@@ -220,7 +244,7 @@ impl Model {
     /// another thread.
     pub fn stream(&self, prompt: &str, o: &Options) -> Result<Stream<'_>> {
         let prepared = self.loaded.prepare(&o.request(Prompt::Text(prompt.into())), Some(self.n_ctx))?;
-        Ok(Stream::new(self, self.session(), prepared.generation(crate::clock)))
+        Ok(Stream::new(self, self.session(), self.generation(prepared)))
     }
 
     /// Fill in the gap between `prefix` and `suffix` with a code model's
@@ -247,7 +271,7 @@ impl Model {
     pub fn infill(&self, prefix: &str, suffix: &str, o: &Options) -> Result<Stream<'_>> {
         let infill = tern_core::Infill { prefix: prefix.into(), suffix: suffix.into(), ..Default::default() };
         let prepared = self.loaded.prepare(&o.request(Prompt::Infill(infill)), Some(self.n_ctx))?;
-        Ok(Stream::new(self, self.session(), prepared.generation(crate::clock)))
+        Ok(Stream::new(self, self.session(), self.generation(prepared)))
     }
 
     /// Generate after each prompt with its options, the sequences decoded
@@ -418,7 +442,8 @@ impl<'m> Chat<'m> {
         let prepared =
             self.model.loaded.prepare_ids(&req, prompt, None).inspect_err(|_| self.conv.messages.truncate(n))?;
         let reasoning = self.conv.reasoning(req.reasoning_format);
-        Ok(Reply { chat: self, generation: prepared.generation(crate::clock), reasoning })
+        let generation = self.model.generation(prepared);
+        Ok(Reply { chat: self, generation, reasoning })
     }
 
     /// Answer the last reply's tool calls: (call id, result) each, as

@@ -128,3 +128,19 @@ fn chat_replies_say_where_they_think() {
     assert!(o.usage.prompt_tokens > r.usage.prompt_tokens);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn speculative_options_give_plain_greedy_output() {
+    let prompt = "Repeat after me: the cat sat on the mat, the cat sat on the mat, the cat sat on the mat,";
+    let greedy = Options::greedy().max_tokens(24);
+    let plain = smollm2().generate(prompt, &greedy).unwrap();
+    let spec = greedy.clone().speculative(tern::Speculative { n_max: Some(4), ..Default::default() });
+    let ngram = smollm2().generate(prompt, &spec).unwrap();
+    assert_eq!(ngram.tokens, plain.tokens);
+    assert!(ngram.usage.draft_tokens > 0, "{:?}", ngram.usage);
+    let drafted = smollm2().with_draft(common::smollm2()).unwrap().generate(prompt, &spec).unwrap();
+    assert_eq!(drafted.tokens, plain.tokens);
+    assert_eq!(drafted.usage.accepted_draft_tokens, drafted.usage.draft_tokens, "the model drafting for itself");
+    let e = smollm2().with_draft(common::qwen()).err().unwrap();
+    assert!(e.to_string().contains("differs from the target's at token"), "{e}");
+}

@@ -135,6 +135,16 @@ export interface GenerateOptions {
   samplers?: string[];
   /** Generate at least this many tokens (the end tokens held back). */
   minTokens?: number;
+  /** Speculative decoding with prompt-lookup drafts (`"ngram"`): the
+   * tokens that followed the last few tokens earlier in the prompt or the
+   * output, verified several per forward pass. Greedy output is plain
+   * decoding's; sampling keeps its distribution (a seed reproduces a
+   * speculative run, not a plain one). Draft models are native only. */
+  spec?: 'ngram';
+  /** With `spec`: most tokens drafted per step (1–64, default 8). */
+  draftMax?: number;
+  /** With `spec`: fewest drafted tokens worth verifying (default 0). */
+  draftMin?: number;
   /** Default: random (reported in the result). At most 2^53 - 1. */
   seed?: number;
   /** Never emitted; generation ends before them. */
@@ -239,7 +249,14 @@ export interface GenerationResult {
   text: string;
   /** `tool_calls`: a chat with `tools` whose reply called one or more. */
   finishReason: 'stop' | 'length' | 'cancelled' | 'tool_calls';
-  usage: { promptTokens: number; cachedTokens: number; completionTokens: number };
+  usage: {
+    promptTokens: number;
+    cachedTokens: number;
+    completionTokens: number;
+    /** Tokens drafted with `spec`, and of those accepted. */
+    draftTokens: number;
+    acceptedDraftTokens: number;
+  };
   timings: {
     prefillMs: number;
     firstTokenMs: number;

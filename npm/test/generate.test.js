@@ -344,6 +344,23 @@ test('DRY, XTC, samplers and minTokens reach the one sampler chain', async () =>
   await m.dispose();
 });
 
+test('spec: ngram drafts give plain decoding\'s tokens and logprobs, counted in usage; bad values are errors', async () => {
+  const m = await loadModel(SMOLLM2, { worker: false });
+  const prompt = '1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2,';
+  const opts = { maxTokens: 24, temperature: 0, logprobs: 2, ignoreEos: true };
+  const plain = await m.generate(prompt, opts).result;
+  const spec = await m.generate(prompt, { ...opts, spec: 'ngram', draftMax: 6 }).result;
+  assert.deepEqual(spec.tokens, plain.tokens);
+  assert.deepEqual(spec.logprobs, plain.logprobs);
+  assert.equal(plain.usage.draftTokens, 0);
+  assert.ok(spec.usage.draftTokens > 0 && spec.usage.acceptedDraftTokens > 0, JSON.stringify(spec.usage));
+  await assert.rejects(m.generate('x', { spec: 'ngram', draftMax: 0 }).result, /draftMax/);
+  await assert.rejects(m.generate('x', { spec: 'eagle' }).result, /spec/);
+  await assert.rejects(m.generate('x', { draftMax: 4 }).result, /spec: "ngram"/);
+  await assert.rejects(m.generate('x', { spec: 'ngram', draftMax: 4, draftMin: 5 }).result, /draftMin/);
+  await m.dispose();
+});
+
 test('one thread (single-thread build) and two give the same tokens', async () => {
   const prompt = greedy.p2.prompt_ids;
   const runs = [];

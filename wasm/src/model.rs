@@ -375,6 +375,8 @@ fn done_json(r: &GenerationResult, tok: &dyn Vocab) -> serde_json::Value {
             "promptTokens": r.usage.prompt_tokens,
             "cachedTokens": r.usage.cached_tokens,
             "completionTokens": r.usage.completion_tokens,
+            "draftTokens": r.usage.draft_tokens,
+            "acceptedDraftTokens": r.usage.accepted_draft_tokens,
         },
         "timings": {
             "prefillMs": t.prefill_ms,

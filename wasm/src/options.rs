@@ -146,6 +146,18 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
                 s.samplers = Some(order);
             }
             "minTokens" => r.min_tokens = count(v, k)?,
+            "spec" if v.as_str() == Some("ngram") => {
+                r.speculative.get_or_insert_default();
+            }
+            "spec" => return Err(bad(k, "\"ngram\" (prompt-lookup drafts; draft models are native only)")),
+            "draftMax" => {
+                let n = count(v, k)?;
+                if !(1..=tern_core::MAX_DRAFT).contains(&n) {
+                    return Err(bad(k, &format!("1 to {} drafted tokens", tern_core::MAX_DRAFT)));
+                }
+                r.speculative.get_or_insert_default().n_max = Some(n);
+            }
+            "draftMin" => r.speculative.get_or_insert_default().n_min = Some(count(v, k)?),
             "seed" => s.seed = Some(v.as_u64().ok_or_else(|| bad(k, "a non-negative integer"))?),
             "stop" => {
                 let arr = v.as_array().filter(|a| a.len() <= MAX_STOPS);
@@ -192,6 +204,14 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
                 }
             }
             _ => return Err(js_error("invalid_argument", &format!("unknown option {k}"))),
+        }
+    }
+    if r.speculative.is_some() && obj.get("spec").is_none_or(Value::is_null) {
+        return Err(bad("draftMax", "spec: \"ngram\" beside draftMax and draftMin"));
+    }
+    if let (Some(sp), Some(max)) = (&r.speculative, r.speculative.and_then(|s| s.n_max)) {
+        if sp.n_min.is_some_and(|n| n > max) {
+            return Err(bad("draftMin", "at most draftMax"));
         }
     }
     let tools = tools_of(&obj)?;
