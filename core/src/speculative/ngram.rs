@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::model::Engine;
 
 /// Longest run of tokens looked up.
-const N_MAX: usize = 4;
+const N_MAX: usize = 8;
 /// Shortest (a single token matches too often to be a guess).
 const N_MIN: usize = 2;
 /// Tokens searched back from the end, at most: the lookup's cost is
