@@ -186,13 +186,9 @@ impl Generation {
     /// (then `t` is fed plainly).
     fn speculate<B: AsRef<[u8]>>(&mut self, p: &mut Parts<'_, '_, B>, t: u32) -> Result<Option<Event>> {
         let (Some(spec), Some(q)) = (self.spec.as_mut(), self.seq.as_mut()) else { return Ok(None) };
-        // drafts past the length limit or the context are wasted
+        // drafts past the length limit are wasted
         let left = self.cfg.max_tokens.saturating_sub(q.n_generated() + 1);
-        let room = left.min(p.session.n_ctx().saturating_sub(p.session.n_past() + 1));
-        let nv = p.model.config.n_vocab;
-        let fed = spec.step(p.engine, p.session.tokens(), t, room)?;
-        let n = fed.iter().position(|&id| id as usize >= nv).unwrap_or(fed.len());
-        let fed = &fed[..n.max(1)];
+        let fed = spec.step(p.engine, p.session, t, left, p.model.config.n_vocab)?;
         if fed.len() == 1 {
             return Ok(None);
         }

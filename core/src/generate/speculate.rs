@@ -51,7 +51,11 @@ pub fn verify(
                 r.usage.draft_tokens += m;
                 r.usage.accepted_draft_tokens += accepted;
             }
-            session.truncate(base + i);
+            if session.truncate(base + i) < base + i {
+                return Err(crate::Error::InvalidArgument {
+                    what: alloc::format!("a draft of {m} tokens: more than this session's cache can take back"),
+                });
+            }
             emit(s);
             return Ok(Verified { next: (!ended).then_some(id), accepted });
         }

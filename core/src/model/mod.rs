@@ -320,6 +320,11 @@ impl Session {
     pub fn kv_type(&self) -> KvType {
         self.kv.ty()
     }
+    /// Most tokens one step may run and later take back (a sliding
+    /// window's ring holds no more).
+    pub fn max_step(&self) -> usize {
+        self.kv.max_step()
+    }
     /// The tokens in the cache.
     pub fn tokens(&self) -> &[u32] {
         &self.tokens

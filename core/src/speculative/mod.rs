@@ -16,7 +16,7 @@ pub use draft_model::DraftModel;
 pub use ngram::Ngram;
 
 use crate::error::{Error, Result};
-use crate::model::Engine;
+use crate::model::{Engine, Session};
 
 /// The longest draft one step may verify.
 pub const MAX_DRAFT: usize = 64;
@@ -117,13 +117,24 @@ impl Speculation {
         Speculation { k: cfg.n_max, cfg, drafter, rest: 0, misses: 0, fed: Vec::new() }
     }
 
-    /// The tokens the next step feeds: `last`, then a draft of at most
-    /// `room` tokens to follow it (none when the draft is shorter than
-    /// `n_min`, or while backing off after misses).
-    pub fn step(&mut self, engine: &Engine, history: &[u32], last: u32, room: usize) -> Result<&[u32]> {
+    /// The tokens the next step of `session` feeds: `last`, then a draft
+    /// of at most `room` tokens to follow it (none when the draft is
+    /// shorter than `n_min`, or while backing off after misses), cut
+    /// where it would not fit the session (its context, the step its
+    /// cache can take back) or names a token past `n_vocab`.
+    pub fn step(
+        &mut self,
+        engine: &Engine,
+        session: &Session,
+        last: u32,
+        room: usize,
+        n_vocab: usize,
+    ) -> Result<&[u32]> {
+        let history = session.tokens();
         let mut draft = core::mem::take(&mut self.fed);
         draft.clear();
-        let max = self.k.min(room);
+        let fits = session.n_ctx().saturating_sub(history.len() + 1).min(session.max_step().saturating_sub(1));
+        let max = self.k.min(room).min(fits);
         if self.rest > 0 {
             self.rest -= 1;
         } else if max > 0 {
@@ -135,6 +146,9 @@ impl Speculation {
                 return Err(e);
             }
             draft.truncate(max);
+            if let Some(i) = draft.iter().position(|&id| id as usize >= n_vocab) {
+                draft.truncate(i);
+            }
             if draft.len() < self.cfg.n_min.max(1) {
                 draft.clear();
             }
@@ -147,11 +161,6 @@ impl Speculation {
     /// The last step's tokens: the one to feed, then its draft.
     pub fn fed(&self) -> &[u32] {
         &self.fed
-    }
-
-    /// Keep only the first `n` (at least 1) of the last step's tokens.
-    pub fn keep(&mut self, n: usize) {
-        self.fed.truncate(n.max(1));
     }
 
     /// How the last step's draft of `drafted` tokens did: `accepted` of

@@ -95,6 +95,7 @@ struct Active {
     phase: Phase,
     /// Tokens this pass feeds it (`plan`); 0 when it sits this pass out.
     step: usize,
+    /// When its last token was heard (its arrival until the first).
     last_token: Instant,
     /// Positions it may come to hold: prompt and completion, within the context.
     cap: usize,
@@ -352,7 +353,7 @@ impl Scheduler<'_> {
                 Speculation::new(c, d)
             });
             let phase = Phase::Prefill { next: keep };
-            let (last_token, indexed) = (Instant::now(), keep / KV_BLOCK);
+            let (last_token, indexed) = (job.arrived, keep / KV_BLOCK);
             slots[i].active = Some(Active { job, seq, phase, step: 0, last_token, cap, indexed, spec, drafted: 0 });
         }
     }
@@ -376,19 +377,13 @@ impl Scheduler<'_> {
                     let s = &slot.session;
                     let left = a.job.cfg.max_tokens.saturating_sub(a.seq.n_generated() + 1);
                     let room = left.min(a.cap.saturating_sub(s.n_past() + 1)).min(budget - 1);
-                    let nv = self.model.config.n_vocab;
-                    match sp.step(&self.engine, s.tokens(), *pending, room) {
+                    match sp.step(&self.engine, s, *pending, room, self.model.config.n_vocab) {
                         Ok(fed) => {
-                            let n = fed.iter().position(|&id| id as usize >= nv).unwrap_or(fed.len()).max(1);
-                            sp.keep(n);
-                            a.drafted = n - 1;
-                            n
+                            a.drafted = fed.len() - 1;
+                            fed.len()
                         }
                         // a draft model that failed: this step decodes plainly
-                        Err(_) => {
-                            sp.keep(1);
-                            1
-                        }
+                        Err(_) => 1,
                     }
                 }
                 (Phase::Decode { .. }, _) => 1,
@@ -509,20 +504,25 @@ fn advance(mut a: Active, session: &mut Session, logits: &[f32], vocab: &dyn Voc
         Ok(x) => x,
         Err(e) => return Outcome::Failed(a.job, e.to_string()),
     };
-    let now = Instant::now();
-    if a.seq.n_generated() == 1 {
-        metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
-    } else {
-        metrics.itl.observe((now - a.last_token).as_secs_f64());
-    }
-    a.last_token = now;
+    heard(&a.job, &mut a.last_token, text, logprob, metrics);
     a.phase = Phase::Decode { pending: id };
-    if !text.is_empty() || logprob.is_some() {
-        let _ = a.job.events.send(Update::Token { text, logprob });
-    }
     match end {
         Some(r) => Outcome::Done(a.job, r),
         None => Outcome::Running(a),
+    }
+}
+
+/// A token for the client (its text, if any): the time to it observed —
+/// to the first (`last` still the admission's), or since the last.
+fn heard(job: &Job, last: &mut Instant, text: String, logprob: Option<TokenLogprob>, metrics: &Metrics) {
+    let now = Instant::now();
+    match *last == job.arrived {
+        true => metrics.ttft.observe((now - job.arrived).as_secs_f64()),
+        false => metrics.itl.observe((now - *last).as_secs_f64()),
+    }
+    *last = now;
+    if !text.is_empty() || logprob.is_some() {
+        let _ = job.events.send(Update::Token { text, logprob });
     }
 }
 
@@ -535,34 +535,22 @@ fn advance_drafted(
     vocab: &dyn Vocab,
     metrics: &Metrics,
 ) -> Outcome {
-    let Phase::Decode { .. } = a.phase else { unreachable!("only a decode step drafts") };
-    let (sp, drafts) = match a.spec.as_mut() {
-        Some(sp) => (sp, a.drafted),
-        None => unreachable!("a drafted step has its speculation"),
-    };
-    let draft: Vec<u32> = sp.fed()[1..=drafts].to_vec();
-    let (events, mut end, mut last) = (&a.job.events, None, a.last_token);
-    let mut first = a.seq.n_generated() == 0;
-    let v = verify(&mut a.seq, session, rows, &draft, vocab, |s: Sampled| {
-        let now = Instant::now();
-        if first {
-            metrics.ttft.observe((now - a.job.arrived).as_secs_f64());
-            first = false;
-        } else {
-            metrics.itl.observe((now - last).as_secs_f64());
-        }
-        last = now;
-        if !s.text.is_empty() || s.logprob.is_some() {
-            let _ = events.send(Update::Token { text: s.text, logprob: s.logprob });
-        }
+    // (only a decode step of a speculating sequence drafts: `plan`)
+    let drafts = a.drafted;
+    let Some(sp) = a.spec.as_ref() else { return Outcome::Failed(a.job, "a draft without its drafter".into()) };
+    let mut end = None;
+    let (job, last) = (&a.job, &mut a.last_token);
+    let v = verify(&mut a.seq, session, rows, &sp.fed()[1..=drafts], vocab, |s: Sampled| {
+        heard(job, last, s.text, s.logprob, metrics);
         end = s.end;
     });
-    a.last_token = last;
     let v = match v {
         Ok(v) => v,
         Err(e) => return Outcome::Failed(a.job, e.to_string()),
     };
-    sp.record(drafts, v.accepted);
+    if let Some(sp) = a.spec.as_mut() {
+        sp.record(drafts, v.accepted);
+    }
     metrics.draft_tokens.fetch_add(drafts as u64, Relaxed);
     metrics.draft_accepted.fetch_add(v.accepted as u64, Relaxed);
     a.drafted = 0;
