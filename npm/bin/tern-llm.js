@@ -12,6 +12,7 @@ const USAGE = `usage: tern-llm run [-m MODEL] -p PROMPT | --prompt-ids 1,2,3 [--
                     [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--typical P]
                     [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty P]
                     [--repeat-last-n N] [--seed S] [--stop STR]... [--ignore-eos]
+                    [--spec ngram [--draft-max N] [--draft-min N]]
                     [--exact] [--json] [-c CTX] [-t THREADS]
 MODEL defaults to the Qwen2.5-Coder-0.5B model in $TERN_MODELS (~/.cache/tern/models).`;
 
@@ -59,6 +60,9 @@ async function main(argv) {
         seed: { type: 'string' },
         stop: { type: 'string', multiple: true },
         'ignore-eos': { type: 'boolean' },
+        spec: { type: 'string' },
+        'draft-max': { type: 'string' },
+        'draft-min': { type: 'string' },
         exact: { type: 'boolean' },
         json: { type: 'boolean' },
         ctx: { type: 'string', short: 'c' },
@@ -97,6 +101,9 @@ async function main(argv) {
     seed,
     stop: a.stop ?? [],
     ignoreEos: !!a['ignore-eos'],
+    spec: a.spec,
+    draftMax: number('draft-max', a['draft-max'], { int: true, min: 0 }),
+    draftMin: number('draft-min', a['draft-min'], { int: true, min: 0 }),
   };
   let promptIds;
   if (a['prompt-ids'] !== undefined) {
@@ -139,6 +146,8 @@ async function runWith(m, path, prompt, options, a) {
         prompt_tokens: r.usage.promptTokens,
         cached_tokens: r.usage.cachedTokens,
         completion_tokens: r.usage.completionTokens,
+        draft_tokens: r.usage.draftTokens,
+        accepted_draft_tokens: r.usage.acceptedDraftTokens,
       },
       timings: {
         load_ms: m.info.loadMs,
@@ -150,6 +159,8 @@ async function runWith(m, path, prompt, options, a) {
         total_ms: t.totalMs,
         prompt_tokens_per_s: t.promptTokensPerS,
         tokens_per_s: t.tokensPerS,
+        draft_n: r.usage.draftTokens,
+        draft_n_accepted: r.usage.acceptedDraftTokens,
       },
       backend: m.info.backend,
       threads: m.info.threads,

@@ -405,6 +405,14 @@ describe('the tern-llm bin mirrors tern run', () => {
     assert.equal(wasm.finish_reason, native.finish_reason);
     for (const k of Object.keys(native)) assert.ok(k in wasm, `field ${k}`);
     for (const k of Object.keys(native.timings)) assert.ok(k in wasm.timings, `timing ${k}`);
+    // speculative: the same ids as plain, and as the native build's
+    const spec = [...args, '--spec', 'ngram', '--draft-max', '4'];
+    const nspec = nativeRun(spec);
+    const wspec = JSON.parse(execFileSync(process.execPath, [binPath, 'run', ...spec, '--json'], { encoding: 'utf8' }));
+    assert.deepEqual(wspec.ids, native.ids);
+    assert.deepEqual(nspec.ids, native.ids);
+    assert.equal(wspec.usage.draft_tokens, nspec.usage.draft_tokens);
+    assert.equal(wspec.usage.accepted_draft_tokens, nspec.usage.accepted_draft_tokens);
   });
 
   test('bad arguments exit 2 with a message', () => {
