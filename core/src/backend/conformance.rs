@@ -76,7 +76,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             let wide = quant::wide_scales(ty, &w, n_cols, n_rows).unwrap_or_default();
             for scales in [&[][..], &wide[..]].into_iter().take(if wide.is_empty() { 1 } else { 2 }) {
                 let m = QMatrix { ty, data: &w, n_cols, n_rows, scales };
-                for &n_tok in &[1usize, 3, 11, 75] {
+                for &n_tok in &[1usize, 3, 5, 11, 75] {
                     let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
                     let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
                     let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];

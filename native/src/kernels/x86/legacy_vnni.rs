@@ -31,6 +31,13 @@ const NT: usize = 64;
 /// distant streams (Q8_0 at 2048 columns: 10 GB/s in 8-row groups, 25-30
 /// in 4-row ones; at 896 columns they are even).
 const SHORT_ROW: usize = 1024;
+/// Fewest tokens for the transposed 8-row tiles (fewer: 4-row tiles of 4
+/// tokens). A verify step of speculative decoding is 2–9 tokens: one
+/// thread, a 64 MiB Q5_0 matrix of 896 columns, time against one token's
+/// (bench/NOTES "Issue 48"), 4-row tiles → transposed: 5 tokens 2.09 →
+/// 1.44–1.89, 6: 2.48 → 1.55–2.08, 7: 2.97 → 1.58–2.24; at 4 tokens and
+/// fewer the 4-row tiles are as fast or faster.
+const TRANSPOSED_MIN: usize = 5;
 
 /// As `scalar::matmul_rows` for format `T` (one without a min).
 pub(super) fn matmul_rows<T: Block32>(
@@ -50,7 +57,7 @@ pub(super) fn matmul_rows<T: Block32>(
 fn rows_imp<T: Block32>(w: &QMatrix, x: Acts, a: &[BlockQ8_0], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let nb = w.n_cols / QK8;
     // prefill, and decode of short rows: 8 rows at a time first
-    let done = if n_tok >= PREFILL_TILE {
+    let done = if n_tok >= TRANSPOSED_MIN {
         groups8::<T, NT>(w, a, n_tok, rows.clone(), out)
     } else if n_tok == 1 && w.row_bytes() <= SHORT_ROW {
         groups8::<T, 1>(w, a, n_tok, rows.clone(), out)
