@@ -55,7 +55,8 @@ where
         let mut logits = s.forward(&self.model, e, &self.feed, Logits::Last)?;
         for _ in 0..max.min(room) {
             let id = argmax(logits);
-            if top_probability(logits, id) < self.p_min {
+            // (p_min 0 takes every token: no softmax to compute)
+            if self.p_min > 0.0 && top_probability(logits, id) < self.p_min {
                 break;
             }
             out.push(id);

@@ -29,17 +29,21 @@ impl Drafter for Ngram {
         // the sequence is history + [last]; at index history.len() is last
         let at = |i: usize| if i < history.len() { history[i] } else { last };
         let len = history.len() + 1;
-        for n in (N_MIN..=N_MAX).rev() {
-            if n > len - 1 {
-                continue;
+        // one pass, latest first: the earlier position `end` whose run of
+        // tokens before it matches the sequence's last tokens longest (up
+        // to N_MAX; the latest of equals)
+        let mut best = (0, 0);
+        for end in (1..len).rev() {
+            let n = (1..=N_MAX.min(end)).take_while(|&i| at(end - i) == at(len - i)).count();
+            if n > best.0 {
+                best = (n, end);
+                if n == N_MAX {
+                    break;
+                }
             }
-            // the latest earlier occurrence of the sequence's last n tokens
-            let tail = len - n;
-            let found = (0..tail).rev().find(|&j| (0..n).all(|i| at(j + i) == at(tail + i)));
-            if let Some(j) = found {
-                out.extend((j + n..len).take(max).map(at));
-                return Ok(());
-            }
+        }
+        if best.0 >= N_MIN {
+            out.extend((best.1..len).take(max).map(at));
         }
         Ok(())
     }
@@ -69,5 +73,35 @@ mod tests {
         assert!(draft(&[5, 1, 2], 5, 4).is_empty());
         assert!(draft(&[], 5, 4).is_empty());
         assert!(draft(&[1, 2, 3, 1, 2], 3, 0).is_empty());
+    }
+
+    /// The definition, one n-gram length at a time (longest first, the
+    /// latest occurrence).
+    fn by_definition(seq: &[u32], max: usize) -> Vec<u32> {
+        let len = seq.len();
+        for n in (N_MIN..=N_MAX.min(len.saturating_sub(1))).rev() {
+            let tail = len - n;
+            if let Some(j) = (0..tail).rev().find(|&j| seq[j..j + n] == seq[tail..]) {
+                return seq[j + n..].iter().take(max).copied().collect();
+            }
+        }
+        Vec::new()
+    }
+
+    #[test]
+    fn one_pass_finds_what_the_definition_does() {
+        let mut x = 12345u64;
+        for case in 0..3000 {
+            // short runs over small alphabets repeat at every length
+            let (len, alphabet) = (1 + case % 40, 2 + (case / 40) % 5);
+            let seq: Vec<u32> = (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (x >> 33) as u32 % alphabet as u32
+                })
+                .collect();
+            let (history, last) = seq.split_at(len - 1);
+            assert_eq!(draft(history, last[0], 6), by_definition(&seq, 6), "{seq:?}");
+        }
     }
 }
