@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
-use tern_core::{DraftModel, Drafter, Model};
+use tern_core::{DraftModel, Drafter, KvType, Model};
 
 use crate::{Buffer, Loaded, Result};
 
@@ -62,7 +62,20 @@ impl Draft {
     /// A drafter for one sequence: its own session of `n_ctx` positions,
     /// stopping at a token drafted with less than `p_min` probability.
     pub fn drafter(&self, n_ctx: usize, p_min: f32) -> Box<dyn Drafter> {
-        Box::new(DraftModel::new(self.clone(), n_ctx, 512.min(n_ctx.max(1)), p_min))
+        let (n_batch, _) = Draft::session_shape(n_ctx);
+        Box::new(DraftModel::new(self.clone(), n_ctx, n_batch, p_min))
+    }
+
+    /// The step size and KV element type of a drafter's session of
+    /// `n_ctx` positions (what its memory is counted from).
+    pub(crate) fn session_shape(n_ctx: usize) -> (usize, KvType) {
+        (512.min(n_ctx.max(1)), KvType::F16)
+    }
+
+    /// Bytes of its weights mapped from its files.
+    #[cfg(feature = "serve")]
+    pub(crate) fn mapped_bytes(&self) -> u64 {
+        crate::limits::mapped_bytes(&self.0)
     }
 }
 

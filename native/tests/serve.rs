@@ -1565,9 +1565,22 @@ fn llama_server_sampler_fields_work() {
 /// Speculative requests beside plain ones in one batch: the same text as
 /// plain decoding, draft counts in `usage`, `timings` and `/metrics`;
 /// bad settings are 400s naming the field; a speculative stream whose
-/// client leaves frees its blocks.
+/// client leaves frees its blocks; with `--spec ngram` as the server's
+/// default, Anthropic's and the Responses API's usage count the drafts.
 #[test]
 fn speculative_requests_share_the_batch_and_answer_as_plain_ones() {
+    // a draft model's sessions come out of --kv-memory: 60 MB holds 10
+    // blocks of SmolLM2's 5.9 MB alone, but beside a draft's session of
+    // 1024 positions (its KV and step scratch, ~42 MB) not the 5 one --ctx
+    // 1024 sequence needs
+    let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["serve", "-m", &smollm2(), "-md", &smollm2(), "--port", "0", "--parallel", "1", "--ctx", "1024"])
+        .args(["--kv-memory", "60MB"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = "holds 3 KV blocks of 5.90 MB after the draft model's sessions (1 of --ctx 1024";
+    assert!(!out.status.success() && err.contains(said) && err.contains("needs 5"), "{err}");
     let srv = Server::start(&["--parallel", "3"]);
     let edit = "Fix the typos and change nothing else: The quick brown fox jumpd over the lazy dog. \
                 It was a sunny afternon, and the fox had been runing through the feilds since morning.";
@@ -1622,5 +1635,25 @@ fn speculative_requests_share_the_batch_and_answer_as_plain_ones() {
     while srv.metric("tern_kv_blocks_in_use") > 0.0 || srv.metric("tern_active_sequences") > 0.0 {
         assert!(t0.elapsed() < Duration::from_secs(20), "blocks still in use after the client left");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(srv);
+    // `--spec ngram` as the server's default: Anthropic's and the Responses
+    // API's usage carry the drafted counts, and their text is the plain one
+    let srv = Server::start(&["--spec", "ngram"]);
+    let text = plain["choices"][0]["message"]["content"].as_str().unwrap();
+    let msg =
+        format!(r#"{{"model":"m","max_tokens":48,"temperature":0,"messages":[{{"role":"user","content":"{edit}"}}]}}"#);
+    let (status, b) = srv.call("POST", "/v1/messages", &[], &msg);
+    assert_eq!(status, 200, "{b}");
+    let v: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(v["content"][0]["text"], text, "{v}");
+    let resp = format!(r#"{{"model":"m","max_output_tokens":48,"temperature":0,"input":"{edit}"}}"#);
+    let (status, b) = srv.call("POST", "/v1/responses", &[], &resp);
+    assert_eq!(status, 200, "{b}");
+    let r: Value = serde_json::from_str(&b).unwrap();
+    assert_eq!(r["output"][0]["content"][0]["text"], text, "{r}");
+    for u in [&v["usage"], &r["usage"]["output_tokens_details"]] {
+        let (a, j) = (u["accepted_prediction_tokens"].as_u64(), u["rejected_prediction_tokens"].as_u64());
+        assert!(a.is_some_and(|a| a > 0) && j.is_some(), "{u}");
     }
 }

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::http::{self, authorized, blocking, read_body, App, Endpoint, Started};
-use super::openai::{ApiError, Envelope, Request};
+use super::openai::{self, ApiError, Envelope, Request};
 use super::scheduler::Update;
 
 /// Anthropic's error object for `e`.
@@ -212,9 +212,15 @@ fn tool_use(calls: &[ToolCall], id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Anthropic's usage, with the drafted tokens' counts (OpenAI's names) if
+/// speculative decoding ran.
 fn usage(r: &GenerationResult) -> Value {
-    json!({ "input_tokens": r.usage.prompt_tokens, "output_tokens": r.usage.completion_tokens,
-            "cache_read_input_tokens": r.usage.cached_tokens })
+    let mut u = json!({ "input_tokens": r.usage.prompt_tokens, "output_tokens": r.usage.completion_tokens,
+                        "cache_read_input_tokens": r.usage.cached_tokens });
+    if let Some(Value::Object(d)) = openai::prediction_details(r) {
+        u.as_object_mut().expect("an object").extend(d);
+    }
+    u
 }
 
 /// The whole `message`.

@@ -107,7 +107,9 @@ const DEFAULT_CACHE_BYTES: u64 = 8 << 30;
 /// sequence of `--ctx` positions must fit, and the memory must be there);
 /// by default what every slot filled to `--ctx` holds (and a block to
 /// copy), or, if more, half the memory the weights leave free, at most
-/// `DEFAULT_CACHE_BYTES`. Blocks are allocated as they are used.
+/// `DEFAULT_CACHE_BYTES`. Blocks are allocated as they are used. A draft
+/// model's sessions (one a slot, whole `--ctx` each) come out of the
+/// budget first.
 fn kv_budget(lm: &Loaded, o: &ServeOptions) -> Result<usize> {
     let block = lm.model.kv_block_bytes(o.ctx, o.n_batch, o.kv_type) as u64;
     if block == 0 {
@@ -116,17 +118,25 @@ fn kv_budget(lm: &Loaded, o: &ServeOptions) -> Result<usize> {
     let blocks = |bytes: u64| usize::try_from(bytes / block).unwrap_or(usize::MAX);
     let per_seq = o.ctx.div_ceil(tern_core::backend::KV_BLOCK) + 1;
     let available = crate::limits::available_memory();
-    let Some(bytes) = o.kv_memory else {
-        let free = available.saturating_sub(crate::limits::mapped_bytes(lm));
+    let drafts = o.draft.as_ref().map_or(0, |d| draft_sessions_bytes(d, o));
+    let Some(total) = o.kv_memory else {
+        let mapped = crate::limits::mapped_bytes(lm) + o.draft.as_ref().map_or(0, |d| d.mapped_bytes());
+        let free = available.saturating_sub(mapped).saturating_sub(drafts);
         return Ok(o.parallel.saturating_mul(per_seq).max(blocks((free / 2).min(DEFAULT_CACHE_BYTES))));
     };
     let mb = |n: u64| n as f64 / 1e6;
+    let bytes = total.saturating_sub(drafts);
     if blocks(bytes) < per_seq {
+        let drafts = if drafts > 0 {
+            format!(" after the draft model's sessions ({} of --ctx {}: {:.1} MB)", o.parallel, o.ctx, mb(drafts))
+        } else {
+            String::new()
+        };
         return Err(Error::Serve {
             detail: format!(
-                "--kv-memory {:.1} MB holds {} KV blocks of {:.2} MB; one sequence of --ctx {} needs {per_seq} \
-                 ({:.1} MB)",
-                mb(bytes),
+                "--kv-memory {:.1} MB holds {} KV blocks of {:.2} MB{drafts}; one sequence of --ctx {} needs \
+                 {per_seq} ({:.1} MB)",
+                mb(total),
                 blocks(bytes),
                 mb(block),
                 o.ctx,
@@ -134,12 +144,19 @@ fn kv_budget(lm: &Loaded, o: &ServeOptions) -> Result<usize> {
             ),
         });
     }
-    if bytes > available {
+    if total > available {
         return Err(Error::Serve {
-            detail: format!("--kv-memory {:.1} MB: only {:.1} MB of memory is available", mb(bytes), mb(available)),
+            detail: format!("--kv-memory {:.1} MB: only {:.1} MB of memory is available", mb(total), mb(available)),
         });
     }
     Ok(blocks(bytes))
+}
+
+/// Bytes the draft model's sessions take at most: one a slot, of `--ctx`
+/// positions (as the scheduler makes them).
+fn draft_sessions_bytes(d: &crate::Draft, o: &ServeOptions) -> u64 {
+    let (n_batch, kv) = crate::Draft::session_shape(o.ctx);
+    d.sessions_bytes(o.parallel, o.ctx, n_batch, kv).unwrap_or(u64::MAX)
 }
 
 /// Serve `lm` (and `embedder`'s `/v1/embeddings`, `reranker`'s `/v1/rerank`, if given) until SIGINT or SIGTERM; then stop admitting, let running

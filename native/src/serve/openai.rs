@@ -421,13 +421,22 @@ pub fn usage(r: &GenerationResult) -> Value {
         "total_tokens": u.prompt_tokens + u.completion_tokens,
         "prompt_tokens_details": { "cached_tokens": u.cached_tokens },
     });
-    if u.draft_tokens > 0 {
-        j["completion_tokens_details"] = json!({
-            "accepted_prediction_tokens": u.accepted_draft_tokens,
-            "rejected_prediction_tokens": u.draft_tokens - u.accepted_draft_tokens,
-        });
+    if let Some(d) = prediction_details(r) {
+        j["completion_tokens_details"] = d;
     }
     j
+}
+
+/// Drafted tokens, if speculative decoding ran, as OpenAI's predicted
+/// outputs' counts (accepted and rejected): every API's usage carries them.
+pub fn prediction_details(r: &GenerationResult) -> Option<Value> {
+    let u = r.usage;
+    (u.draft_tokens > 0).then(|| {
+        json!({
+            "accepted_prediction_tokens": u.accepted_draft_tokens,
+            "rejected_prediction_tokens": u.draft_tokens - u.accepted_draft_tokens,
+        })
+    })
 }
 
 /// llama-server's `timings` object.

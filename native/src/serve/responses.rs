@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::http::{self, error, App, Endpoint, Started};
-use super::openai::{ApiError, Envelope};
+use super::openai::{self, ApiError, Envelope};
 use super::scheduler::Update;
 
 use super::response_store::{Shared, MAX_STORED};
@@ -214,10 +214,14 @@ fn response_object(env: &Envelope, r: Option<&GenerationResult>, out: Vec<Value>
         Some(_) => ("completed", Value::Null),
     };
     let usage = r.map_or(Value::Null, |r| {
-        json!({ "input_tokens": r.usage.prompt_tokens, "output_tokens": r.usage.completion_tokens,
+        let mut u = json!({ "input_tokens": r.usage.prompt_tokens, "output_tokens": r.usage.completion_tokens,
                 "total_tokens": r.usage.prompt_tokens + r.usage.completion_tokens,
                 "input_tokens_details": { "cached_tokens": r.usage.cached_tokens },
-                "output_tokens_details": { "reasoning_tokens": 0 } })
+                "output_tokens_details": { "reasoning_tokens": 0 } });
+        if let Some(Value::Object(d)) = openai::prediction_details(r) {
+            u["output_tokens_details"].as_object_mut().expect("an object").extend(d);
+        }
+        u
     });
     json!({ "id": env.id, "object": "response", "created_at": env.created, "status": status, "model": env.model,
             "output": out, "usage": usage, "incomplete_details": incomplete, "error": null,
