@@ -2,7 +2,8 @@
 // with COOP/COEP (cross-origin isolated: the threaded build on 2 threads)
 // greedy ids equal the native build's on the recorded prompts, for SmolLM2,
 // Qwen and Gemma 3; without them the single-thread build is chosen, same
-// ids. With `cache: true` a second load comes from the Cache API.
+// ids. With `cache: true` a second load comes from the Cache API. Speculative
+// (n-gram) decoding gives plain decoding's ids there too.
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -50,6 +51,20 @@ for (const [name, path, file, n, which, records] of [
     });
   });
 }
+
+test('spec: ngram in Chromium (threaded, in the Worker): plain decoding\'s ids and logprobs, drafts counted', async () => {
+  const page = await env.context.newPage();
+  await page.goto(`${env.base}/npm/test-browser/greedy.html`);
+  await page.waitForFunction(() => window.ready === true);
+  const prompt = '1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2,';
+  const r = await page.evaluate(([u, p, n]) => window.speculative(u, p, n), ['/models/smollm2-135m-instruct-q4_1.gguf', prompt, 24]);
+  await page.close();
+  assert.equal(r.info.threaded, true);
+  assert.deepEqual(r.spec.ids, r.plain.ids);
+  assert.deepEqual(r.spec.logprobs, r.plain.logprobs);
+  assert.equal(r.plain.usage.draftTokens, 0);
+  assert.ok(r.spec.usage.draftTokens > 0 && r.spec.usage.acceptedDraftTokens > 0, JSON.stringify(r.spec.usage));
+});
 
 test('not cross-origin isolated: the single-thread build, same ids', async () => {
   const plain = await start({ isolation: false });
