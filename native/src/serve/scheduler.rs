@@ -95,8 +95,8 @@ struct Active {
     phase: Phase,
     /// Tokens this pass feeds it (`plan`); 0 when it sits this pass out.
     step: usize,
-    /// When its last token was heard (its arrival until the first).
-    last_token: Instant,
+    /// When its last token was heard (None before the first).
+    last_token: Option<Instant>,
     /// Positions it may come to hold: prompt and completion, within the context.
     cap: usize,
     /// Its full blocks already in the prefix cache.
@@ -353,7 +353,7 @@ impl Scheduler<'_> {
                 Speculation::new(c, d)
             });
             let phase = Phase::Prefill { next: keep };
-            let (last_token, indexed) = (job.arrived, keep / KV_BLOCK);
+            let (last_token, indexed) = (None, keep / KV_BLOCK);
             slots[i].active = Some(Active { job, seq, phase, step: 0, last_token, cap, indexed, spec, drafted: 0 });
         }
     }
@@ -513,14 +513,13 @@ fn advance(mut a: Active, session: &mut Session, logits: &[f32], vocab: &dyn Voc
 }
 
 /// A token for the client (its text, if any): the time to it observed —
-/// to the first (`last` still the admission's), or since the last.
-fn heard(job: &Job, last: &mut Instant, text: String, logprob: Option<TokenLogprob>, metrics: &Metrics) {
+/// since the request arrived for the first, since the last one after.
+fn heard(job: &Job, last: &mut Option<Instant>, text: String, logprob: Option<TokenLogprob>, metrics: &Metrics) {
     let now = Instant::now();
-    match *last == job.arrived {
-        true => metrics.ttft.observe((now - job.arrived).as_secs_f64()),
-        false => metrics.itl.observe((now - *last).as_secs_f64()),
+    match last.replace(now) {
+        None => metrics.ttft.observe((now - job.arrived).as_secs_f64()),
+        Some(t) => metrics.itl.observe((now - t).as_secs_f64()),
     }
-    *last = now;
     if !text.is_empty() || logprob.is_some() {
         let _ = job.events.send(Update::Token { text, logprob });
     }
@@ -537,7 +536,7 @@ fn advance_drafted(
 ) -> Outcome {
     // (only a decode step of a speculating sequence drafts: `plan`)
     let drafts = a.drafted;
-    let Some(sp) = a.spec.as_ref() else { return Outcome::Failed(a.job, "a draft without its drafter".into()) };
+    let Some(sp) = a.spec.as_mut() else { return Outcome::Failed(a.job, "a draft without its drafter".into()) };
     let mut end = None;
     let (job, last) = (&a.job, &mut a.last_token);
     let v = verify(&mut a.seq, session, rows, &sp.fed()[1..=drafts], vocab, |s: Sampled| {
@@ -548,9 +547,7 @@ fn advance_drafted(
         Ok(v) => v,
         Err(e) => return Outcome::Failed(a.job, e.to_string()),
     };
-    if let Some(sp) = a.spec.as_mut() {
-        sp.record(drafts, v.accepted);
-    }
+    sp.record(drafts, v.accepted);
     metrics.draft_tokens.fetch_add(drafts as u64, Relaxed);
     metrics.draft_accepted.fetch_add(v.accepted as u64, Relaxed);
     a.drafted = 0;
