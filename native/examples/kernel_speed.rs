@@ -20,7 +20,7 @@ fn main() {
     println!("| --- | --- | ---: | ---: |");
     for ty in KERNEL_TYPES.into_iter().filter(|t| wanted.is_empty() || wanted.iter().any(|w| w == t.name())) {
         let (data, n_rows) = random_matrix(ty, n_cols, 64 << 20);
-        let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[] };
+        let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[], rows8: &[] };
         for name in tern::kernels::available() {
             let k = tern::kernels::by_name(name).unwrap();
             let dec = data.len() as f64 / time_matmul(k, &w, &x, 1, now) / 1e9;

@@ -204,7 +204,7 @@ fn amx_tile_state_never_leaks_between_threads_or_calls() {
                 for call in 0..40usize {
                     let (ty, n_cols, (data, n_rows)) = &mats[(thread + call) % mats.len()];
                     let n_tok = shapes[(thread + call) % shapes.len()].2 + call % 5;
-                    let w = QMatrix { ty: *ty, data, n_cols: *n_cols, n_rows: *n_rows, scales: &[] };
+                    let w = QMatrix { ty: *ty, data, n_cols: *n_cols, n_rows: *n_rows, scales: &[], rows8: &[] };
                     let x: Vec<f32> =
                         (0..n_tok * n_cols).map(|i| ((i * 7919 + call) % 2001) as f32 / 1000.0 - 1.0).collect();
                     let mut a = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];

@@ -28,7 +28,7 @@ fn kernel_speed() {
     console_log!("| type | backend | decode GB/s | prefill 16 tok: row·tok/µs |");
     for ty in KERNEL_TYPES {
         let (data, n_rows) = random_matrix(ty, n_cols, 16 << 20);
-        let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[] };
+        let w = QMatrix { ty, data: &data, n_cols, n_rows, scales: &[], rows8: &[] };
         for k in backends {
             let dec = data.len() as f64 / time_matmul(k, &w, &x, 1, now) / 1e9;
             let pre = (n_rows * 16) as f64 / time_matmul(k, &w, &x, 16, now) / 1e6;
@@ -41,7 +41,7 @@ fn kernel_speed() {
         let (data, n_rows) = random_matrix(ty, 576, 16 << 20);
         let wide = wide_scales(ty, &data, 576, n_rows).unwrap_or_default();
         for (how, scales) in [("in blocks", &[][..]), ("widened", &wide[..])] {
-            let w = QMatrix { ty, data: &data, n_cols: 576, n_rows, scales };
+            let w = QMatrix { ty, data: &data, n_cols: 576, n_rows, scales, rows8: &[] };
             let dec = data.len() as f64 / time_matmul(tern_wasm::kernels::backend(), &w, x576, 1, now) / 1e9;
             console_log!("| {} | {how} | {dec:.2} |", ty.name());
         }

@@ -72,11 +72,23 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             // 37 rows: two tiles of 16 (AMX's) and 5 over; 9 elsewhere
             let n_rows = if n_cols == 512 { 37 } else { 9 };
             let w = weights(&mut r, ty, n_cols, n_rows);
-            // the blocks' scales read from the blocks, and widened beside them
+            // the blocks' scales read from the blocks, and widened beside
+            // them; the 8-row groups interleaved, for a backend that reads them
             let wide = quant::wide_scales(ty, &w, n_cols, n_rows).unwrap_or_default();
-            for scales in [&[][..], &wide[..]].into_iter().take(if wide.is_empty() { 1 } else { 2 }) {
-                let m = QMatrix { ty, data: &w, n_cols, n_rows, scales };
-                for &n_tok in &[1usize, 3, 5, 11, 75] {
+            let mut rows8 = Vec::new();
+            if k.reads_rows8(ty) && !quant::rows8::pack(ty, &w, n_cols, n_rows, &mut rows8) {
+                return Err(format!("{}: reads rows8 for {}, which has no such layout", k.name(), ty.name()));
+            }
+            let mut forms = vec![(&[][..], &[][..])];
+            if !wide.is_empty() {
+                forms.push((&wide[..], &[][..]));
+            }
+            if !rows8.is_empty() {
+                forms.push((&[][..], &rows8[..]));
+            }
+            for (scales, rows8) in forms {
+                let m = QMatrix { ty, data: &w, n_cols, n_rows, scales, rows8 };
+                for &n_tok in &[1usize, 3, 5, 8, 11, 75] {
                     let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
                     let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
                     let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];
@@ -118,7 +130,11 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
                                 "{}: matmul {} × {kind}{}, {n_cols} cols, {n_tok} tokens, rows {rows:?}: {got:?} != {want:?}",
                                 k.name(),
                                 ty.name(),
-                                if scales.is_empty() { "" } else { " (widened scales)" }
+                                match (scales.is_empty(), rows8.is_empty()) {
+                                    (false, _) => " (widened scales)",
+                                    (_, false) => " (8-row groups interleaved)",
+                                    _ => "",
+                                }
                             ));
                             }
                         }

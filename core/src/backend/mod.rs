@@ -57,6 +57,10 @@ pub struct QMatrix<'a> {
     /// `quant::wide_scales`, or empty. The same numbers as the blocks'
     /// own fields, so a kernel may read either.
     pub scales: &'a [f32],
+    /// The whole groups of 8 rows in `quant::rows8`'s interleaved layout
+    /// (made at load for a backend that reads it: `Kernels::reads_rows8`),
+    /// or empty. The same numbers as `data`, so a kernel may read either.
+    pub rows8: &'a [u8],
 }
 
 impl<'a> QMatrix<'a> {
@@ -154,6 +158,13 @@ pub trait Kernels: Sync {
     /// (Row-major by output row so a range of rows is one contiguous slice.)
     fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
         scalar::matmul_rows(w, x, n_tok, rows, out)
+    }
+
+    /// Whether `matmul_rows` reads `QMatrix::rows8` for weights of type
+    /// `ty` (so a model loaded for this backend should make it).
+    fn reads_rows8(&self, ty: GgmlType) -> bool {
+        let _ = ty;
+        false
     }
 
     /// `out[t * stride + r] = src[r * n_src + t0 + t]` for `nt` tokens and

@@ -54,7 +54,7 @@ struct EncoderView<'a> {
 impl EncoderView<'_> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
         let data = &self.bufs[t.buf][t.start..t.start + t.len];
-        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &[] }
+        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &[], rows8: &[] }
     }
 }
 

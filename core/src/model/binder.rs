@@ -27,7 +27,7 @@ pub(crate) struct Binder<'d, D: ?Sized> {
 }
 
 fn placeholder(name: String) -> TensorRef {
-    TensorRef { name, ty: GgmlType::F32, buf: 0, start: 0, len: 0, n_cols: 0, n_rows: 0, scales: 0..0 }
+    TensorRef { name, ty: GgmlType::F32, buf: 0, start: 0, len: 0, n_cols: 0, n_rows: 0, scales: 0..0, rows8: 0..0 }
 }
 
 impl<'d, D: TensorDir + ?Sized> Binder<'d, D> {
@@ -94,7 +94,17 @@ impl<'d, D: TensorDir + ?Sized> Binder<'d, D> {
                 type_name: t.ty.name(),
             });
         }
-        TensorRef { name, ty: t.ty, buf: t.buf, start: t.start, len: t.data.len(), n_cols, n_rows, scales: 0..0 }
+        TensorRef {
+            name,
+            ty: t.ty,
+            buf: t.buf,
+            start: t.start,
+            len: t.data.len(),
+            n_cols,
+            n_rows,
+            scales: 0..0,
+            rows8: 0..0,
+        }
     }
 
     /// A vector of `n` values, converted to f32 (when reading).

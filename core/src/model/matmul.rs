@@ -251,7 +251,7 @@ mod tests {
             let data: Vec<u8> = (0..n_rows * n_cols / QK8)
                 .flat_map(|_| [0x00u8, 0x38].into_iter().chain((0..QK8).map(|_| next() as u8)).collect::<Vec<_>>())
                 .collect();
-            let w = QMatrix { ty: GgmlType::Q8_0, data: &data, n_cols, n_rows, scales: &[] };
+            let w = QMatrix { ty: GgmlType::Q8_0, data: &data, n_cols, n_rows, scales: &[], rows8: &[] };
             let bias: Vec<f32> = (0..n_rows).map(|r| r as f32 * 0.25).collect();
             let ws = [(w, Some(&bias[..])), (w, None)];
             for n_tok in [20, 75] {

@@ -47,6 +47,8 @@ pub struct Model<B> {
     bufs: Vec<B>,
     /// Block scales widened to f32 for the kernels (`widen_scales`).
     scales: Vec<f32>,
+    /// Matrices' 8-row groups interleaved for the kernels (`repack_rows8`).
+    rows8: Vec<u8>,
     /// Hyper-parameters.
     pub config: Config,
     /// Where each weight is in the buffers.
@@ -69,7 +71,7 @@ impl<B: AsRef<[u8]>> Model<B> {
                 });
             }
         }
-        Ok(Model { bufs, scales: Vec::new(), config, weights })
+        Ok(Model { bufs, scales: Vec::new(), rows8: Vec::new(), config, weights })
     }
 
     /// The buffers the model reads (the GGUF file is the first and only
@@ -78,16 +80,16 @@ impl<B: AsRef<[u8]>> Model<B> {
         &self.bufs
     }
 
-    /// Bytes of all buffers and widened scales.
+    /// Bytes of all buffers, widened scales and repacked rows.
     pub fn n_bytes(&self) -> usize {
-        self.bufs.iter().map(|b| b.as_ref().len()).sum::<usize>() + self.scales.len() * 4
+        self.bufs.iter().map(|b| b.as_ref().len()).sum::<usize>() + self.scales.len() * 4 + self.rows8.len()
     }
 
     /// The matrix `t` refers to, as the kernels take it.
     pub fn matrix(&self, t: &TensorRef) -> QMatrix<'_> {
         let b = self.bufs[t.buf].as_ref();
-        let data = &b[t.start..t.start + t.len];
-        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &self.scales[t.scales.clone()] }
+        let (scales, rows8) = (&self.scales[t.scales.clone()], &self.rows8[t.rows8.clone()]);
+        QMatrix { ty: t.ty, data: &b[t.start..t.start + t.len], n_cols: t.n_cols, n_rows: t.n_rows, scales, rows8 }
     }
 
     /// Run `f` on a view of the model: its buffers as slices, on the stack
@@ -104,7 +106,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             many = self.bufs.iter().map(AsRef::as_ref).collect();
             &many
         };
-        f(View { config: &self.config, weights: &self.weights, bufs, scales: &self.scales })
+        f(View { config: &self.config, weights: &self.weights, bufs, scales: &self.scales, rows8: &self.rows8 })
     }
 
     /// Bytes `n_seqs` sessions of `n_ctx` positions and `n_batch`-token
@@ -269,13 +271,15 @@ struct View<'a> {
     weights: &'a Weights,
     bufs: &'a [&'a [u8]],
     scales: &'a [f32],
+    rows8: &'a [u8],
 }
 
 impl<'a> View<'a> {
     fn matrix(&self, t: &TensorRef) -> QMatrix<'a> {
         let b = self.bufs[t.buf];
         let data = &b[t.start..t.start + t.len];
-        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales: &self.scales[t.scales.clone()] }
+        let (scales, rows8) = (&self.scales[t.scales.clone()], &self.rows8[t.rows8.clone()]);
+        QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales, rows8 }
     }
 }
 

@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 
 use super::{Model, TensorRef};
-use crate::backend::quant::{self, GgmlType};
+use crate::backend::quant::{self, rows8, GgmlType};
 use crate::error::{Error, Result};
 
 /// What quantizing at load did, for `tern info`.
@@ -102,6 +102,35 @@ impl<B: AsRef<[u8]>> Model<B> {
         let added = self.scales.len() * 4;
         (self, added)
     }
+
+    /// Interleave the whole 8-row groups of every matrix whose type `reads`
+    /// accepts (of those with the layout: Q4_0, Q5_0, Q8_0) beside the
+    /// blocks (`quant::rows8`), for a backend whose kernels read it
+    /// (`Kernels::reads_rows8`). The same numbers, so the same logits.
+    /// Only if the model stays within `max_bytes` and the memory can be
+    /// had; returns the bytes added.
+    pub fn repack_rows8(mut self, reads: impl Fn(GgmlType) -> bool, max_bytes: usize) -> (Model<B>, usize) {
+        let size = |t: &TensorRef| match reads(t.ty) {
+            true => rows8::matrix_bytes(t.ty, t.n_cols, t.n_rows).unwrap_or(0),
+            false => 0,
+        };
+        let n: usize = self.weights.matrices().map(size).sum();
+        if n == 0 || self.n_bytes() + n > max_bytes || self.rows8.try_reserve_exact(n).is_err() {
+            return (self, 0);
+        }
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
+        let out = &mut self.rows8;
+        // (nothing here fails)
+        let _ = self.weights.each_matrix_once(|t| {
+            let at = out.len();
+            if size(t) > 0 && rows8::pack(t.ty, &bufs[t.buf][t.start..t.start + t.len], t.n_cols, t.n_rows, out) {
+                t.rows8 = at..out.len();
+            }
+            Ok(())
+        });
+        let added = self.rows8.len();
+        (self, added)
+    }
 }
 
 /// Weights whose matrices a rewrite visits: each once (a tensor bound
@@ -145,7 +174,7 @@ pub(crate) fn rewrite<B: AsRef<[u8]>>(
                 row(t, r, &mut out)?;
             }
             let len = out.len() - start;
-            *t = TensorRef { ty: to, buf: buf_index, start, len, scales: 0..0, ..t.clone() };
+            *t = TensorRef { ty: to, buf: buf_index, start, len, scales: 0..0, rows8: 0..0, ..t.clone() };
             matrices += 1;
             Ok(())
         })?;

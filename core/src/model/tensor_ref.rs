@@ -26,4 +26,7 @@ pub struct TensorRef {
     /// Where its widened scales are in the model's (`Model::widen_scales`);
     /// empty: none.
     pub scales: core::ops::Range<usize>,
+    /// Where its whole 8-row groups, interleaved (`quant::rows8`), are in
+    /// the model's (`Model::repack_rows8`); empty: none.
+    pub rows8: core::ops::Range<usize>,
 }

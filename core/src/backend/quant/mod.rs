@@ -12,6 +12,7 @@ pub mod q5_1;
 pub mod q5_k;
 pub mod q6_k;
 pub mod q8_0;
+pub mod rows8;
 #[cfg(test)]
 mod tests;
 mod types;

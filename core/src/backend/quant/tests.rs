@@ -71,7 +71,7 @@ fn integer_dots_equal_float_dots_of_the_dequantized_operands() {
     for (ty, bytes, w) in formats() {
         let n = w.len();
         let x = activations(n, 3);
-        let m = QMatrix { ty, data: &bytes, n_cols: n, n_rows: 1, scales: &[] };
+        let m = QMatrix { ty, data: &bytes, n_cols: n, n_rows: 1, scales: &[], rows8: &[] };
         let mut got = [0.0f32];
 
         // exact path: f32 activations
