@@ -272,7 +272,9 @@ fn dequantized_qwen_directory_equals_the_gguf_exact_path() {
 #[test]
 fn q8_0_at_load_runs_the_integer_path() {
     let o = oracle("tiny-llama");
-    let lm = tern::load_with(&tiny("tiny-llama"), &LoadOptions { quantize: Some(GgmlType::Q8_0) }).unwrap();
+    let lm =
+        tern::load_with(&tiny("tiny-llama"), &LoadOptions { quantize: Some(GgmlType::Q8_0), ..Default::default() })
+            .unwrap();
     let r = lm.requantized.expect("reported");
     assert_eq!((r.converted, r.kept), (30, 0));
     assert!(lm.model.weights.matrices().all(|t| t.ty == GgmlType::Q8_0));

@@ -3,7 +3,9 @@
 //! Qwen's logits stay bit-identical, on the default and the exact path;
 //! block scales widened to f32 beside every 32-element block matrix; and
 //! a KV cache of f16 values kept widened to f32 (the wasm build's) gives
-//! the f16 cache's logits.
+//! the f16 cache's logits; and Q5_0/Q8_0 matrices repacked at load in
+//! groups of 8 rows interleaved (the AVX-512 kernels' layout) give the same
+//! logits at every step size a speculative verify step takes.
 
 use tern::Buffer;
 use tern_core::backend::quant::GgmlType;
@@ -97,5 +99,54 @@ fn f16_values_kept_wide_give_the_f16_caches_logits() {
         // and the exact f32 cache is a different one (the test can tell)
         let c = logits_kv(&m, false, KvType::F32, &seq);
         assert!(!bits_equal(&a, &c), "{model}: f32 and f16 caches gave the same logits");
+    }
+}
+
+/// Logits of `seq` fed as a prompt, then steps of 1, 2, 5 and 9 tokens
+/// (a verify step's sizes), every row's.
+fn logits_in_steps(m: &Model<Buffer>, seq: &[u32]) -> Vec<f32> {
+    let e = tern::engine(threads(), false).unwrap();
+    let mut s = m.session_kv(seq.len(), 512, e.kv_type());
+    let steps = [1, 2, 5, 9];
+    let prompt = seq.len() - steps.iter().sum::<usize>();
+    let mut rows = s.forward(m, &e, &seq[..prompt], Logits::All).unwrap().to_vec();
+    let mut at = prompt;
+    for n in steps {
+        rows.extend_from_slice(s.forward(m, &e, &seq[at..at + n], Logits::All).unwrap());
+        at += n;
+    }
+    rows
+}
+
+#[test]
+fn repacked_rows_give_the_same_logits() {
+    let no_repack = tern::LoadOptions { no_repack: true, ..Default::default() };
+    for (model, file) in MODELS {
+        let plain = tern::load_with(&model_path(file), &no_repack).unwrap().bundle.model;
+        assert!(plain.weights.matrices().all(|t| t.rows8.is_empty()), "--no-repack made a copy");
+        let all = |ty: GgmlType| matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0);
+        let fresh = tern::load_with(&model_path(file), &no_repack).unwrap().bundle.model;
+        let (packed, bytes) = fresh.repack_rows8(all, usize::MAX);
+        assert_eq!(packed.n_bytes(), plain.n_bytes() + bytes);
+        let mut covered = 0;
+        for t in packed.weights.matrices() {
+            let want = match all(t.ty) {
+                true => tern_core::backend::quant::rows8::matrix_bytes(t.ty, t.n_cols, t.n_rows).unwrap(),
+                false => 0,
+            };
+            assert_eq!(packed.matrix(t).rows8.len(), want, "{model}: {}", t.name);
+            covered += (want > 0) as usize;
+        }
+        let least = if model.starts_with("qwen") { 100 } else { 1 };
+        assert!(covered >= least, "{model}: its Q5_0/Q8_0 matrices ({covered})");
+        let case = prompt_case(model, "p1");
+        let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated).copied().collect();
+        assert!(seq.len() >= 20, "{model}: {} tokens", seq.len());
+        let (a, b) = (logits_in_steps(&plain, &seq), logits_in_steps(&packed, &seq));
+        assert!(bits_equal(&a, &b), "{model}: repacked logits differ, max |Δ| {}", max_abs_diff(&a, &b));
+        // past the limit: none
+        let (m, bytes) = plain.repack_rows8(all, 1000);
+        assert_eq!(bytes, 0);
+        assert!(m.weights.matrices().all(|t| t.rows8.is_empty()));
     }
 }

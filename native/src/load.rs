@@ -37,6 +37,9 @@ pub struct Loaded {
     pub bundle: Bundle<Buffer>,
     /// What quantizing at load did, if asked.
     pub requantized: Option<Requantized>,
+    /// Bytes of the weights' copy in the kernels' own layout, made at load
+    /// (8 rows interleaved, `Model::repack_rows8`); 0: none.
+    pub repacked: usize,
     /// How long loading took.
     pub load_time: Duration,
 }
@@ -59,6 +62,11 @@ impl std::ops::DerefMut for Loaded {
 pub struct LoadOptions {
     /// Quantize float weights to this block type at load (Q8_0).
     pub quantize: Option<GgmlType>,
+    /// Keep the weights as the file lays them out only: no copy in the
+    /// kernels' own layout (llama.cpp's `--no-repack`), which the AVX-512
+    /// kernels otherwise read for Q4_0, Q5_0 and Q8_0 (faster for a few
+    /// tokens at a time: speculative decoding's verify steps).
+    pub no_repack: bool,
 }
 
 pub(crate) fn map(path: &Path) -> Result<Mmap> {
@@ -81,7 +89,17 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
         }
         None => (bundle, None),
     };
-    Ok(Loaded { bundle, requantized, load_time: t0.elapsed() })
+    let kernels = crate::kernels::select()?;
+    let (bundle, repacked) = match opts.no_repack {
+        true => (bundle, 0),
+        false => {
+            // the copy only where the memory is plainly there: half of what is free
+            let room = usize::try_from(crate::limits::available_memory() / 2).unwrap_or(usize::MAX);
+            let max = bundle.model.n_bytes().saturating_add(room);
+            bundle.map_model(|m| Ok(m.repack_rows8(|ty| kernels.reads_rows8(ty), max)))?
+        }
+    };
+    Ok(Loaded { bundle, requantized, repacked, load_time: t0.elapsed() })
 }
 
 /// Load a GGUF file or an HF model directory as it is.

@@ -60,6 +60,21 @@ fn info_and_errors() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("arch        llama") && s.contains("Q4_1: 210"), "{s}");
 
+    // the AVX-512 kernels' 8-row copy of the Q8_0 matrices, shown; -nr or
+    // the AVX2 kernels: none
+    let info = |kernels: &str, extra: &[&str]| {
+        let out = tern().env("TERN_KERNELS", kernels).args(["info", &smollm2()]).args(extra).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    if tern::kernels::by_name("avx512").is_some() {
+        let s = info("avx512", &[]);
+        assert!(s.contains("repacked    at load for the avx512 kernels, 8 rows interleaved: Q8_0: "), "{s}");
+        for (k, extra) in [("avx512", &["-nr"][..]), ("avx512", &["--no-repack"][..]), ("avx2", &[][..])] {
+            let s = info(k, extra);
+            assert!(!s.contains("repacked") && s.contains("no copy of weights"), "{k} {extra:?}: {s}");
+        }
+    }
+
     let out = tern().args(["info", "/nonexistent.gguf"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.gguf"));

@@ -195,7 +195,7 @@ pub fn run(a: Args) -> Result<()> {
                     "avg_ns": avg_ns as u64, "stddev_ns": stddev_ns as u64, "avg_ts": avg_ts, "stddev_ts": stddev_ts,
                     "samples_ns": s.ns, "samples_ts": ts,
                     "itl_p50_ms": pct(50), "itl_p90_ms": pct(90), "itl_p99_ms": pct(99),
-                    "peak_rss_bytes": rss, "weight_bytes": weight_bytes, "repacked_bytes": 0, "load_ms": load_ms,
+                    "peak_rss_bytes": rss, "weight_bytes": weight_bytes, "repacked_bytes": lm.repacked, "load_ms": load_ms,
                     "tokenize_tokens": side.n_tokens, "tokenize_ms": side.tokenize_ms,
                     "sample_greedy_us": side.greedy_us, "sample_chain_us": side.chain_us,
                 })
@@ -229,10 +229,11 @@ pub fn run(a: Args) -> Result<()> {
     );
     let (ttft, _) = if ttft_ms.is_empty() { (0.0, 0.0) } else { mean_sd(&ttft_ms) };
     println!(
-        "load {load_ms:.0} ms (mmap), time to first token (pp{}) {ttft:.1} ms, peak RSS {:.1} MiB, weights {:.1} MiB, repacked 0 B",
+        "load {load_ms:.0} ms (mmap), time to first token (pp{}) {ttft:.1} ms, peak RSS {:.1} MiB, weights {:.1} MiB, repacked {:.1} MiB",
         a.n_prompt,
         rss as f64 / 1048576.0,
-        weight_bytes as f64 / 1048576.0
+        weight_bytes as f64 / 1048576.0,
+        lm.repacked as f64 / 1048576.0
     );
     Ok(())
 }

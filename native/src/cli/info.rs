@@ -112,6 +112,21 @@ pub fn run(a: Args) -> Result<()> {
             r.kept
         );
     }
+    if lm.repacked > 0 {
+        let kernels = tern::kernels::select()?;
+        let mut n = std::collections::BTreeMap::<&str, usize>::new();
+        for t in w.matrices().filter(|t| !t.rows8.is_empty()) {
+            *n.entry(t.ty.name()).or_default() += 1;
+        }
+        let types: Vec<String> = n.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        line!(
+            out,
+            "repacked    at load for the {} kernels, 8 rows interleaved: {} ({:.1} MiB in memory; --no-repack: none)",
+            kernels.name(),
+            types.join(", "),
+            lm.repacked as f64 / 1048576.0
+        );
+    }
     match &lm.tokenizer {
         Some(tok) => {
             line!(
@@ -147,7 +162,11 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     let loaded_ms = lm.load_time.as_secs_f64() * 1e3;
-    let how = if lm.requantized.is_some() { "mmap, float weights quantized" } else { "mmap, no copy of weights" };
+    let how = match (lm.requantized.is_some(), lm.repacked > 0) {
+        (true, _) => "mmap, float weights quantized",
+        (false, true) => "mmap, a copy of some weights repacked",
+        (false, false) => "mmap, no copy of weights",
+    };
     line!(out, "load        {loaded_ms:.1} ms ({how})");
     line!(out, "kernels     {}", tern::kernels::report()?);
     let _ = std::io::stdout().write_all(out.as_bytes());

@@ -1,5 +1,5 @@
 //! llama.cpp's spellings: its multi-letter flags with one dash (`-hf`,
-//! `-sys`, `-cnv`, `-ngl`, `-np`, `-fa`, `-md`…), which a parser of POSIX short
+//! `-sys`, `-cnv`, `-ngl`, `-np`, `-fa`, `-md`, `-nr`…), which a parser of POSIX short
 //! flags would read as bundles (`-hf` as `-h -f`), rewritten to their long
 //! names before the command line is parsed; and `run -cnv` (llama-cli's
 //! conversation mode) run as `tern chat`, its `-p` the system prompt as
@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 
 /// One-dash flags of llama.cpp's tools and the long flag each is here.
-const ONE_DASH: [(&str, &str); 9] = [
+const ONE_DASH: [(&str, &str); 10] = [
     ("-hf", "--hf-repo"),
     ("-hfr", "--hf-repo"),
     ("-hff", "--hf-file"),
@@ -18,6 +18,7 @@ const ONE_DASH: [(&str, &str); 9] = [
     ("-np", "--parallel"),
     ("-fa", "--flash-attn"),
     ("-md", "--model-draft"),
+    ("-nr", "--no-repack"),
 ];
 
 /// The command line with llama.cpp's one-dash flags as long flags (only

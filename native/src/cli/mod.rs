@@ -111,6 +111,11 @@ pub struct LoadArgs {
     /// attention is always the fused, tiled kind; nothing to switch
     #[arg(long, global = true, value_name = "on|off|auto", num_args = 0..=1, default_missing_value = "on")]
     flash_attn: Option<String>,
+    /// Keep the weights as the file lays them out only: no copy in the
+    /// kernels' own layout (Q4_0/Q5_0/Q8_0, 8 rows interleaved for the
+    /// AVX-512 kernels), as llama.cpp's --no-repack (-nr)
+    #[arg(long, global = true)]
+    no_repack: bool,
 }
 
 impl LoadArgs {
@@ -160,7 +165,7 @@ fn load(path: &std::path::Path, l: &LoadArgs) -> Result<tern::Loaded> {
     if tty {
         eprint!("tern: loading {} ...", path.display());
     }
-    let lm = tern::load_with(path, &tern::LoadOptions { quantize: l.quantize });
+    let lm = tern::load_with(path, &tern::LoadOptions { quantize: l.quantize, no_repack: l.no_repack });
     if tty {
         match &lm {
             Ok(lm) => {

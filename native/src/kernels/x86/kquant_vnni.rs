@@ -37,7 +37,12 @@ pub(super) fn groups8<K: KQuant>(
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn groups8_imp<K: KQuant>(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> usize {
     let nb = w.n_cols / QK_K;
-    each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile::<K>(rws, a, nb, t0, nt))
+    match n_tok {
+        // a speculative verify step: a tile of 8 (the 64-token tile's
+        // sums cost as much to clear as to fill at 2–8 tokens)
+        ..=8 => each_tile8::<8>(w, n_tok, rows, out, |rws, t0, nt| tile::<K, 8>(rws, a, nb, t0, nt)),
+        _ => each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile::<K, NT>(rws, a, nb, t0, nt)),
+    }
 }
 
 /// Four tokens' dots with 4-byte groups `K0..K1` of one run: 8 rows each.
@@ -58,7 +63,13 @@ fn run4<const K0: usize, const K1: usize>(q: &[__m256i; 8], qa: [&[i8; 32]; 4]) 
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn tile<K: KQuant>(rws: &[&[u8]; ROWS], a: &[BlockQ8K], nb: usize, t0: usize, nt: usize) -> [__m256; NT] {
+fn tile<K: KQuant, const NT: usize>(
+    rws: &[&[u8]; ROWS],
+    a: &[BlockQ8K],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [__m256; NT] {
     let ts = K::TYPE.type_size();
     let mut acc = [_mm256_setzero_ps(); NT];
     // tokens past `nt` repeat the last one (their results are dropped)

@@ -72,7 +72,7 @@ fn bits_to_bytes(x: u32) -> __m256i {
 /// `u + 16` in the bytes whose bit of `qh` is set (ggml's fifth bit).
 #[inline]
 #[target_feature(enable = "avx512bw,avx512vl")]
-fn add_fifth_bits(u: __m256i, qh: u32) -> __m256i {
+pub(super) fn add_fifth_bits(u: __m256i, qh: u32) -> __m256i {
     _mm256_mask_add_epi8(u, qh, u, _mm256_set1_epi8(0x10))
 }
 
@@ -83,7 +83,7 @@ fn five_bits(b: &[u8], qs: usize, qh: u32) -> __m256i {
     _mm256_or_si256(nibbles(b, qs), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)))
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 

@@ -184,7 +184,7 @@ fn groups8<T: Block32, const NT: usize>(
 /// `−OFFSET · Σa` of every activation block, in the blocks' order.
 #[inline]
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0]) -> Vec<i32> {
+pub(super) fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0]) -> Vec<i32> {
     a.iter()
         .map(|ab| {
             let c = corr_vnni_imp(T::OFFSET, load32(&ab.qs));

@@ -8,7 +8,8 @@
 //! - `simd`: helpers every kernel shares (loads, sums, transposes, tiles);
 //! - `legacy` / `legacy_prefill` / `legacy_vnni` / `legacy_amx`: the
 //!   32-element formats, AVX2 / AVX2 prefill in 8-row tiles / VNNI / AMX
-//!   tiles in prefill (`tiles`: the tile registers);
+//!   tiles in prefill (`tiles`: the tile registers); `rows8`: those
+//!   without a min from their 8-row interleaved copy made at load (VNNI);
 //! - `kunpack`, `kquant` / `kquant_prefill` / `kquant_vnni` / `kquant_amx`:
 //!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
 //!   tiles / AMX tiles in prefill;
@@ -38,6 +39,7 @@ mod legacy_prefill;
 mod legacy_vnni;
 mod quantize;
 mod reference;
+mod rows8;
 mod simd;
 mod tiles;
 
@@ -88,6 +90,17 @@ impl Cpu {
 /// pp24 +5 %.
 const AMX_MIN_TOKENS: usize = 16;
 
+/// Fewest tokens for a K-quant's 8-row VNNI tiles (fewer: AVX2's rows),
+/// measured (`examples/small_batch`, 4864 columns, n tokens' time over
+/// one's): Q6_K 4 tokens 1.50 → 1.20–1.42, 7: 1.88 → 1.55–1.61; Q4_K no
+/// better below 8 (2 tokens 0.88 → 1.70).
+fn kquant_vnni_min(ty: GgmlType) -> usize {
+    match ty {
+        GgmlType::Q6_K => 4,
+        _ => PREFILL_TILE,
+    }
+}
+
 /// `out = W · x` for `rows` (as `scalar::matmul_rows`): the kernel for
 /// these activations, this weight type and this CPU.
 fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
@@ -115,9 +128,10 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
 }
 
 /// A 32-element format without a min (Q4_0, Q5_0, Q8_0): AMX tiles in
-/// prefill if granted, VNNI if the CPU has it (Qwen pp128 +20 %), else
-/// AVX2 (prefill in 8-row tiles first).
-fn offset_format<T: Block32>(
+/// prefill if granted, VNNI if the CPU has it (Qwen pp128 +20 %) — from
+/// the 8-row interleaved copy where the model has one —, else AVX2
+/// (prefill in 8-row tiles first).
+fn offset_format<T: rows8::Interleaved>(
     cpu: Cpu,
     w: &QMatrix,
     x: Acts,
@@ -128,6 +142,7 @@ fn offset_format<T: Block32>(
 ) {
     match (cpu.amx(), cpu.avx512()) {
         (Some(amx), _) if n_tok >= AMX_MIN_TOKENS => legacy_amx::matmul_rows::<T>(amx, w, a, n_tok, rows, out),
+        (_, Some(vnni)) if !w.rows8.is_empty() => rows8::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
         (_, Some(vnni)) => legacy_vnni::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
         (_, None) => legacy_avx2::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
     }
@@ -161,7 +176,7 @@ fn k_quant<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows:
         return kquant_amx::matmul_rows::<K>(amx, w, a, n_tok, rows, out);
     }
     match cpu.avx512() {
-        Some(t) if n_tok >= PREFILL_TILE => {
+        Some(t) if n_tok >= kquant_vnni_min(w.ty) => {
             let done = kquant_vnni::groups8::<K>(t, w, a, n_tok, rows.clone(), out);
             let (rows, out) = (rows.start + done..rows.end, &mut out[done * n_tok..]);
             kquant::matmul_rows_prefill::<K>(t, w, a, n_tok, rows, out)
@@ -208,9 +223,17 @@ impl Kernels for Avx2 {
     }
 }
 
+/// The types whose 8-row interleaved copy the VNNI kernels read.
+fn reads_rows8(ty: GgmlType) -> bool {
+    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0)
+}
+
 impl Kernels for Avx512 {
     fn name(&self) -> &'static str {
         "avx512"
+    }
+    fn reads_rows8(&self, ty: GgmlType) -> bool {
+        reads_rows8(ty)
     }
     fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
         matmul(Cpu::Avx512(*self), w, x, n_tok, rows, out)
@@ -245,6 +268,9 @@ impl Kernels for Avx512 {
 impl Kernels for Amx {
     fn name(&self) -> &'static str {
         "amx"
+    }
+    fn reads_rows8(&self, ty: GgmlType) -> bool {
+        reads_rows8(ty)
     }
     fn matmul_rows(&self, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
         matmul(Cpu::Amx(*self), w, x, n_tok, rows, out)

@@ -241,15 +241,23 @@ pub(super) fn each_tile8<const NT: usize>(
         let rws: [&[u8]; ROWS] = core::array::from_fn(|i| w.row(r0 + i));
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            for (j, v) in tile(&rws, t0, nt).iter().take(nt).enumerate() {
-                let mut o = [0.0f32; ROWS];
-                // SAFETY: `o` holds 8 f32.
-                unsafe { _mm256_storeu_ps(o.as_mut_ptr(), *v) };
-                for (i, &x) in o.iter().enumerate() {
-                    out[(g * ROWS + i) * n_tok + t0 + j] = x;
-                }
-            }
+            scatter8(&mut out[g * ROWS * n_tok..], n_tok, t0, &tile(&rws, t0, nt)[..nt]);
         }
     }
     n8
+}
+
+/// Tokens `t0..` of 8 rows (one vector a token, a row a lane) laid out as
+/// `out[row * n_tok + token]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn scatter8(out: &mut [f32], n_tok: usize, t0: usize, tokens: &[__m256]) {
+    for (j, v) in tokens.iter().enumerate() {
+        let mut o = [0.0f32; ROWS];
+        // SAFETY: `o` holds 8 f32.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), *v) };
+        for (i, &x) in o.iter().enumerate() {
+            out[i * n_tok + t0 + j] = x;
+        }
+    }
 }

@@ -1,0 +1,257 @@
+//! Q4_0, Q5_0 and Q8_0 read from their 8-row interleaved copy
+//! (`quant::rows8`, made at load) with AVX-512 VNNI. A block of 8 rows is
+//! 4 or 8 loads, already one row per lane: no transpose, and one stream of
+//! bytes per 8 rows. Two groups share each 512-bit register; per token 8
+//! `vpdpbusd` with its activations broadcast, from `−OFFSET · Σa`, then the
+//! reference's float update `acc + (dw · da) · isum` on 16 rows — the
+//! integers and the float order of `legacy_vnni`'s transposed tiles, so the
+//! same bits.
+//!
+//! Any number of tokens: decode reads each group once as one stream; a
+//! speculative verify step's 2–16 tokens share each block's unpacking (the
+//! reason for the layout: bench/NOTES "Issue 48"). The rows of the range
+//! outside whole groups go through `legacy_vnni`.
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::backend::quant::{rows8, BlockQ8_0, GgmlType, QK8};
+use tern_core::backend::{Acts, QMatrix};
+
+use super::cpu::Avx512;
+use super::legacy::{add_fifth_bits, u32_at, Block32, Q4_0, Q5_0, Q8_0};
+use super::legacy_vnni::{self, neg_offset_sums};
+use super::simd::{bcast, load16_at, load32_at, scatter8, PREFETCH, ROWS};
+
+/// A format with the interleaved layout: a group's block as the 8 vectors
+/// of unsigned quants (vector k: elements `4k..4k + 4` of each row).
+pub(super) trait Interleaved: Block32 {
+    const TY: GgmlType;
+    /// # Safety
+    /// The CPU has AVX2 and AVX-512 BW/VL; `b` is a whole group block.
+    unsafe fn weights(b: &[u8]) -> [__m256i; ROWS];
+}
+
+/// The nibbles of Q4_0 and Q5_0: vector p's low nibbles are elements
+/// `4p..`, its high nibbles `16 + 4p..`. (Loops, not closures: a closure
+/// does not inherit the target features, and its intrinsics would stay
+/// calls.)
+#[inline]
+#[target_feature(enable = "avx2")]
+fn nibble_vectors(b: &[u8], at: usize) -> [__m256i; ROWS] {
+    let m = _mm256_set1_epi8(0x0F);
+    let mut v = [_mm256_setzero_si256(); ROWS];
+    for p in 0..4 {
+        let q = load32_at(b, at + 32 * p);
+        v[p] = _mm256_and_si256(q, m);
+        v[p + 4] = _mm256_and_si256(_mm256_srli_epi16::<4>(q), m);
+    }
+    v
+}
+
+/// Q5_0's vectors: the nibbles plus 16 where the masks say.
+#[inline]
+#[target_feature(enable = "avx2,avx512bw,avx512vl")]
+fn five_bit_vectors(b: &[u8]) -> [__m256i; ROWS] {
+    let mut v = nibble_vectors(b, rows8::quants(GgmlType::Q5_0));
+    for (k, v) in v.iter_mut().enumerate() {
+        *v = add_fifth_bits(*v, u32_at(b, rows8::MASKS + 4 * k));
+    }
+    v
+}
+
+/// Q8_0's vectors: already unsigned.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn byte_vectors(b: &[u8]) -> [__m256i; ROWS] {
+    let mut v = [_mm256_setzero_si256(); ROWS];
+    for (k, v) in v.iter_mut().enumerate() {
+        *v = load32_at(b, rows8::quants(GgmlType::Q8_0) + 32 * k);
+    }
+    v
+}
+
+impl Interleaved for Q4_0 {
+    const TY: GgmlType = GgmlType::Q4_0;
+    #[inline(always)]
+    unsafe fn weights(b: &[u8]) -> [__m256i; ROWS] {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { nibble_vectors(b, rows8::quants(Self::TY)) }
+    }
+}
+
+impl Interleaved for Q5_0 {
+    const TY: GgmlType = GgmlType::Q5_0;
+    #[inline(always)]
+    unsafe fn weights(b: &[u8]) -> [__m256i; ROWS] {
+        // SAFETY: the caller guarantees AVX2 and AVX-512 BW/VL.
+        unsafe { five_bit_vectors(b) }
+    }
+}
+
+impl Interleaved for Q8_0 {
+    const TY: GgmlType = GgmlType::Q8_0;
+    #[inline(always)]
+    unsafe fn weights(b: &[u8]) -> [__m256i; ROWS] {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { byte_vectors(b) }
+    }
+}
+
+/// As `scalar::matmul_rows` for format `T`, from `w.rows8` (which the
+/// caller has checked is there).
+pub(super) fn matmul_rows<T: Interleaved>(
+    t: Avx512,
+    w: &QMatrix,
+    x: Acts,
+    a: &[BlockQ8_0],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    // the whole groups inside `rows`; the rows around them as the file has them
+    let g0 = rows.start.div_ceil(ROWS);
+    let g1 = rows.end / ROWS;
+    if g0 >= g1 {
+        return legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows, out);
+    }
+    let (head, body) = out.split_at_mut((g0 * ROWS - rows.start) * n_tok);
+    let (body, tail) = body.split_at_mut((g1 - g0) * ROWS * n_tok);
+    legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows.start..g0 * ROWS, head);
+    // SAFETY: the token proves AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C.
+    unsafe { groups::<T>(w, a, n_tok, g0..g1, body) };
+    legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, g1 * ROWS..rows.end, tail);
+}
+
+/// Groups `gs` for every token, in tiles of one token (decode), 16 (a
+/// verify step: each block unpacked once) or 64 (prefill).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn groups<T: Interleaved>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, gs: Range<usize>, out: &mut [f32]) {
+    let neg_corr = neg_offset_sums::<T>(a);
+    match n_tok {
+        1 => each_group::<T, 1>(w, a, &neg_corr, n_tok, gs, out),
+        2..=16 => each_group::<T, 16>(w, a, &neg_corr, n_tok, gs, out),
+        _ => each_group::<T, 64>(w, a, &neg_corr, n_tok, gs, out),
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn each_group<T: Interleaved, const NT: usize>(
+    w: &QMatrix,
+    a: &[BlockQ8_0],
+    neg_corr: &[i32],
+    n_tok: usize,
+    gs: Range<usize>,
+    out: &mut [f32],
+) {
+    let nb = w.n_cols / QK8;
+    let gb = rows8::bytes(T::TY).unwrap_or(0) * nb;
+    let group = |g: usize| &w.rows8[g * gb..(g + 1) * gb];
+    // two groups at a time, one per half of a 512-bit register
+    let pairs = gs.len() / 2;
+    for i in 0..pairs {
+        let g = gs.start + 2 * i;
+        for t0 in (0..n_tok).step_by(NT) {
+            let nt = NT.min(n_tok - t0);
+            let acc = tile16::<T, NT>(group(g), group(g + 1), a, neg_corr, nb, t0, nt);
+            for (j, v) in acc.iter().take(nt).enumerate() {
+                let halves =
+                    [_mm512_castps512_ps256(*v), _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(*v)))];
+                for (h, half) in halves.into_iter().enumerate() {
+                    scatter8(&mut out[(2 * i + h) * ROWS * n_tok..], n_tok, t0 + j, &[half]);
+                }
+            }
+        }
+    }
+    if gs.len() % 2 == 1 {
+        let i = gs.len() - 1;
+        for t0 in (0..n_tok).step_by(NT) {
+            let nt = NT.min(n_tok - t0);
+            let acc = tile::<T, NT>(group(gs.end - 1), a, neg_corr, nb, t0, nt);
+            scatter8(&mut out[i * ROWS * n_tok..], n_tok, t0, &acc[..nt]);
+        }
+    }
+}
+
+/// `tile` on two groups at once, one per half of each 512-bit register:
+/// the same integers and float operations lane by lane, half the
+/// instructions.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn tile16<T: Interleaved, const NT: usize>(
+    g0: &[u8],
+    g1: &[u8],
+    a: &[BlockQ8_0],
+    neg_corr: &[i32],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [__m512; NT] {
+    let gb = rows8::bytes(T::TY).unwrap_or(0);
+    let mut acc = [_mm512_setzero_ps(); NT];
+    for b in 0..nb {
+        let (b0, b1) = (&g0[b * gb..(b + 1) * gb], &g1[b * gb..(b + 1) * gb]);
+        for line in (0..gb).step_by(64) {
+            // hints only: never dereferenced, never fault
+            _mm_prefetch::<_MM_HINT_T0>(b0.as_ptr().wrapping_add(PREFETCH + line) as *const i8);
+            _mm_prefetch::<_MM_HINT_T0>(b1.as_ptr().wrapping_add(PREFETCH + line) as *const i8);
+        }
+        // SAFETY: this fn enables AVX2 and AVX-512 BW/VL; both are blocks.
+        let (v0, v1) = unsafe { (T::weights(b0), T::weights(b1)) };
+        let mut v = [_mm512_setzero_si512(); ROWS];
+        for k in 0..ROWS {
+            v[k] = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(v0[k]), v1[k]);
+        }
+        let dw = _mm512_cvtph_ps(_mm256_set_m128i(load16_at(b1, rows8::D), load16_at(b0, rows8::D)));
+        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+            let ta = (t0 + j) * nb + b;
+            let ab = &a[ta];
+            let mut s = _mm512_set1_epi32(neg_corr[ta]);
+            for (k, vk) in v.iter().enumerate() {
+                s = _mm512_dpbusd_epi32(s, *vk, _mm512_set1_epi32(bcast(&ab.qs, k)));
+            }
+            let t = _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(s));
+            *acc = _mm512_add_ps(*acc, t);
+        }
+    }
+    acc
+}
+
+/// Tokens `t0..t0 + nt` against one group: per block its 8 weight vectors
+/// and scales once, then for each token the 8 rows' exact dots one per
+/// lane and the float update.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn tile<T: Interleaved, const NT: usize>(
+    group: &[u8],
+    a: &[BlockQ8_0],
+    neg_corr: &[i32],
+    nb: usize,
+    t0: usize,
+    nt: usize,
+) -> [__m256; NT] {
+    let gb = rows8::bytes(T::TY).unwrap_or(0);
+    let mut acc = [_mm256_setzero_ps(); NT];
+    for b in 0..nb {
+        let blk = &group[b * gb..(b + 1) * gb];
+        for line in (0..gb).step_by(64) {
+            // a hint only: never dereferenced, never faults
+            _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().wrapping_add(PREFETCH + line) as *const i8);
+        }
+        // SAFETY: this fn enables AVX2 and AVX-512 BW/VL; `blk` is a block.
+        let v = unsafe { T::weights(blk) };
+        let dw = _mm256_cvtph_ps(load16_at(blk, rows8::D));
+        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+            let ta = (t0 + j) * nb + b;
+            let ab = &a[ta];
+            let mut s = _mm256_set1_epi32(neg_corr[ta]);
+            for (k, vk) in v.iter().enumerate() {
+                s = _mm256_dpbusd_epi32(s, *vk, _mm256_set1_epi32(bcast(&ab.qs, k)));
+            }
+            let t = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab.d)), _mm256_cvtepi32_ps(s));
+            *acc = _mm256_add_ps(*acc, t);
+        }
+    }
+    acc
+}
