@@ -148,35 +148,27 @@ fn each_group<T: Interleaved, const NT: usize>(
     let nb = w.n_cols / QK8;
     let gb = rows8::bytes(T::TY).unwrap_or(0) * nb;
     let group = |g: usize| &w.rows8[g * gb..(g + 1) * gb];
-    // two groups at a time, one per half of a 512-bit register
-    let pairs = gs.len() / 2;
-    for i in 0..pairs {
+    // two groups at a time, one per half of a 512-bit register (an odd
+    // last group twice, its second half dropped)
+    for i in 0..gs.len().div_ceil(2) {
         let g = gs.start + 2 * i;
+        let n = (gs.end - g).min(2);
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            let acc = tile16::<T, NT>(group(g), group(g + 1), a, neg_corr, nb, t0, nt);
+            let acc = tile16::<T, NT>(group(g), group(g + n - 1), a, neg_corr, nb, t0, nt);
             for (j, v) in acc.iter().take(nt).enumerate() {
-                let halves =
-                    [_mm512_castps512_ps256(*v), _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(*v)))];
-                for (h, half) in halves.into_iter().enumerate() {
+                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(*v)));
+                for (h, half) in [_mm512_castps512_ps256(*v), hi].into_iter().enumerate().take(n) {
                     scatter8(&mut out[(2 * i + h) * ROWS * n_tok..], n_tok, t0 + j, &[half]);
                 }
             }
         }
     }
-    if gs.len() % 2 == 1 {
-        let i = gs.len() - 1;
-        for t0 in (0..n_tok).step_by(NT) {
-            let nt = NT.min(n_tok - t0);
-            let acc = tile::<T, NT>(group(gs.end - 1), a, neg_corr, nb, t0, nt);
-            scatter8(&mut out[i * ROWS * n_tok..], n_tok, t0, &acc[..nt]);
-        }
-    }
 }
 
-/// `tile` on two groups at once, one per half of each 512-bit register:
-/// the same integers and float operations lane by lane, half the
-/// instructions.
+/// Tokens `t0..t0 + nt` against two groups, one per half of each 512-bit
+/// register: per block their 8 weight vectors and scales once, then for
+/// each token the 16 rows' exact dots one per lane and the float update.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn tile16<T: Interleaved, const NT: usize>(
@@ -213,44 +205,6 @@ fn tile16<T: Interleaved, const NT: usize>(
             }
             let t = _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab.d)), _mm512_cvtepi32_ps(s));
             *acc = _mm512_add_ps(*acc, t);
-        }
-    }
-    acc
-}
-
-/// Tokens `t0..t0 + nt` against one group: per block its 8 weight vectors
-/// and scales once, then for each token the 8 rows' exact dots one per
-/// lane and the float update.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn tile<T: Interleaved, const NT: usize>(
-    group: &[u8],
-    a: &[BlockQ8_0],
-    neg_corr: &[i32],
-    nb: usize,
-    t0: usize,
-    nt: usize,
-) -> [__m256; NT] {
-    let gb = rows8::bytes(T::TY).unwrap_or(0);
-    let mut acc = [_mm256_setzero_ps(); NT];
-    for b in 0..nb {
-        let blk = &group[b * gb..(b + 1) * gb];
-        for line in (0..gb).step_by(64) {
-            // a hint only: never dereferenced, never faults
-            _mm_prefetch::<_MM_HINT_T0>(blk.as_ptr().wrapping_add(PREFETCH + line) as *const i8);
-        }
-        // SAFETY: this fn enables AVX2 and AVX-512 BW/VL; `blk` is a block.
-        let v = unsafe { T::weights(blk) };
-        let dw = _mm256_cvtph_ps(load16_at(blk, rows8::D));
-        for (j, acc) in acc.iter_mut().enumerate().take(nt) {
-            let ta = (t0 + j) * nb + b;
-            let ab = &a[ta];
-            let mut s = _mm256_set1_epi32(neg_corr[ta]);
-            for (k, vk) in v.iter().enumerate() {
-                s = _mm256_dpbusd_epi32(s, *vk, _mm256_set1_epi32(bcast(&ab.qs, k)));
-            }
-            let t = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab.d)), _mm256_cvtepi32_ps(s));
-            *acc = _mm256_add_ps(*acc, t);
         }
     }
     acc
