@@ -21,7 +21,7 @@ use tern_core::backend::{Acts, QMatrix};
 use super::cpu::Avx512;
 use super::legacy::{add_fifth_bits, u32_at, Block32, Q4_0, Q5_0, Q8_0};
 use super::legacy_vnni::{self, neg_offset_sums};
-use super::simd::{bcast, load16_at, load32_at, scatter8, PREFETCH, ROWS};
+use super::simd::{bcast, load16_at, load32_at, prefetch, scatter8, PREFETCH, ROWS};
 
 /// A format with the interleaved layout: a group's block as the 8 vectors
 /// of unsigned quants (vector k: elements `4k..4k + 4` of each row).
@@ -185,9 +185,7 @@ fn tile16<T: Interleaved, const NT: usize>(
     for b in 0..nb {
         let (b0, b1) = (&g0[b * gb..(b + 1) * gb], &g1[b * gb..(b + 1) * gb]);
         for line in (0..gb).step_by(64) {
-            // hints only: never dereferenced, never fault
-            _mm_prefetch::<_MM_HINT_T0>(b0.as_ptr().wrapping_add(PREFETCH + line) as *const i8);
-            _mm_prefetch::<_MM_HINT_T0>(b1.as_ptr().wrapping_add(PREFETCH + line) as *const i8);
+            prefetch(&[b0, b1], PREFETCH + line);
         }
         // SAFETY: this fn enables AVX2 and AVX-512 BW/VL; both are blocks.
         let (v0, v1) = unsafe { (T::weights(b0), T::weights(b1)) };
