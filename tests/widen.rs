@@ -130,7 +130,9 @@ fn repacked_rows_give_the_same_logits() {
         assert_eq!(packed.n_bytes(), plain.n_bytes() + bytes);
         let mut covered = 0;
         for t in packed.weights.matrices() {
-            let want = match all(t.ty) {
+            // an embedding table not tied to the head is only looked up
+            let lookup_only = !packed.weights.tied_output && t.name == packed.weights.token_embd.name;
+            let want = match all(t.ty) && !lookup_only {
                 true => tern_core::backend::quant::rows8::matrix_bytes(t.ty, t.n_cols, t.n_rows).unwrap(),
                 false => 0,
             };

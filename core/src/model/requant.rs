@@ -109,8 +109,11 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// (`Kernels::reads_rows8`). The same numbers, so the same logits.
     /// Only if the model stays within `max_bytes` and the memory can be
     /// had; returns the bytes added.
+    /// An embedding table that is not also the head is only looked up by
+    /// row, never multiplied: it stays as it is.
     pub fn repack_rows8(mut self, reads: impl Fn(GgmlType) -> bool, max_bytes: usize) -> (Model<B>, usize) {
-        let size = |t: &TensorRef| match reads(t.ty) {
+        let lookup_only = (!self.weights.tied_output).then(|| self.weights.token_embd.name.clone());
+        let size = |t: &TensorRef| match reads(t.ty) && lookup_only.as_ref() != Some(&t.name) {
             true => rows8::matrix_bytes(t.ty, t.n_cols, t.n_rows).unwrap_or(0),
             false => 0,
         };
