@@ -19,18 +19,21 @@ fn transpose_imp(src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32
     let nr = src.len() / n_src;
     let (r8, t8) = (nr / 8 * 8, nt / 8 * 8);
     for r in (0..r8).step_by(8) {
+        let at = |i: usize, t: usize| src[(r + i) * n_src + t0 + t];
         for t in (0..t8).step_by(8) {
             let rows = core::array::from_fn(|i| _mm256_castps_si256(loadf(src, (r + i) * n_src + t0 + t)));
             for (j, v) in transpose8(&rows).into_iter().enumerate() {
                 storef(out, (t + j) * stride + r, _mm256_castsi256_ps(v));
             }
         }
+        // the tokens past t8 (all of them when a task has fewer than 8, as
+        // a verify step's): each token's 8 rows still one store
+        for t in t8..nt {
+            let v = _mm256_set_ps(at(7, t), at(6, t), at(5, t), at(4, t), at(3, t), at(2, t), at(1, t), at(0, t));
+            storef(out, t * stride + r, v);
+        }
     }
-    // the ragged edges: the tokens past t8 of the first r8 rows, and the
-    // rows past r8
-    if t8 < nt {
-        scalar::transpose(&src[..r8 * n_src], n_src, t0 + t8, nt - t8, &mut out[t8 * stride..], stride);
-    }
+    // the rows past r8
     if r8 < nr {
         scalar::transpose(&src[r8 * n_src..], n_src, t0, nt, &mut out[r8..], stride);
     }

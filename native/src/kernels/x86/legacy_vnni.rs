@@ -171,29 +171,52 @@ fn groups8<T: Block32, const NT: usize>(
 ) -> usize {
     let nb = w.n_cols / QK8;
     // prefill: every (token, block)'s `−OFFSET · Σa`, once for all row groups
-    let neg_corr = if NT > 1 { neg_offset_sums::<T>(a) } else { Vec::new() };
-    each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| {
-        if NT > 1 {
-            tile_transposed::<T, NT>(rws, a, &neg_corr, nb, t0, nt)
-        } else {
-            tile8::<T, NT>(rws, a, nb, t0, nt)
-        }
-    })
+    if rows.len() < ROWS {
+        return 0;
+    }
+    if NT == 1 {
+        return each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile8::<T, NT>(rws, a, nb, t0, nt));
+    }
+    let (mut stack, mut heap) = ([0; NEG_SUMS_ON_STACK], Vec::new());
+    let neg_corr = neg_offset_sums_in::<T>(a, &mut stack, &mut heap);
+    each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile_transposed::<T, NT>(rws, a, neg_corr, nb, t0, nt))
 }
 
-/// `−OFFSET · Σa` of every activation block, in the blocks' order.
+/// `−OFFSET · Σa` of every activation block, in the blocks' order, into
+/// `out` (as long as `a`).
 #[inline]
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vnni")]
-pub(super) fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0]) -> Vec<i32> {
-    a.iter()
-        .map(|ab| {
-            let c = corr_vnni_imp(T::OFFSET, load32(&ab.qs));
-            let s = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256::<1>(c));
-            let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-            let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s));
-            -_mm_cvtsi128_si32(s)
-        })
-        .collect()
+pub(super) fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0], out: &mut [i32]) {
+    for (ab, o) in a.iter().zip(out) {
+        let c = corr_vnni_imp(T::OFFSET, load32(&ab.qs));
+        let s = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256::<1>(c));
+        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s));
+        *o = -_mm_cvtsi128_si32(s);
+    }
+}
+
+/// Activation blocks whose `−OFFSET · Σa` a kernel call keeps on the stack
+/// (a verify step's few tokens; a longer prefill allocates).
+pub(super) const NEG_SUMS_ON_STACK: usize = 2048;
+
+/// [`neg_offset_sums`] of `a` in `stack` when they fit (decode and verify
+/// steps come here a few times a layer), else in `heap`.
+#[inline]
+#[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) fn neg_offset_sums_in<'s, T: Block32>(
+    a: &[BlockQ8_0],
+    stack: &'s mut [i32; NEG_SUMS_ON_STACK],
+    heap: &'s mut Vec<i32>,
+) -> &'s [i32] {
+    let out = if a.len() <= NEG_SUMS_ON_STACK {
+        &mut stack[..a.len()]
+    } else {
+        heap.resize(a.len(), 0);
+        &mut heap[..]
+    };
+    neg_offset_sums::<T>(a, out);
+    out
 }
 
 /// Prefill tile, weights transposed once per block: for each token the 8

@@ -20,7 +20,7 @@ use tern_core::backend::{Acts, QMatrix};
 
 use super::cpu::Avx512;
 use super::legacy::{add_fifth_bits, u32_at, Block32, Q4_0, Q5_0, Q8_0};
-use super::legacy_vnni::{self, neg_offset_sums};
+use super::legacy_vnni::{self, neg_offset_sums_in, NEG_SUMS_ON_STACK};
 use super::simd::{bcast, load16_at, load32_at, prefetch, scatter8, PREFETCH, ROWS};
 
 /// A format with the interleaved layout: a group's block as the 8 vectors
@@ -117,21 +117,26 @@ pub(super) fn matmul_rows<T: Interleaved>(
     }
     let (head, body) = out.split_at_mut((g0 * ROWS - rows.start) * n_tok);
     let (body, tail) = body.split_at_mut((g1 - g0) * ROWS * n_tok);
-    legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows.start..g0 * ROWS, head);
+    if !head.is_empty() {
+        legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows.start..g0 * ROWS, head);
+    }
     // SAFETY: the token proves AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C.
     unsafe { groups::<T>(w, a, n_tok, g0..g1, body) };
-    legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, g1 * ROWS..rows.end, tail);
+    if !tail.is_empty() {
+        legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, g1 * ROWS..rows.end, tail);
+    }
 }
 
 /// Groups `gs` for every token, in tiles of one token (decode), 16 (a
 /// verify step: each block unpacked once) or 64 (prefill).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn groups<T: Interleaved>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, gs: Range<usize>, out: &mut [f32]) {
-    let neg_corr = neg_offset_sums::<T>(a);
+    let (mut stack, mut heap) = ([0; NEG_SUMS_ON_STACK], Vec::new());
+    let neg_corr = neg_offset_sums_in::<T>(a, &mut stack, &mut heap);
     match n_tok {
-        1 => each_group::<T, 1>(w, a, &neg_corr, n_tok, gs, out),
-        2..=16 => each_group::<T, 16>(w, a, &neg_corr, n_tok, gs, out),
-        _ => each_group::<T, 64>(w, a, &neg_corr, n_tok, gs, out),
+        1 => each_group::<T, 1>(w, a, neg_corr, n_tok, gs, out),
+        2..=16 => each_group::<T, 16>(w, a, neg_corr, n_tok, gs, out),
+        _ => each_group::<T, 64>(w, a, neg_corr, n_tok, gs, out),
     }
 }
 
