@@ -124,7 +124,10 @@ fn repacked_rows_give_the_same_logits() {
     for (model, file) in MODELS {
         let plain = tern::load_with(&model_path(file), &no_repack).unwrap().bundle.model;
         assert!(plain.weights.matrices().all(|t| t.rows8.is_empty()), "--no-repack made a copy");
-        let all = |ty: GgmlType| matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0);
+        let all = |ty: GgmlType| {
+            use GgmlType::*;
+            matches!(ty, Q4_0 | Q5_0 | Q8_0 | Q4_K | Q6_K)
+        };
         let fresh = tern::load_with(&model_path(file), &no_repack).unwrap().bundle.model;
         let (packed, bytes) = fresh.repack_rows8(all, usize::MAX);
         assert_eq!(packed.n_bytes(), plain.n_bytes() + bytes);
@@ -140,7 +143,12 @@ fn repacked_rows_give_the_same_logits() {
             covered += (want > 0) as usize;
         }
         let least = if model.starts_with("qwen") { 100 } else { 1 };
-        assert!(covered >= least, "{model}: its Q5_0/Q8_0 matrices ({covered})");
+        assert!(covered >= least, "{model}: its Q5_0/Q8_0/K-quant matrices ({covered})");
+        if model.starts_with("qwen") {
+            // the K-quants' layout too: its ffn_down are Q4_K and Q6_K
+            let k = |ty| packed.weights.matrices().any(|t| t.ty == ty && !t.rows8.is_empty());
+            assert!(k(GgmlType::Q4_K) && k(GgmlType::Q6_K), "{model}: Q4_K and Q6_K repacked");
+        }
         let case = prompt_case(model, "p1");
         let seq: Vec<u32> = case.input_ids.iter().chain(&case.generated).copied().collect();
         assert!(seq.len() >= 20, "{model}: {} tokens", seq.len());

@@ -64,8 +64,9 @@ pub struct LoadOptions {
     pub quantize: Option<GgmlType>,
     /// Keep the weights as the file lays them out only: no copy in the
     /// kernels' own layout (llama.cpp's `--no-repack`), which the AVX-512
-    /// kernels otherwise read for Q4_0, Q5_0 and Q8_0 (faster for a few
-    /// tokens at a time: speculative decoding's verify steps).
+    /// kernels otherwise read for Q4_0, Q5_0, Q8_0, Q4_K and Q6_K (faster
+    /// in decode and for a few tokens at a time: speculative decoding's
+    /// verify steps).
     pub no_repack: bool,
 }
 

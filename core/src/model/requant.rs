@@ -104,7 +104,7 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 
     /// Interleave the whole 8-row groups of every matrix whose type `reads`
-    /// accepts (of those with the layout: Q4_0, Q5_0, Q8_0) beside the
+    /// accepts (of those with the layout: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) beside the
     /// blocks (`quant::rows8`), for a backend whose kernels read it
     /// (`Kernels::reads_rows8`). The same numbers, so the same logits.
     /// Only if the model stays within `max_bytes` and the memory can be

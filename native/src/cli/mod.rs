@@ -112,7 +112,7 @@ pub struct LoadArgs {
     #[arg(long, global = true, value_name = "on|off|auto", num_args = 0..=1, default_missing_value = "on")]
     flash_attn: Option<String>,
     /// Keep the weights as the file lays them out only: no copy in the
-    /// kernels' own layout (Q4_0/Q5_0/Q8_0, 8 rows interleaved for the
+    /// kernels' own layout (Q4_0/Q5_0/Q8_0/Q4_K/Q6_K, 8 rows interleaved for the
     /// AVX-512 kernels), as llama.cpp's --no-repack (-nr)
     #[arg(long, global = true)]
     no_repack: bool,

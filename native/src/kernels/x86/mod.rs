@@ -12,7 +12,8 @@
 //!   without a min from their 8-row interleaved copy made at load (VNNI);
 //! - `kunpack`, `kquant` / `kquant_prefill` / `kquant_vnni` / `kquant_amx`:
 //!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
-//!   tiles / AMX tiles in prefill;
+//!   tiles / AMX tiles in prefill; `kquant_rows8`: Q4_K and Q6_K from their
+//!   8-row interleaved copy (VNNI);
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
 //!   rows by four tokens in AVX-512 registers;
 //! - `attention`, `exp`: attention and the exponential (softmax, SiLU);
@@ -30,6 +31,7 @@ mod exp;
 mod kquant;
 mod kquant_amx;
 mod kquant_prefill;
+mod kquant_rows8;
 mod kquant_vnni;
 mod kunpack;
 mod layout;
@@ -166,15 +168,31 @@ fn legacy_avx2<T: Block32, A: Act32>(
     legacy::matmul_rows::<T, A>(avx2, w, x, a, n_tok, rows, out)
 }
 
-/// A K-quant: prefill on AMX tiles where granted, else with AVX-512 in
-/// 8-row VNNI tiles, then 4-row tiles of
-/// 8 tokens; with AVX2 alone in 8-row tiles, then 4-row ones; decode always
-/// AVX2's rows (measured: Qwen tg 1 thread
-/// 38 vs 28 tok/s with the 4-token tiles).
+/// A K-quant: prefill on AMX tiles where granted; else with AVX-512 from
+/// the 8-row interleaved copy where the model has one (the rows outside
+/// whole groups as below); else from the file's blocks (`k_quant_file`).
 fn k_quant<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     if let Some(amx) = cpu.amx().filter(|_| n_tok >= AMX_MIN_TOKENS) {
         return kquant_amx::matmul_rows::<K>(amx, w, a, n_tok, rows, out);
     }
+    match cpu.avx512() {
+        Some(t) if !w.rows8.is_empty() => {
+            let file = |rows: Range<usize>, out: &mut [f32]| k_quant_file::<K>(cpu, w, a, n_tok, rows, out);
+            rows8::by_groups(rows, n_tok, out, file, |gs, out| {
+                if !kquant_rows8::matmul_groups(t, w, a, n_tok, gs.clone(), out) {
+                    file(gs.start * simd::ROWS..gs.end * simd::ROWS, out)
+                }
+            })
+        }
+        _ => k_quant_file::<K>(cpu, w, a, n_tok, rows, out),
+    }
+}
+
+/// A K-quant from the file's blocks: with AVX-512 in 8-row VNNI tiles,
+/// then 4-row tiles of 8 tokens; with AVX2 alone in 8-row tiles, then
+/// 4-row ones; decode always AVX2's rows (measured: Qwen tg 1 thread 38
+/// vs 28 tok/s with the 4-token tiles).
+fn k_quant_file<K: KQuant>(cpu: Cpu, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     match cpu.avx512() {
         Some(t) if n_tok >= kquant_vnni_min(w.ty) => {
             let done = kquant_vnni::groups8::<K>(t, w, a, n_tok, rows.clone(), out);
@@ -225,7 +243,7 @@ impl Kernels for Avx2 {
 
 /// The types whose 8-row interleaved copy the VNNI kernels read.
 fn reads_rows8(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0)
+    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0) || kquant_rows8::reads(ty)
 }
 
 impl Kernels for Avx512 {

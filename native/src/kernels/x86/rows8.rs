@@ -109,21 +109,41 @@ pub(super) fn matmul_rows<T: Interleaved>(
     rows: Range<usize>,
     out: &mut [f32],
 ) {
-    // the whole groups inside `rows`; the rows around them as the file has them
+    by_groups(
+        rows,
+        n_tok,
+        out,
+        |rows, out| legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows, out),
+        |gs, out| {
+            // SAFETY: the token proves AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C.
+            unsafe { groups::<T>(w, a, n_tok, gs, out) }
+        },
+    )
+}
+
+/// Split `rows` (outputs `out`, `n_tok` a row) into the whole 8-row
+/// groups inside them, which go to `groups`, and the rows around them,
+/// which go to `edge` (as the file has them).
+pub(super) fn by_groups(
+    rows: Range<usize>,
+    n_tok: usize,
+    out: &mut [f32],
+    mut edge: impl FnMut(Range<usize>, &mut [f32]),
+    groups: impl FnOnce(Range<usize>, &mut [f32]),
+) {
     let g0 = rows.start.div_ceil(ROWS);
     let g1 = rows.end / ROWS;
     if g0 >= g1 {
-        return legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows, out);
+        return edge(rows, out);
     }
     let (head, body) = out.split_at_mut((g0 * ROWS - rows.start) * n_tok);
     let (body, tail) = body.split_at_mut((g1 - g0) * ROWS * n_tok);
     if !head.is_empty() {
-        legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, rows.start..g0 * ROWS, head);
+        edge(rows.start..g0 * ROWS, head);
     }
-    // SAFETY: the token proves AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C.
-    unsafe { groups::<T>(w, a, n_tok, g0..g1, body) };
+    groups(g0..g1, body);
     if !tail.is_empty() {
-        legacy_vnni::matmul_rows::<T>(t, w, x, a, n_tok, g1 * ROWS..rows.end, tail);
+        edge(g1 * ROWS..rows.end, tail);
     }
 }
 
@@ -133,34 +153,43 @@ pub(super) fn matmul_rows<T: Interleaved>(
 fn groups<T: Interleaved>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, gs: Range<usize>, out: &mut [f32]) {
     let (mut stack, mut heap) = ([0; NEG_SUMS_ON_STACK], Vec::new());
     let neg_corr = neg_offset_sums_in::<T>(a, &mut stack, &mut heap);
+    let nb = w.n_cols / QK8;
+    let gb = rows8::bytes(T::TY).unwrap_or(0);
     match n_tok {
-        1 => each_group::<T, 1>(w, a, neg_corr, n_tok, gs, out),
-        2..=16 => each_group::<T, 16>(w, a, neg_corr, n_tok, gs, out),
-        _ => each_group::<T, 64>(w, a, neg_corr, n_tok, gs, out),
+        1 => each_pair::<1>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 1>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
+        2..=16 => each_pair::<16>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 16>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
+        _ => each_pair::<64>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 64>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
     }
 }
 
+/// Groups `gs` of an interleaved copy (`group_bytes` each), two at a
+/// time, one per half of each 512-bit register (an odd last group twice,
+/// its second half dropped): `tile(first, second, t0, nt)` gives tokens
+/// `t0..t0 + nt`'s sums of their 16 rows, laid out as `out[row · n_tok +
+/// token]`.
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn each_group<T: Interleaved, const NT: usize>(
-    w: &QMatrix,
-    a: &[BlockQ8_0],
-    neg_corr: &[i32],
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn each_pair<const NT: usize>(
+    rows8: &[u8],
+    group_bytes: usize,
     n_tok: usize,
     gs: Range<usize>,
     out: &mut [f32],
+    mut tile: impl FnMut(&[u8], &[u8], usize, usize) -> [__m512; NT],
 ) {
-    let nb = w.n_cols / QK8;
-    let gb = rows8::bytes(T::TY).unwrap_or(0) * nb;
-    let group = |g: usize| &w.rows8[g * gb..(g + 1) * gb];
-    // two groups at a time, one per half of a 512-bit register (an odd
-    // last group twice, its second half dropped)
+    let group = |g: usize| &rows8[g * group_bytes..(g + 1) * group_bytes];
     for i in 0..gs.len().div_ceil(2) {
         let g = gs.start + 2 * i;
         let n = (gs.end - g).min(2);
         for t0 in (0..n_tok).step_by(NT) {
             let nt = NT.min(n_tok - t0);
-            let acc = tile16::<T, NT>(group(g), group(g + n - 1), a, neg_corr, nb, t0, nt);
+            let acc = tile(group(g), group(g + n - 1), t0, nt);
             for (j, v) in acc.iter().take(nt).enumerate() {
                 let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(*v)));
                 for (h, half) in [_mm512_castps512_ps256(*v), hi].into_iter().enumerate().take(n) {
