@@ -1,7 +1,7 @@
-//! Every region covers its output once, with the right chunk indices,
-//! whether spread by rayon's jobs or by spinning helpers beside the caller
-//! — also when several threads post regions at once and when the helpers
-//! have gone back to sleep.
+//! Every region covers its output once, with the right chunk indices, on
+//! one worker or with spinning helpers beside the caller — also when
+//! several threads post regions at once and when the helpers have gone
+//! back to sleep.
 
 use tern_core::backend::Parallel;
 use tern_threads::Threads;
