@@ -32,8 +32,9 @@ fn rows_per_task(n_rows: usize, workers: usize) -> usize {
     n_rows.div_ceil(workers * 4).max(1)
 }
 
-/// Rows per parallel task when several matrices share one region: a
-/// multiple of the kernels' 4-row groups that divides every matrix.
+/// Rows per parallel task when several matrices share one region are a
+/// multiple of this, which divides every matrix (so a task's rows start
+/// on the kernels' 8-row groups).
 const FUSED_ROWS: usize = 16;
 
 /// `outs[i] = x · ws[i]ᵀ (+ biases[i])` for matrices that read the same
@@ -77,7 +78,12 @@ pub fn matmul(
         return;
     }
     let total: usize = ws.iter().map(|(w, _)| w.n_rows).sum();
-    let rows = if ws.len() > 1 { FUSED_ROWS } else { rows_per_task(total, e.par.n_workers()) };
+    // (fused: whole 16-row groups, a few tasks per worker — one 16-row
+    // task each cost a verify step of 7 tokens at 2 threads 25 → 33 ms)
+    let rows = match ws.len() {
+        1 => rows_per_task(total, e.par.n_workers()),
+        _ => rows_per_task(total, e.par.n_workers()).next_multiple_of(FUSED_ROWS),
+    };
     let mm = &mut mm[..n_tok * total];
     // a run of chunks is one kernel call per matrix it touches (each call
     // prepares the activations for its rows again)
@@ -111,6 +117,8 @@ pub fn matmul(
         if n_tok == 1 {
             out.copy_from_slice(src);
             add_bias(out, *bias);
+        } else if out.len() <= SERIAL_TRANSPOSE {
+            per_chunk(0, out);
         } else {
             e.par.for_each_chunk(out, block * nr, &per_chunk);
         }
@@ -179,6 +187,11 @@ fn token_rows(a: Acts, tokens: Range<usize>, n_tok: usize) -> Acts {
 
 /// Tokens per task when laying matmul outputs out by token.
 const TRANSPOSE_TOKENS: usize = 16;
+
+/// Outputs laid out by token on the calling thread, up to this many (a
+/// verify step's few tokens; a parallel region each cost more than the
+/// transpose: Qwen, 7 regions a layer).
+const SERIAL_TRANSPOSE: usize = 1 << 16;
 
 /// `out` (tokens × rows) += the bias row, if any.
 fn add_bias(out: &mut [f32], bias: Option<&[f32]>) {
