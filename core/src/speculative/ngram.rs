@@ -17,6 +17,13 @@ const N_MIN: usize = 2;
 /// Tokens searched back from the end, at most: the lookup's cost is
 /// bounded whatever the context.
 const WINDOW: usize = 1 << 16;
+/// Drafted tokens per token of the match, at most: a match of 2 tokens is
+/// weak evidence of what follows, one of 8 strong (the step simulator,
+/// bench/NOTES "Issue 48 (fourth steps)").
+const PER_MATCHED: usize = 2;
+/// Earlier occurrences of the match whose continuations are compared (the
+/// latest ones).
+const CANDIDATES: usize = 8;
 
 /// The n-gram drafter.
 #[derive(Debug, Default, Clone)]
@@ -29,22 +36,31 @@ impl Drafter for Ngram {
         // the sequence is history + [last]; at index history.len() is last
         let at = |i: usize| if i < history.len() { history[i] } else { last };
         let len = history.len() + 1;
-        // one pass, latest first: the earlier position `end` whose run of
+        // one pass, latest first: the earlier positions `end` whose run of
         // tokens before it matches the sequence's last tokens longest (up
-        // to N_MAX; the latest of equals)
-        let mut best = (0, 0);
+        // to N_MAX), the latest CANDIDATES of them
+        let (mut best, mut ends, mut n_ends) = (0, [0usize; CANDIDATES], 0);
         for end in (1..len).rev() {
             let n = (1..=N_MAX.min(end)).take_while(|&i| at(end - i) == at(len - i)).count();
-            if n > best.0 {
-                best = (n, end);
-                if n == N_MAX {
-                    break;
-                }
+            if n > best {
+                (best, ends[0], n_ends) = (n, end, 1);
+            } else if n == best && n > 0 && n_ends < CANDIDATES {
+                ends[n_ends] = end;
+                n_ends += 1;
             }
         }
-        if best.0 >= N_MIN {
-            out.extend((best.1..len).take(max).map(at));
+        if best < N_MIN {
+            return Ok(());
         }
+        // what followed the latest, as far as the others agree with it (an
+        // edit made once may be made again: a point where they part is a
+        // guess), at least one token
+        let first = ends[0];
+        let mut m = (len - first).min(max).min(PER_MATCHED * best);
+        for &e in &ends[1..n_ends] {
+            m = (0..m).take_while(|&i| e + i < len && at(e + i) == at(first + i)).count();
+        }
+        out.extend((first..first + m.max(1).min(len - first).min(max)).map(at));
         Ok(())
     }
 }
@@ -64,10 +80,17 @@ mod tests {
 
     #[test]
     fn proposes_what_followed_the_longest_match() {
-        // "1 2 3 4 5 … 1 2 3" → "4 5 …"
+        // "1 2 3 4 5 … 1 2 3" → "4 5 …", at most 2 per matched token
         assert_eq!(draft(&[1, 2, 3, 4, 5, 6, 9, 1, 2], 3, 3), [4, 5, 6]);
-        // the latest occurrence wins; a continuation may run into the end
-        assert_eq!(draft(&[7, 8, 1, 7, 8, 2, 7], 8, 8), [2, 7, 8]);
+        assert_eq!(draft(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2], 3, 8), [4, 5, 6, 7, 8, 9]);
+        // a continuation may run into the end
+        assert_eq!(draft(&[3, 7, 8, 2, 7], 8, 8), [2, 7, 8]);
+        // the latest occurrence's, cut where an earlier one parts from it
+        assert_eq!(draft(&[7, 8, 1, 7, 8, 2, 7], 8, 8), [2]);
+        // two occurrences whose continuations part at once: one token;
+        // after two: those two
+        assert_eq!(draft(&[5, 6, 1, 2, 8, 5, 6, 3, 4, 9, 5], 6, 8), [3]);
+        assert_eq!(draft(&[5, 6, 1, 2, 8, 5, 6, 1, 2, 9, 5], 6, 8), [1, 2]);
         // nothing repeats: no draft; a lone token is not a match
         assert!(draft(&[1, 2, 3, 4], 5, 4).is_empty());
         assert!(draft(&[5, 1, 2], 5, 4).is_empty());
@@ -75,15 +98,22 @@ mod tests {
         assert!(draft(&[1, 2, 3, 1, 2], 3, 0).is_empty());
     }
 
-    /// The definition, one n-gram length at a time (longest first, the
-    /// latest occurrence).
+    /// The definition, one n-gram length at a time (longest first): what
+    /// followed its latest occurrence, at most `PER_MATCHED` tokens per
+    /// matched one, cut where one of the next latest `CANDIDATES - 1`
+    /// occurrences' continuation parts from it (at least one token).
     fn by_definition(seq: &[u32], max: usize) -> Vec<u32> {
         let len = seq.len();
         for n in (N_MIN..=N_MAX.min(len.saturating_sub(1))).rev() {
             let tail = len - n;
-            if let Some(j) = (0..tail).rev().find(|&j| seq[j..j + n] == seq[tail..]) {
-                return seq[j + n..].iter().take(max).copied().collect();
+            let js: Vec<usize> = (0..tail).rev().filter(|&j| seq[j..j + n] == seq[tail..]).take(CANDIDATES).collect();
+            let Some(&j) = js.first() else { continue };
+            let cont = |j: usize| &seq[j + n..];
+            let mut m = cont(j).len().min(max).min(PER_MATCHED * n);
+            for &k in &js[1..] {
+                m = cont(k).iter().zip(cont(j)).take(m).take_while(|(a, b)| a == b).count();
             }
+            return cont(j).iter().take(m.max(1).min(max)).copied().collect();
         }
         Vec::new()
     }
