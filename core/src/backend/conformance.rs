@@ -88,7 +88,7 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
             }
             for (scales, rows8) in forms {
                 let m = QMatrix { ty, data: &w, n_cols, n_rows, scales, rows8 };
-                for &n_tok in &[1usize, 3, 5, 8, 11, 75] {
+                for &n_tok in &[1usize, 2, 3, 4, 5, 8, 11, 16, 75] {
                     let x: Vec<f32> = (0..n_tok * n_cols).map(|i| r.f32(if i % 13 == 0 { 8.0 } else { 1.0 })).collect();
                     let mut q0 = vec![BlockQ8_0::ZERO; n_tok * n_cols / QK8];
                     let mut q1 = vec![BlockQ8_1::ZERO; n_tok * n_cols / QK8];

@@ -147,8 +147,11 @@ pub(super) fn by_groups(
     }
 }
 
-/// Groups `gs` for every token, in tiles of one token (decode), 16 (a
-/// verify step: each block unpacked once) or 64 (prefill).
+/// Groups `gs` for every token, in tiles of one token (decode), of
+/// exactly 2, 3 or 4 or else 8 or 16 (a verify step: each block unpacked
+/// once; an exact small tile keeps its sums in registers — `small_batch
+/// q4_k 4864`, 4 tokens 0.84 → 0.55 of one token's file-layout time), or
+/// 64 (prefill).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn groups<T: Interleaved>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, gs: Range<usize>, out: &mut [f32]) {
     let (mut stack, mut heap) = ([0; NEG_SUMS_ON_STACK], Vec::new());
@@ -159,7 +162,19 @@ fn groups<T: Interleaved>(w: &QMatrix, a: &[BlockQ8_0], n_tok: usize, gs: Range<
         1 => each_pair::<1>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
             tile16::<T, 1>(g0, g1, a, neg_corr, nb, t0, nt)
         }),
-        2..=16 => each_pair::<16>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+        2 => each_pair::<2>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 2>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
+        3 => each_pair::<3>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 3>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
+        4 => each_pair::<4>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 4>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
+        5..=8 => each_pair::<8>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
+            tile16::<T, 8>(g0, g1, a, neg_corr, nb, t0, nt)
+        }),
+        9..=16 => each_pair::<16>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
             tile16::<T, 16>(g0, g1, a, neg_corr, nb, t0, nt)
         }),
         _ => each_pair::<64>(w.rows8, gb * nb, n_tok, gs, out, |g0, g1, t0, nt| {
