@@ -13,8 +13,9 @@ reports them — without the timing noise, so rules can be compared.
 
     bench/spec/simulate.py MODEL.gguf [--threads 2] [--n 128]
 
-The rule replayed is `Speculation::record`'s (core/src/speculative/mod.rs):
-keep the two in step when either changes.
+The rule replayed is `Speculation::record`'s (core/src/speculative/mod.rs)
+and the drafter `Ngram`'s (core/src/speculative/ngram.rs): keep them in
+step when either changes.
 """
 
 import argparse
@@ -23,33 +24,46 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# ms of one forward of n rows (all rows' logits), Qwen2.5-Coder-0.5B Q4_K_M,
-# 2 threads, this host (bench/NOTES "Issue 48 (second steps)"); past 16 a
-# rough slope
-COST_2T = {1: 31, 2: 33, 3: 39, 4: 45, 5: 51, 6: 55, 7: 58, 8: 61, 9: 70, 10: 75, 11: 77, 12: 79, 13: 83,
-           14: 86, 15: 89, 16: 92}
+# ms of one verify step of n rows (all rows' logits), back to back as in
+# decoding, Qwen2.5-Coder-0.5B Q4_K_M, medians of 3 (bench/NOTES "Issue 48
+# (fourth steps)": a host without AMX, the K-quants repacked, spinning
+# helpers; 7, 9, 11, 13-15 interpolated); past 16 a rough slope
+COSTS = {
+    '1': [30.2, 33.8, 35.7, 37.9, 40.2, 43.2, 45.6, 48.0, 50.8, 53.5, 56.3, 59.0, 62.6, 66.2, 69.8, 73.4],
+    '2': [14.4, 17.5, 18.2, 19.7, 20.9, 23.2, 25.2, 27.1, 28.7, 30.2, 31.9, 33.6, 35.8, 38.0, 40.1, 42.3],
+}
+COST = COSTS['2']
 
 
 def cost(n):
-    return COST_2T[n] if n in COST_2T else COST_2T[16] + (n - 16) * 5
+    return COST[n - 1] if n <= len(COST) else COST[-1] + (n - len(COST)) * (COST[-1] - COST[-2])
 
 
-def ngram_draft(seq, max_len, n_max=8, n_min=2):
+def ngram_draft(seq, max_len, n_max=8, n_min=2, per_matched=2, candidates=8):
     """tern's `Ngram`: what followed the latest earlier occurrence of the
-    longest tail of 8 … 2 tokens."""
+    longest tail of 8 … 2 tokens, at most 2 tokens per matched one, cut
+    where the next latest occurrences' continuations part from it."""
     size = len(seq)
     for n in range(min(n_max, size - 1), n_min - 1, -1):
         tail = seq[size - n:]
-        for j in range(size - n - 1, -1, -1):
-            if seq[j:j + n] == tail:
-                return seq[j + n:j + n + max_len]
+        js = [j for j in range(size - n - 1, -1, -1) if seq[j:j + n] == tail][:candidates]
+        if js:
+            first = seq[js[0] + n:]
+            m = min(len(first), max_len, per_matched * n)
+            for j in js[1:]:
+                c = seq[j + n:]
+                k = 0
+                while k < min(len(c), m) and c[k] == first[k]:
+                    k += 1
+                m = k
+            return first[:min(max(m, 1), max_len)]
     return []
 
 
 class Rule:
     """`Speculation`'s draft length and pauses (n_max 8, n_min 0)."""
 
-    def __init__(self, n_max=8, min_k=2, grace=2):
+    def __init__(self, n_max=8, min_k=2, grace=3):
         self.n_max, self.min_k, self.grace = n_max, min_k, grace
         self.k, self.rest, self.misses = n_max, 0, 0
 
@@ -95,6 +109,8 @@ def main():
     ap.add_argument('--threads', default='2')
     ap.add_argument('--n', type=int, default=128)
     o = ap.parse_args()
+    global COST
+    COST = COSTS[o.threads]
     tern = ROOT / 'target/release/tern'
     totals = {}
     for line in open(ROOT / 'bench/spec/prompts.jsonl'):
