@@ -19,8 +19,8 @@ use tern_core::backend::QMatrix;
 
 use super::cpu::Avx512;
 use super::kunpack::{KQuant, Q4K, Q6K};
-use super::rows8::each_pair;
-use super::simd::{bcast, load16_at, load32_at, prefetch, PREFETCH, ROWS};
+use super::rows8::{block_pair, each_pair, join};
+use super::simd::{bcast, load16_at, load32_at, ROWS};
 
 /// A K-quant with the interleaved layout.
 pub(super) trait KInterleaved: KQuant {
@@ -172,18 +172,11 @@ fn tile16<K: KInterleaved, const NT: usize>(
     let gb = rows8::bytes(K::TYPE).unwrap_or(0);
     let mut acc = [_mm512_setzero_ps(); NT];
     for b in 0..nb {
-        let (b0, b1) = (&g0[b * gb..(b + 1) * gb], &g1[b * gb..(b + 1) * gb]);
-        for line in (0..gb).step_by(64) {
-            prefetch(&[b0, b1], PREFETCH + line);
-        }
+        let (b0, b1) = block_pair(g0, g1, b, gb);
         let mut isum = [_mm512_setzero_si512(); NT];
         for j in 0..8 {
             // SAFETY: this fn enables AVX2; both are group blocks.
-            let (v0, v1) = unsafe { (K::run(b0, j), K::run(b1, j)) };
-            let mut v = [_mm512_setzero_si512(); ROWS];
-            for k in 0..ROWS {
-                v[k] = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(v0[k]), v1[k]);
-            }
+            let v = join(unsafe { (K::run(b0, j), K::run(b1, j)) });
             if K::RUN_SCALE {
                 let sc = lanes16(b0, b1, K::SCALES + ROWS * j, false);
                 for (t, isum) in isum.iter_mut().enumerate().take(nt) {

@@ -232,16 +232,9 @@ fn tile16<T: Interleaved, const NT: usize>(
     let gb = rows8::bytes(T::TY).unwrap_or(0);
     let mut acc = [_mm512_setzero_ps(); NT];
     for b in 0..nb {
-        let (b0, b1) = (&g0[b * gb..(b + 1) * gb], &g1[b * gb..(b + 1) * gb]);
-        for line in (0..gb).step_by(64) {
-            prefetch(&[b0, b1], PREFETCH + line);
-        }
+        let (b0, b1) = block_pair(g0, g1, b, gb);
         // SAFETY: this fn enables AVX2 and AVX-512 BW/VL; both are blocks.
-        let (v0, v1) = unsafe { (T::weights(b0), T::weights(b1)) };
-        let mut v = [_mm512_setzero_si512(); ROWS];
-        for k in 0..ROWS {
-            v[k] = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(v0[k]), v1[k]);
-        }
+        let v = join(unsafe { (T::weights(b0), T::weights(b1)) });
         let dw = _mm512_cvtph_ps(_mm256_set_m128i(load16_at(b1, rows8::D), load16_at(b0, rows8::D)));
         for (j, acc) in acc.iter_mut().enumerate().take(nt) {
             let ta = (t0 + j) * nb + b;
@@ -255,4 +248,26 @@ fn tile16<T: Interleaved, const NT: usize>(
         }
     }
     acc
+}
+
+/// Block `b` (`gb` bytes) of each of two groups, the lines ahead of them
+/// prefetched.
+#[inline(always)]
+pub(super) fn block_pair<'g>(g0: &'g [u8], g1: &'g [u8], b: usize, gb: usize) -> (&'g [u8], &'g [u8]) {
+    let (b0, b1) = (&g0[b * gb..(b + 1) * gb], &g1[b * gb..(b + 1) * gb]);
+    for line in (0..gb).step_by(64) {
+        prefetch(&[b0, b1], PREFETCH + line);
+    }
+    (b0, b1)
+}
+
+/// Two groups' 8 vectors, one group a half of each 512-bit register.
+#[inline]
+#[target_feature(enable = "avx2,avx512f")]
+pub(super) fn join((v0, v1): ([__m256i; ROWS], [__m256i; ROWS])) -> [__m512i; ROWS] {
+    let mut v = [_mm512_setzero_si512(); ROWS];
+    for k in 0..ROWS {
+        v[k] = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(v0[k]), v1[k]);
+    }
+    v
 }
