@@ -37,18 +37,30 @@ fn at(j: usize, l: usize, r: usize) -> ((usize, u32), (usize, u32)) {
 }
 
 /// A file block `src` as row `r` of the group block `o` (zeroed before
-/// its first row).
+/// its first row), four elements at a time: run j's elements `4k..4k + 4`
+/// are four consecutive bytes of the file's `ql` (its half j / 4, nibble
+/// (j % 4) / 2) and of its `qh` (bits `2(j % 4)..`, where this layout
+/// keeps them).
 pub(super) fn pack_block(src: &[u8], r: usize, o: &mut [u8]) {
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let mut or_at = |i: usize, v: u32| {
+        let w = u32_at(o, i) | v;
+        o[i..i + 4].copy_from_slice(&w.to_le_bytes());
+    };
+    for j in 0..8 {
+        let (half, q) = (j / 4, j % 4);
+        for k in 0..8 {
+            let l = 4 * k;
+            let lo = (u32_at(src, q6_k::QL + 64 * half + 32 * (q % 2) + l) >> (4 * (q / 2))) & 0x0F0F_0F0F;
+            let hi = u32_at(src, q6_k::QH + 32 * half + l) & (0x0303_0303 << (2 * q));
+            let ((at_lo, sl), (at_hi, _)) = at(j, l, r);
+            or_at(at_lo, lo << sl);
+            or_at(at_hi, hi);
+        }
+    }
     o[D + 2 * r..][..2].copy_from_slice(&src[q6_k::D..q6_k::D + 2]);
     for g in 0..16 {
         o[SCALES + ROWS * g + r] = src[q6_k::SCALES + g];
-    }
-    let file = q6_k::unpack(src);
-    for (e, &q) in file.q.iter().enumerate() {
-        let u = (q + 32) as u8;
-        let ((lo, sl), (hi, sh)) = at(e / 32, e % 32, r);
-        o[lo] |= (u & 0xF) << sl;
-        o[hi] |= (u >> 4) << sh;
     }
 }
 
