@@ -60,7 +60,8 @@ impl Drafter for Ngram {
         for &e in &ends[1..n_ends] {
             m = (0..m).take_while(|&i| e + i < len && at(e + i) == at(first + i)).count();
         }
-        out.extend((first..first + m.max(1).min(len - first).min(max)).map(at));
+        // (m ≤ len − first, which is at least 1)
+        out.extend((first..first + m.max(1).min(max)).map(at));
         Ok(())
     }
 }

@@ -170,13 +170,13 @@ fn groups8<T: Block32, const NT: usize>(
     out: &mut [f32],
 ) -> usize {
     let nb = w.n_cols / QK8;
-    // prefill: every (token, block)'s `−OFFSET · Σa`, once for all row groups
     if rows.len() < ROWS {
         return 0;
     }
     if NT == 1 {
         return each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile8::<T, NT>(rws, a, nb, t0, nt));
     }
+    // prefill: every (token, block)'s `−OFFSET · Σa`, once for all row groups
     let (mut stack, mut heap) = ([0; NEG_SUMS_ON_STACK], Vec::new());
     let neg_corr = neg_offset_sums_in::<T>(a, &mut stack, &mut heap);
     each_tile8::<NT>(w, n_tok, rows, out, |rws, t0, nt| tile_transposed::<T, NT>(rws, a, neg_corr, nb, t0, nt))
