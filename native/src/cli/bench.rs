@@ -39,6 +39,11 @@ pub struct Args {
     /// Tokens per forward step during prefill
     #[arg(short = 'b', long, default_value_t = 512)]
     n_batch: usize,
+    /// tg as speculative verify steps of this many tokens: each step feeds
+    /// them with every row's logits and takes all but the first back, so
+    /// tg's t/s counts steps (the cost curve `bench/spec/simulate.py` prices)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    verify: u16,
     #[command(flatten)]
     spec: super::speculative::SpecArgs,
     /// With --spec or --model-draft: the chat prompts to decode (JSONL of
@@ -110,7 +115,8 @@ pub fn run(a: Args) -> Result<()> {
     let weight_bytes: usize = m.weights.matrices().map(|t| t.len).sum();
     let mut rng = Rng::new(42);
     let mut rand_tokens = |n: usize| (0..n).map(|_| (rng.next_u64() % nv) as u32).collect::<Vec<u32>>();
-    let n_ctx = a.n_depth.saturating_add(a.n_prompt.max(a.n_gen)).saturating_add(1);
+    let verify = a.verify as usize;
+    let n_ctx = a.n_depth.saturating_add(a.n_prompt.max(a.n_gen)).saturating_add(verify);
     tern::limits::check_sessions(&lm, 1, n_ctx, a.n_batch, a.kv_type)?;
     for &t in &a.threads {
         tern::limits::check_threads(t)?;
@@ -156,11 +162,17 @@ pub fn run(a: Args) -> Result<()> {
                 Sample { n_prompt: 0, n_gen: a.n_gen, n_threads: threads_n(&threads), ns: vec![], itl_ns: vec![] };
             for _ in 0..a.reps {
                 to_depth(&mut session, &e)?;
-                let toks = rand_tokens(a.n_gen);
+                let toks = rand_tokens(a.n_gen + verify - 1);
                 let t0 = Instant::now();
-                for &tok in &toks {
+                for i in 0..a.n_gen {
                     let ts = Instant::now();
-                    session.forward(m, &e, &[tok], Logits::Last)?;
+                    if verify == 1 {
+                        session.forward(m, &e, &toks[i..=i], Logits::Last)?;
+                    } else {
+                        let kept = session.tokens().len() + 1;
+                        session.forward(m, &e, &toks[i..i + verify], Logits::All)?;
+                        session.truncate(kept);
+                    }
                     s.itl_ns.push(ts.elapsed().as_nanos() as u64);
                 }
                 s.ns.push(t0.elapsed().as_nanos() as u64);
@@ -191,7 +203,7 @@ pub fn run(a: Args) -> Result<()> {
                     "model_type": format!("{} {}", m.config.arch.name(), m.config.name),
                     "model_size": weight_bytes, "n_batch": a.n_batch, "n_ubatch": a.n_batch,
                     "n_threads": s.n_threads, "type_k": a.kv_type.name(), "type_v": a.kv_type.name(),
-                    "n_prompt": s.n_prompt, "n_gen": s.n_gen, "n_depth": a.n_depth,
+                    "n_prompt": s.n_prompt, "n_gen": s.n_gen, "n_depth": a.n_depth, "verify": verify,
                     "avg_ns": avg_ns as u64, "stddev_ns": stddev_ns as u64, "avg_ts": avg_ts, "stddev_ts": stddev_ts,
                     "samples_ns": s.ns, "samples_ts": ts,
                     "itl_p50_ms": pct(50), "itl_p90_ms": pct(90), "itl_p99_ms": pct(99),
@@ -210,7 +222,11 @@ pub fn run(a: Args) -> Result<()> {
         let n = (s.n_prompt + s.n_gen) as f64;
         let ts: Vec<f64> = s.ns.iter().map(|&ns| n / (ns as f64 / 1e9)).collect();
         let (avg, sd) = mean_sd(&ts);
-        let test = if s.n_prompt > 0 { format!("pp{}", s.n_prompt) } else { format!("tg{}", s.n_gen) };
+        let test = match (s.n_prompt, verify) {
+            (0, 1) => format!("tg{}", s.n_gen),
+            (0, v) => format!("tg{} verify {v}", s.n_gen),
+            (p, _) => format!("pp{p}"),
+        };
         let test = if a.n_depth > 0 { format!("{test} @ d{}", a.n_depth) } else { test };
         let mut itl = s.itl_ns.clone();
         itl.sort_unstable();
