@@ -12,16 +12,16 @@ use crate::backend::tiles;
 /// Output rows computed per chunk of the output head (bounds `mm`).
 pub const HEAD_TOKENS: usize = 16;
 
-/// Most query heads of one KV head attended together (their outputs side
-/// by side in a task's room).
+/// Most queries of one KV head attended together (heads of it, or heads
+/// times tokens of a verify step: side by side in a task's room).
 pub(super) const MAX_GROUP: usize = 16;
 
-/// Scratch a head's attention task holds beyond its outputs: the outputs
-/// of a KV head's queries and the kernels' work for a run of up to
-/// `n_batch` queries (or a KV head's).
+/// Scratch a head's attention task holds beyond its outputs: up to
+/// `MAX_GROUP` queries of a KV head gathered side by side and their
+/// outputs, and the kernels' work for a run of up to `n_batch` queries
+/// (or `MAX_GROUP`).
 pub(super) fn per_head_room(c: &Config, n_batch: usize) -> usize {
-    let group = MAX_GROUP.min(c.n_head / c.n_head_kv);
-    group * c.head_dim + tiles::work_len(c.head_dim, n_batch.max(group))
+    2 * MAX_GROUP * c.head_dim + tiles::work_len(c.head_dim, n_batch.max(MAX_GROUP))
 }
 
 /// A forward pass's working buffers, sized for a maximum batch (the
