@@ -4,7 +4,7 @@
 Greedy output does not depend on drafting, and an n-gram draft depends only
 on the tokens before it, so one plain run of each prompt fixes every step a
 rule would take. This replays `bench/spec/prompts.jsonl`'s greedy outputs
-under tern's n-gram lookup (8 down to 2 tokens, the latest occurrence) with
+under tern's n-gram lookup (8 down to 1 token, the latest occurrences) with
 a draft-length rule, and prices each step with a measured cost curve: the
 milliseconds of a forward of n rows, every row's logits (bench/NOTES
 "Issue 48 (second steps)"). It prints the ratio plain/speculative, the
@@ -39,25 +39,29 @@ def cost(n):
     return COST[n - 1] if n <= len(COST) else COST[-1] + (n - len(COST)) * (COST[-1] - COST[-2])
 
 
-def ngram_draft(seq, max_len, n_max=8, n_min=2, per_matched=2, candidates=8):
-    """tern's `Ngram`: what followed the latest earlier occurrence of the
-    longest tail of 8 … 2 tokens, at most 2 tokens per matched one, cut
-    where the next latest occurrences' continuations part from it."""
+def ngram_draft(seq, max_len, n_max=8, per_matched=2, candidates=8):
+    """tern's `Ngram`: (draft, weak) — what followed the latest earlier
+    occurrence of the longest tail of 8 … 1 tokens, at most 2 tokens per
+    matched one (a lone token counting two), cut where the next latest
+    occurrences' continuations part from it; a lone token's draft is weak
+    (its miss does not count) and may be empty."""
     size = len(seq)
-    for n in range(min(n_max, size - 1), n_min - 1, -1):
+    for n in range(min(n_max, size - 1), 0, -1):
         tail = seq[size - n:]
         js = [j for j in range(size - n - 1, -1, -1) if seq[j:j + n] == tail][:candidates]
         if js:
             first = seq[js[0] + n:]
-            m = min(len(first), max_len, per_matched * n)
+            m = min(len(first), max_len, per_matched * max(n, 2))
             for j in js[1:]:
                 c = seq[j + n:]
                 k = 0
                 while k < min(len(c), m) and c[k] == first[k]:
                     k += 1
                 m = k
-            return first[:min(max(m, 1), max_len)]
-    return []
+            if n == 1:
+                return first[:m], True
+            return first[:min(max(m, 1), max_len)], False
+    return [], False
 
 
 class Rule:
@@ -73,8 +77,8 @@ class Rule:
             return 0
         return self.k
 
-    def record(self, drafted, accepted):
-        if drafted == 0:
+    def record(self, drafted, accepted, weak=False):
+        if drafted == 0 or (accepted == 0 and weak):
             return
         k = self.k * 2 if accepted == drafted else max(accepted + 1, self.k // 2, self.min_k)
         self.k = max(1, min(k, self.n_max))
@@ -91,13 +95,13 @@ def replay(prompt, ids, rule, max_tokens):
     while i < len(ids):
         room = max_tokens - i - 1
         k = min(rule.length(), max(room, 0))
-        draft = ngram_draft(hist + [ids[i - 1]], k) if k > 0 else []
+        draft, weak = ngram_draft(hist + [ids[i - 1]], k) if k > 0 else ([], False)
         a = 0
         while a < len(draft) and i + a < len(ids) and draft[a] == ids[i + a]:
             a += 1
         t += cost(1 + len(draft))
         steps, drafted, accepted = steps + 1, drafted + len(draft), accepted + a
-        rule.record(len(draft), a)
+        rule.record(len(draft), a, weak)
         hist += ids[i - 1:i + a]
         i += a + 1
     return (len(ids) - 1) * cost(1), t, steps, drafted, accepted

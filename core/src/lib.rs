@@ -95,7 +95,7 @@ pub use reasoning::{Parts, Reasoning, ReasoningFormat, ReasoningSplit, ThinkMark
 #[cfg(feature = "std")]
 pub use request::{Prepared, Prompt, Request, MAX_STOPS};
 pub use sampler::{SamplerConfig, Sampling, Stage};
-pub use speculative::{DraftModel, Drafter, Ngram, SpecConfig, Speculation, Speculative, MAX_DRAFT};
+pub use speculative::{DraftModel, Drafter, Evidence, Ngram, SpecConfig, Speculation, Speculative, MAX_DRAFT};
 #[cfg(feature = "std")]
 pub use tokenizer::Tokenizer;
 #[cfg(feature = "std")]

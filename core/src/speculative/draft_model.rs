@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 use core::ops::Deref;
 
-use super::Drafter;
+use super::{Drafter, Evidence};
 use crate::error::Result;
 use crate::model::{Engine, Logits, Model, Session};
 use crate::sampler::argmax;
@@ -38,7 +38,7 @@ where
     M: Deref<Target = Model<B>> + Send,
     B: AsRef<[u8]>,
 {
-    fn draft(&mut self, e: &Engine, history: &[u32], last: u32, max: usize, out: &mut Vec<u32>) -> Result<()> {
+    fn draft(&mut self, e: &Engine, history: &[u32], last: u32, max: usize, out: &mut Vec<u32>) -> Result<Evidence> {
         out.clear();
         let s = &mut self.session;
         // keep what the draft's cache shares with the sequence, all but
@@ -65,7 +65,7 @@ where
             }
             logits = s.forward(&self.model, e, &[id], Logits::Last)?;
         }
-        Ok(())
+        Ok(Evidence::Firm)
     }
 }
 

@@ -99,12 +99,31 @@ impl Speculative {
     }
 }
 
+/// What a draft rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// A model's prediction, or a match of several tokens: a draft of it
+    /// that misses says the next drafts may miss too.
+    Firm,
+    /// A guess (one token's earlier occurrence): its miss neither
+    /// shortens nor pauses the drafts after it.
+    Weak,
+}
+
 /// Proposes the tokens likely to come next.
 pub trait Drafter: Send {
     /// Up to `max` tokens to follow `history` then `last` (the sequence so
     /// far: the session's tokens and the one about to be fed), into `out`
-    /// (cleared first). `engine` runs a draft model's passes.
-    fn draft(&mut self, engine: &Engine, history: &[u32], last: u32, max: usize, out: &mut Vec<u32>) -> Result<()>;
+    /// (cleared first), and what they rest on. `engine` runs a draft
+    /// model's passes.
+    fn draft(
+        &mut self,
+        engine: &Engine,
+        history: &[u32],
+        last: u32,
+        max: usize,
+        out: &mut Vec<u32>,
+    ) -> Result<Evidence>;
 }
 
 /// One sequence's speculation: its drafter and settings, and the draft
@@ -118,6 +137,8 @@ pub struct Speculation {
     rest: usize,
     /// Drafts in a row that had nothing accepted.
     misses: u32,
+    /// What the last step's draft rested on.
+    evidence: Evidence,
     /// The step's tokens: the one to feed, then the draft.
     fed: Vec<u32>,
 }
@@ -125,7 +146,7 @@ pub struct Speculation {
 impl Speculation {
     /// Speculate with `drafter` as `cfg` says.
     pub fn new(cfg: SpecConfig, drafter: Box<dyn Drafter>) -> Speculation {
-        Speculation { k: cfg.n_max, cfg, drafter, rest: 0, misses: 0, fed: Vec::new() }
+        Speculation { k: cfg.n_max, cfg, drafter, rest: 0, misses: 0, evidence: Evidence::Firm, fed: Vec::new() }
     }
 
     /// The tokens the next step of `session` feeds: `last`, then a draft
@@ -149,12 +170,15 @@ impl Speculation {
         if self.rest > 0 {
             self.rest -= 1;
         } else if max > 0 {
-            if let Err(e) = self.drafter.draft(engine, history, last, max, &mut draft) {
-                // (the step still feeds `last`)
-                draft.clear();
-                draft.push(last);
-                self.fed = draft;
-                return Err(e);
+            match self.drafter.draft(engine, history, last, max, &mut draft) {
+                Ok(evidence) => self.evidence = evidence,
+                Err(e) => {
+                    // (the step still feeds `last`)
+                    draft.clear();
+                    draft.push(last);
+                    self.fed = draft;
+                    return Err(e);
+                }
             }
             draft.truncate(max);
             if let Some(i) = draft.iter().position(|&id| id as usize >= n_vocab) {
@@ -180,9 +204,10 @@ impl Speculation {
     /// what was taken, or half the last length if more, and never below
     /// `MIN_K`; a run of drafts with nothing taken pauses drafting from its
     /// `GRACE + 1`-th miss, for 1, 3, 7 … 63 steps, so text the drafter
-    /// cannot guess costs little.
+    /// cannot guess costs little. A [`Evidence::Weak`] draft's miss
+    /// changes nothing.
     pub fn record(&mut self, drafted: usize, accepted: usize) {
-        if drafted == 0 {
+        if drafted == 0 || (accepted == 0 && self.evidence == Evidence::Weak) {
             return;
         }
         let floor = self.cfg.n_min.max(1);
@@ -237,5 +262,18 @@ mod tests {
         assert_eq!(s.rest, 0, "a hit ends the run: the next miss is in the grace again");
         s.record(0, 0);
         assert_eq!(s.misses, 1, "no draft, nothing learned");
+    }
+
+    #[test]
+    fn a_weak_drafts_miss_changes_nothing() {
+        let mut s = spec(8);
+        s.record(8, 3);
+        s.evidence = Evidence::Weak;
+        for _ in 0..8 {
+            s.record(4, 0);
+        }
+        assert_eq!((s.k, s.misses, s.rest), (4, 0, 0));
+        s.record(4, 4);
+        assert_eq!(s.k, 8, "its hits count as any draft's");
     }
 }

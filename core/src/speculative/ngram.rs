@@ -6,20 +6,19 @@
 
 use alloc::vec::Vec;
 
-use super::Drafter;
+use super::{Drafter, Evidence};
 use crate::error::Result;
 use crate::model::Engine;
 
 /// Longest run of tokens looked up.
 const N_MAX: usize = 8;
-/// Shortest (a single token matches too often to be a guess).
-const N_MIN: usize = 2;
 /// Tokens searched back from the end, at most: the lookup's cost is
 /// bounded whatever the context.
 const WINDOW: usize = 1 << 16;
-/// Drafted tokens per token of the match, at most: a match of 2 tokens is
-/// weak evidence of what follows, one of 8 strong (the step simulator,
-/// bench/NOTES "Issue 48 (fourth steps)").
+/// Drafted tokens per token of the match, at most (counting a lone
+/// token's match as two): a match of 2 tokens is weak evidence of what
+/// follows, one of 8 strong (the step simulator, bench/NOTES "Issue 48
+/// (fourth steps)").
 const PER_MATCHED: usize = 2;
 /// Earlier occurrences of the match whose continuations are compared (the
 /// latest ones).
@@ -30,7 +29,7 @@ const CANDIDATES: usize = 8;
 pub struct Ngram;
 
 impl Drafter for Ngram {
-    fn draft(&mut self, _: &Engine, history: &[u32], last: u32, max: usize, out: &mut Vec<u32>) -> Result<()> {
+    fn draft(&mut self, _: &Engine, history: &[u32], last: u32, max: usize, out: &mut Vec<u32>) -> Result<Evidence> {
         out.clear();
         let history = &history[history.len().saturating_sub(WINDOW)..];
         // the sequence is history + [last]; at index history.len() is last
@@ -49,20 +48,24 @@ impl Drafter for Ngram {
                 n_ends += 1;
             }
         }
-        if best < N_MIN {
-            return Ok(());
+        if best == 0 {
+            return Ok(Evidence::Firm);
         }
         // what followed the latest, as far as the others agree with it (an
         // edit made once may be made again: a point where they part is a
-        // guess), at least one token
+        // guess)
         let first = ends[0];
-        let mut m = (len - first).min(max).min(PER_MATCHED * best);
+        let mut m = (len - first).min(max).min(PER_MATCHED * best.max(2));
         for &e in &ends[1..n_ends] {
             m = (0..m).take_while(|&i| e + i < len && at(e + i) == at(first + i)).count();
         }
-        // (m ≤ len − first, which is at least 1)
-        out.extend((first..first + m.max(1).min(max)).map(at));
-        Ok(())
+        // a match of several tokens drafts at least one (m ≤ len − first,
+        // which is at least 1); a lone token's only what all its
+        // occurrences agree on, as a guess (the simulator: edits 1.92 →
+        // 2.05× at 2 threads, bench/NOTES "Issue 48 (fifth steps)")
+        let (m, evidence) = if best == 1 { (m, Evidence::Weak) } else { (m.max(1).min(max), Evidence::Firm) };
+        out.extend((first..first + m).map(at));
+        Ok(evidence)
     }
 }
 
@@ -92,29 +95,43 @@ mod tests {
         // after two: those two
         assert_eq!(draft(&[5, 6, 1, 2, 8, 5, 6, 3, 4, 9, 5], 6, 8), [3]);
         assert_eq!(draft(&[5, 6, 1, 2, 8, 5, 6, 1, 2, 9, 5], 6, 8), [1, 2]);
-        // nothing repeats: no draft; a lone token is not a match
+        // nothing repeats: no draft
         assert!(draft(&[1, 2, 3, 4], 5, 4).is_empty());
-        assert!(draft(&[5, 1, 2], 5, 4).is_empty());
         assert!(draft(&[], 5, 4).is_empty());
         assert!(draft(&[1, 2, 3, 1, 2], 3, 0).is_empty());
+        // a lone token: what every occurrence agrees on, up to 4, or nothing
+        assert_eq!(draft(&[5, 1, 2], 5, 8), [1, 2, 5]);
+        assert_eq!(draft(&[5, 1, 2, 3, 4, 6, 7], 5, 8), [1, 2, 3, 4]);
+        assert_eq!(draft(&[5, 1, 2, 9, 5, 1, 3, 8], 5, 8), [1]);
+        assert!(draft(&[5, 1, 2, 9, 5, 3, 8], 5, 8).is_empty());
+    }
+
+    #[test]
+    fn a_lone_tokens_draft_is_a_guess() {
+        let e = Engine { kernels: &Scalar, par: &Serial, exact: false };
+        let mut out = Vec::new();
+        assert_eq!(Ngram.draft(&e, &[5, 1, 2], 5, 8, &mut out).unwrap(), Evidence::Weak);
+        assert_eq!(Ngram.draft(&e, &[5, 1, 2, 5], 1, 8, &mut out).unwrap(), Evidence::Firm);
     }
 
     /// The definition, one n-gram length at a time (longest first): what
     /// followed its latest occurrence, at most `PER_MATCHED` tokens per
-    /// matched one, cut where one of the next latest `CANDIDATES - 1`
-    /// occurrences' continuation parts from it (at least one token).
+    /// matched one (a lone token counting two), cut where one of the next
+    /// latest `CANDIDATES - 1` occurrences' continuation parts from it (at
+    /// least one token when more than one matched).
     fn by_definition(seq: &[u32], max: usize) -> Vec<u32> {
         let len = seq.len();
-        for n in (N_MIN..=N_MAX.min(len.saturating_sub(1))).rev() {
+        for n in (1..=N_MAX.min(len.saturating_sub(1))).rev() {
             let tail = len - n;
             let js: Vec<usize> = (0..tail).rev().filter(|&j| seq[j..j + n] == seq[tail..]).take(CANDIDATES).collect();
             let Some(&j) = js.first() else { continue };
             let cont = |j: usize| &seq[j + n..];
-            let mut m = cont(j).len().min(max).min(PER_MATCHED * n);
+            let mut m = cont(j).len().min(max).min(PER_MATCHED * n.max(2));
             for &k in &js[1..] {
                 m = cont(k).iter().zip(cont(j)).take(m).take_while(|(a, b)| a == b).count();
             }
-            return cont(j).iter().take(m.max(1).min(max)).copied().collect();
+            let m = if n == 1 { m } else { m.max(1).min(max) };
+            return cont(j).iter().take(m).copied().collect();
         }
         Vec::new()
     }
