@@ -249,8 +249,17 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     // the first does. Q8_0 caches (heads of whole blocks: the offset is
     // the row's last head's) against the reference over their rows widened
     // to f32, which must give the same bits.
-    for &(hd, n_kv, stride) in &[(64usize, 1usize, 64usize), (64, 37, 128), (128, 300, 256), (80, 5, 160), (18, 9, 36)]
-    {
+    // (head sizes: whole 16-lane registers, a tail of 8, of 2; 256 in two
+    // passes of a kernel's registers)
+    for &(hd, n_kv, stride) in &[
+        (64usize, 1usize, 64usize),
+        (64, 37, 128),
+        (128, 300, 256),
+        (80, 5, 160),
+        (18, 9, 36),
+        (72, 9, 144),
+        (256, 7, 256),
+    ] {
         let off = stride - hd + 1;
         let q: Vec<f32> = (0..hd).map(|_| r.f32(1.0)).collect();
         let kc: Vec<f32> = (0..off + n_kv * stride).map(|_| r.f32(2.0)).collect();
