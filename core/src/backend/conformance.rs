@@ -399,7 +399,17 @@ fn q8_rows(
 /// into a column block of wider rows.
 fn transposes(k: &dyn Kernels) -> Result<(), String> {
     for (nr, n_src, t0, nt, stride) in
-        [(16, 16, 0, 16, 16), (19, 37, 5, 13, 23), (130, 64, 0, 64, 200), (3, 9, 2, 7, 3), (24, 9, 3, 4, 30)]
+        // (the last two: a verify step's — one token of two, the last
+        // one's rows; three tokens of three)
+        [
+            (16, 16, 0, 16, 16),
+            (19, 37, 5, 13, 23),
+            (130, 64, 0, 64, 200),
+            (3, 9, 2, 7, 3),
+            (24, 9, 3, 4, 30),
+            (40, 2, 1, 1, 40),
+            (17, 3, 0, 3, 17),
+        ]
     {
         let src: Vec<f32> = (0..nr * n_src).map(|i| i as f32).collect();
         let mut got = vec![-1.0f32; nt * stride];

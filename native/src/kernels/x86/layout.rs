@@ -18,8 +18,10 @@ pub(super) fn transpose(_: Avx2, src: &[f32], n_src: usize, t0: usize, nt: usize
 fn transpose_imp(src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32], stride: usize) {
     let nr = src.len() / n_src;
     let (r8, t8) = (nr / 8 * 8, nt / 8 * 8);
+    // row i of a block of 8, as a gather's offsets (an i32: `src` is a
+    // matmul's outputs, far fewer than 2³¹ / 8 a token)
+    let offsets = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(n_src as i32));
     for r in (0..r8).step_by(8) {
-        let at = |i: usize, t: usize| src[(r + i) * n_src + t0 + t];
         for t in (0..t8).step_by(8) {
             let rows = core::array::from_fn(|i| _mm256_castps_si256(loadf(src, (r + i) * n_src + t0 + t)));
             for (j, v) in transpose8(&rows).into_iter().enumerate() {
@@ -27,9 +29,14 @@ fn transpose_imp(src: &[f32], n_src: usize, t0: usize, nt: usize, out: &mut [f32
             }
         }
         // the tokens past t8 (all of them when a task has fewer than 8, as
-        // a verify step's): each token's 8 rows still one store
+        // a verify step's): each token's 8 rows one gather, one store
+        let block = &src[r * n_src..(r + 8) * n_src];
         for t in t8..nt {
-            let v = _mm256_set_ps(at(7, t), at(6, t), at(5, t), at(4, t), at(3, t), at(2, t), at(1, t), at(0, t));
+            let first = &block[t0 + t..];
+            // SAFETY: the largest offset, 7 · n_src, lands on element
+            // 7 · n_src + t0 + t < 8 · n_src of `block` (t0 + t < n_src),
+            // so every lane reads inside `first`.
+            let v = unsafe { _mm256_i32gather_ps::<4>(first.as_ptr(), offsets) };
             storef(out, t * stride + r, v);
         }
     }
