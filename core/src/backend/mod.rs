@@ -26,7 +26,7 @@ pub use cached::{q8_0_at, BlockRows, Cached, KvBlock, KvRows, KvType, Runs, KV_B
 use quant::{BlockQ8K, BlockQ8_0, BlockQ8_1, GgmlType};
 
 /// Every weight type with a kernel (the conformance suite checks each).
-pub const KERNEL_TYPES: [GgmlType; 13] = [
+pub const KERNEL_TYPES: [GgmlType; 15] = [
     GgmlType::F32,
     GgmlType::F16,
     GgmlType::BF16,
@@ -40,6 +40,8 @@ pub const KERNEL_TYPES: [GgmlType; 13] = [
     GgmlType::Q4_K,
     GgmlType::Q5_K,
     GgmlType::Q6_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
 ];
 
 /// A weight matrix: `n_rows` rows of `n_cols` elements of type `ty`.

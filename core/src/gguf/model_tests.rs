@@ -29,13 +29,13 @@ fn load_errors_name_what_is_wrong() {
         err(Tiny { drop: Some("blk.1.ffn_down.weight".into()), ..Tiny::default() }),
         Error::MissingTensor { name: "blk.1.ffn_down.weight".into() }
     );
-    // IQ4_NL has 32-element blocks, so the shape is fine but no kernel exists
+    // MXFP4 has 32-element blocks, so the shape is fine but no kernel exists
     assert_eq!(
-        err(Tiny { retype: Some(("blk.0.attn_q.weight".into(), GgmlType::IQ4_NL)), ..Tiny::default() }),
+        err(Tiny { retype: Some(("blk.0.attn_q.weight".into(), GgmlType::MXFP4)), ..Tiny::default() }),
         Error::UnsupportedTensorType {
             arch: "llama".into(),
             tensor: "blk.0.attn_q.weight".into(),
-            type_name: "IQ4_NL"
+            type_name: "MXFP4"
         }
     );
     assert!(matches!(

@@ -2,6 +2,8 @@
 //! reference dequantization built on it. Spec of each layout: its module.
 
 mod blocks;
+pub mod iq4_nl;
+pub mod iq4_xs;
 pub mod q2_k;
 pub mod q3_k;
 pub mod q4_0;
@@ -50,11 +52,13 @@ pub fn f16_fields(ty: GgmlType) -> &'static [usize] {
         GgmlType::Q4_K => &[q4_k::D, q4_k::DMIN],
         GgmlType::Q5_K => &[q5_k::D, q5_k::DMIN],
         GgmlType::Q6_K => &[q6_k::D],
+        GgmlType::IQ4_NL => &[iq4_nl::D],
+        GgmlType::IQ4_XS => &[iq4_xs::D],
         _ => &[],
     }
 }
 
-/// Unpack one 32-element block of a legacy format; None for other types.
+/// Unpack one block of a 32-element format; None for other types.
 #[inline]
 pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
     Some(match ty {
@@ -63,6 +67,7 @@ pub fn unpack_32(ty: GgmlType, b: &[u8]) -> Option<Unpacked32> {
         GgmlType::Q5_0 => q5_0::unpack(b),
         GgmlType::Q5_1 => q5_1::unpack(b),
         GgmlType::Q8_0 => q8_0::unpack(b),
+        GgmlType::IQ4_NL => iq4_nl::unpack(b),
         _ => return None,
     })
 }
@@ -100,7 +105,8 @@ pub fn wide_scales(ty: GgmlType, data: &[u8], n_cols: usize, n_rows: usize) -> O
     Some(out)
 }
 
-/// Unpack one K-quant super-block; None for other types.
+/// Unpack one super-block of 256 elements (the K-quants, IQ4_XS); None
+/// for other types.
 #[inline]
 pub fn unpack_k(ty: GgmlType, b: &[u8]) -> Option<UnpackedK> {
     Some(match ty {
@@ -109,6 +115,7 @@ pub fn unpack_k(ty: GgmlType, b: &[u8]) -> Option<UnpackedK> {
         GgmlType::Q4_K => q4_k::unpack(b),
         GgmlType::Q5_K => q5_k::unpack(b),
         GgmlType::Q6_K => q6_k::unpack(b),
+        GgmlType::IQ4_XS => iq4_xs::unpack(b),
         _ => return None,
     })
 }

@@ -39,7 +39,7 @@ fn formats() -> Vec<(GgmlType, Vec<u8>, Vec<f32>)> {
 #[test]
 fn dequantize_equals_gguf_py_bit_for_bit() {
     let all = formats();
-    assert_eq!(all.len(), 12, "every weight format tern reads is in the fixture");
+    assert_eq!(all.len(), 14, "every weight format tern reads is in the fixture");
     let mut bad = String::new();
     for (ty, bytes, want) in all {
         let mut got = vec![0.0f32; want.len()];

@@ -215,9 +215,9 @@ impl GgmlType {
     pub fn vec_dot_type(self) -> Option<GgmlType> {
         match self {
             F32 | F16 | BF16 => Some(F32),
-            Q4_0 | Q5_0 | Q8_0 => Some(Q8_0),
+            Q4_0 | Q5_0 | Q8_0 | IQ4_NL => Some(Q8_0),
             Q4_1 | Q5_1 => Some(Q8_1),
-            Q2_K | Q3_K | Q4_K | Q5_K | Q6_K => Some(Q8_K),
+            Q2_K | Q3_K | Q4_K | Q5_K | Q6_K | IQ4_XS => Some(Q8_K),
             _ => None,
         }
     }
