@@ -32,16 +32,25 @@ fn load_errors_name_what_is_wrong() {
     // MXFP4 has 32-element blocks, so the shape is fine but no kernel exists
     assert_eq!(
         err(Tiny { retype: Some(("blk.0.attn_q.weight".into(), GgmlType::MXFP4)), ..Tiny::default() }),
-        Error::UnsupportedTensorType {
-            arch: "llama".into(),
-            tensor: "blk.0.attn_q.weight".into(),
-            type_name: "MXFP4"
-        }
+        Error::UnsupportedTensorType { arch: "llama".into(), tensor: "blk.0.attn_q.weight".into(), type_name: "MXFP4" }
     );
     assert!(matches!(
         err(Tiny { retype: Some(("output_norm.weight".into(), GgmlType::Q8_0)), ..Tiny::default() }),
         Error::TensorShape { .. } | Error::UnsupportedTensorType { .. }
     ));
+}
+
+#[test]
+fn an_iq4_nl_matrix_loads_and_runs() {
+    let m = Model::load_gguf(
+        Tiny { retype: Some(("blk.0.attn_q.weight".into(), GgmlType::IQ4_NL)), ..Tiny::default() }.gguf(),
+    )
+    .unwrap();
+    for exact in [true, false] {
+        let e = Engine { kernels: &Scalar, par: &Serial, exact };
+        let logits = m.session(8, 8).forward(&m, &e, &[3, 17, 5], Logits::All).unwrap().to_vec();
+        assert!(logits.iter().all(|v| v.is_finite()), "exact={exact}");
+    }
 }
 
 #[test]
