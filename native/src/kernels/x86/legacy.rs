@@ -1,4 +1,4 @@
-//! The legacy 32-element formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with AVX2,
+//! The 32-element formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) with AVX2,
 //! four weight rows at a time: each block's exact i32 dot per row, then the
 //! per-row float update `acc + ((dw · da) · isum [+ m · s])` lane-wise on
 //! four rows — the scalar reference's expression and order, so the results
@@ -8,7 +8,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::backend::quant::{q4_0, q4_1, q5_0, q5_1, q8_0, BlockQ8_0, BlockQ8_1, QK8};
+use tern_core::backend::quant::{iq4_nl, q4_0, q4_1, q5_0, q5_1, q8_0, BlockQ8_0, BlockQ8_1, QK8};
 use tern_core::backend::{Acts, QMatrix};
 
 use super::cpu::Avx2;
@@ -48,6 +48,7 @@ pub(super) struct Q4_1;
 pub(super) struct Q5_0;
 pub(super) struct Q5_1;
 pub(super) struct Q8_0;
+pub(super) struct Iq4Nl;
 
 /// 16 packed bytes → 32 nibbles: low nibbles then high nibbles.
 #[inline]
@@ -156,6 +157,34 @@ impl Block32 for Q8_0 {
     unsafe fn unsigned(b: &[u8]) -> __m256i {
         // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`).
         unsafe { _mm256_xor_si256(load32_at(b, q8_0::QS), _mm256_set1_epi8(-128)) }
+    }
+}
+
+/// IQ4_NL's table as Q8_0's unsigned bytes (`v ^ 0x80 = v + 128`).
+const IQ4_NL_UNSIGNED: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = iq4_nl::KVALUES[i] as u8 ^ 0x80;
+        i += 1;
+    }
+    t
+};
+
+impl Block32 for Iq4Nl {
+    const BYTES: usize = iq4_nl::BLOCK_BYTES;
+    // its values, signed bytes, go as Q8_0's do
+    const OFFSET: i8 = -128;
+    const D_AT: usize = iq4_nl::D;
+    const M_AT: usize = iq4_nl::D;
+    #[inline(always)]
+    unsafe fn unsigned(b: &[u8]) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`);
+        // the table has 16 bytes.
+        unsafe {
+            let table = _mm256_broadcastsi128_si256(_mm_loadu_si128(IQ4_NL_UNSIGNED.as_ptr() as *const __m128i));
+            _mm256_shuffle_epi8(table, nibbles(b, iq4_nl::QS))
+        }
     }
 }
 

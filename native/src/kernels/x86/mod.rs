@@ -7,9 +7,10 @@
 //!
 //! - `simd`: helpers every kernel shares (loads, sums, transposes, tiles);
 //! - `legacy` / `legacy_prefill` / `legacy_vnni` / `legacy_amx`: the
-//!   32-element formats, AVX2 / AVX2 prefill in 8-row tiles / VNNI / AMX
-//!   tiles in prefill (`tiles`: the tile registers); `rows8`: those
-//!   without a min from their 8-row interleaved copy made at load (VNNI);
+//!   32-element formats (IQ4_NL's table looked up with `vpshufb`), AVX2 /
+//!   AVX2 prefill in 8-row tiles / VNNI / AMX tiles in prefill (`tiles`:
+//!   the tile registers); `rows8`: Q4_0, Q5_0 and Q8_0 from their 8-row
+//!   interleaved copy made at load (VNNI);
 //! - `kunpack`, `kquant` / `kquant_prefill` / `kquant_vnni` / `kquant_amx`:
 //!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
 //!   tiles / AMX tiles in prefill; `kquant_rows8`: Q4_K and Q6_K from their
@@ -52,7 +53,7 @@ use tern_core::backend::{Acts, Cached, Kernels, QMatrix, Queries};
 
 pub use cpu::{Amx, Avx2, Avx512};
 use kunpack::{KQuant, Q2K, Q3K, Q4K, Q5K, Q6K};
-use legacy::{Act32, Block32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+use legacy::{Act32, Block32, Iq4Nl, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use simd::PREFILL_TILE;
 
 /// Which backend a call runs on.
@@ -116,6 +117,7 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
         (Acts::Q8_0(a), T::Q4_0) => offset_format::<Q4_0>(cpu, w, x, a, n_tok, rows, out),
         (Acts::Q8_0(a), T::Q5_0) => offset_format::<Q5_0>(cpu, w, x, a, n_tok, rows, out),
         (Acts::Q8_0(a), T::Q8_0) => offset_format::<Q8_0>(cpu, w, x, a, n_tok, rows, out),
+        (Acts::Q8_0(a), T::IQ4_NL) => file_format::<Iq4Nl>(cpu, w, x, a, n_tok, rows, out),
         // VNNI measured no better for the formats with a min (SmolLM2 pp
         // 308-355 vs 324-331 tok/s, by build): AVX2 for both backends
         (Acts::Q8_1(a), T::Q4_1) => legacy_avx2::<Q4_1, _>(avx2, w, x, a, n_tok, rows, out),
@@ -129,11 +131,30 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
     }
 }
 
-/// A 32-element format without a min (Q4_0, Q5_0, Q8_0): AMX tiles in
-/// prefill if granted, VNNI if the CPU has it (Qwen pp128 +20 %) — from
-/// the 8-row interleaved copy where the model has one —, else AVX2
-/// (prefill in 8-row tiles first).
+/// A 32-element format without a min that has an interleaved copy at
+/// load (Q4_0, Q5_0, Q8_0): with AVX-512 from the copy where the model
+/// has one (Qwen pp128 +20 % for VNNI), but not where AMX tiles take a
+/// prefill; else as `file_format`.
 fn offset_format<T: rows8::Interleaved>(
+    cpu: Cpu,
+    w: &QMatrix,
+    x: Acts,
+    a: &[BlockQ8_0],
+    n_tok: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    let tiles = cpu.amx().is_some() && n_tok >= AMX_MIN_TOKENS;
+    match cpu.avx512() {
+        Some(vnni) if !tiles && !w.rows8.is_empty() => rows8::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
+        _ => file_format::<T>(cpu, w, x, a, n_tok, rows, out),
+    }
+}
+
+/// A 32-element format without a min from the file's blocks (and IQ4_NL,
+/// which has no copy): AMX tiles in prefill if granted, VNNI if the CPU
+/// has it, else AVX2 (prefill in 8-row tiles first).
+fn file_format<T: Block32>(
     cpu: Cpu,
     w: &QMatrix,
     x: Acts,
@@ -144,7 +165,6 @@ fn offset_format<T: rows8::Interleaved>(
 ) {
     match (cpu.amx(), cpu.avx512()) {
         (Some(amx), _) if n_tok >= AMX_MIN_TOKENS => legacy_amx::matmul_rows::<T>(amx, w, a, n_tok, rows, out),
-        (_, Some(vnni)) if !w.rows8.is_empty() => rows8::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
         (_, Some(vnni)) => legacy_vnni::matmul_rows::<T>(vnni, w, x, a, n_tok, rows, out),
         (_, None) => legacy_avx2::<T, _>(cpu.avx2(), w, x, a, n_tok, rows, out),
     }
