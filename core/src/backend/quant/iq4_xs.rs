@@ -22,15 +22,21 @@ pub const QS: usize = 8;
 pub const BLOCK_BYTES: usize = QS + 128;
 const _: () = assert!(BLOCK_BYTES == 136);
 
-/// Into the K-quants' form: each sub-block's scale `ls - 32` for both its
+/// Sub-block `i`'s scale, `ls - 32` (in -32..=31).
+#[inline]
+pub fn scale(b: &[u8], i: usize) -> i16 {
+    let high = u16::from_le_bytes([b[SCALES_H], b[SCALES_H + 1]]);
+    let low = (b[SCALES_L + i / 2] >> (4 * (i % 2))) & 0x0F;
+    (low | (((high >> (2 * i)) & 3) as u8) << 4) as i16 - 32
+}
+
+/// Into the K-quants' form: each sub-block's scale for both its
 /// 16-groups, no mins.
 #[inline]
 pub(crate) fn unpack(b: &[u8]) -> UnpackedK {
     let mut u = UnpackedK::ZERO;
-    let high = u16::from_le_bytes([b[SCALES_H], b[SCALES_H + 1]]);
     for i in 0..8 {
-        let low = (b[SCALES_L + i / 2] >> (4 * (i % 2))) & 0x0F;
-        let ls = (low | (((high >> (2 * i)) & 3) as u8) << 4) as i16 - 32;
+        let ls = scale(b, i);
         u.sc[2 * i] = ls;
         u.sc[2 * i + 1] = ls;
         let qs = &b[QS + 16 * i..QS + 16 * i + 16];

@@ -53,7 +53,7 @@ pub(super) struct Iq4Nl;
 /// 16 packed bytes → 32 nibbles: low nibbles then high nibbles.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn nibbles(b: &[u8], at: usize) -> __m256i {
+pub(super) fn nibbles(b: &[u8], at: usize) -> __m256i {
     let x = _mm256_broadcastsi128_si256(load16_at(b, at));
     // the upper copy shifted down a nibble
     let x = _mm256_srlv_epi64(x, _mm256_set_epi64x(4, 4, 0, 0));

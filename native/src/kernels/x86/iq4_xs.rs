@@ -1,0 +1,86 @@
+//! IQ4_XS with AVX2: per row and super-block, each 32-run's table values
+//! as signed bytes (`vpshufb`) once; per token, each run's exact dot by
+//! the sign trick (`|v| · ±a` in `vpmaddubsw`: |v| ≤ 127 and |a| ≤ 127,
+//! so no i16 pair saturates), times the run's scale in `vpmaddwd`, summed
+//! in i32 — the reference's `isum` — then its float update, the same
+//! expression: the same bits.
+
+use core::arch::x86_64::*;
+use core::ops::Range;
+
+use tern_core::backend::quant::{f16_at, iq4_nl, iq4_xs, BlockQ8K, QK_K};
+use tern_core::backend::QMatrix;
+
+use super::cpu::Avx2;
+use super::legacy::nibbles;
+use super::simd::load32;
+
+/// Tokens whose sums a row's pass keeps (the row's blocks unpacked once
+/// for them).
+const TOKENS: usize = 8;
+
+/// As `scalar::matmul_rows` for IQ4_XS weights.
+pub(super) fn matmul_rows(_: Avx2, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    // SAFETY: the token proves AVX2, FMA and F16C.
+    unsafe { rows_imp(w, a, n_tok, rows, out) }
+}
+
+/// A super-block's 8 runs: values, their magnitudes, each run's scale in
+/// every i16 lane.
+struct Runs {
+    v: [__m256i; 8],
+    abs: [__m256i; 8],
+    scale: [__m256i; 8],
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack(b: &[u8]) -> Runs {
+    // SAFETY: the table has 16 bytes.
+    let table = unsafe { _mm_loadu_si128(iq4_nl::KVALUES.as_ptr() as *const __m128i) };
+    let table = _mm256_broadcastsi128_si256(table);
+    let mut r =
+        Runs { v: [_mm256_setzero_si256(); 8], abs: [_mm256_setzero_si256(); 8], scale: [_mm256_setzero_si256(); 8] };
+    for k in 0..8 {
+        let v = _mm256_shuffle_epi8(table, nibbles(b, iq4_xs::QS + 16 * k));
+        (r.v[k], r.abs[k], r.scale[k]) = (v, _mm256_sign_epi8(v, v), _mm256_set1_epi16(iq4_xs::scale(b, k)));
+    }
+    r
+}
+
+/// The reference's `isum` of a super-block's runs with a token's block.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn isum(r: &Runs, a: &BlockQ8K) -> i32 {
+    let mut s = _mm256_setzero_si256();
+    for k in 0..8 {
+        let av = load32(&a.qs[32 * k..]);
+        let p = _mm256_maddubs_epi16(r.abs[k], _mm256_sign_epi8(av, r.v[k]));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, r.scale[k]));
+    }
+    let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+    let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s)))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+fn rows_imp(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let (nb, ts) = (w.n_cols / QK_K, iq4_xs::BLOCK_BYTES);
+    for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
+        let row = w.row(r);
+        for t0 in (0..n_tok).step_by(TOKENS) {
+            let nt = TOKENS.min(n_tok - t0);
+            let mut acc = [0.0f32; TOKENS];
+            for b in 0..nb {
+                let blk = &row[b * ts..(b + 1) * ts];
+                let (runs, d) = (unpack(blk), f16_at(blk, iq4_xs::D));
+                for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                    let ab = &a[(t0 + j) * nb + b];
+                    // the reference's update, its min term (none) included
+                    *acc += (d * ab.d) * isum(&runs, ab) as f32 - (0.0 * ab.d) * 0.0;
+                }
+            }
+            o[t0..t0 + nt].copy_from_slice(&acc[..nt]);
+        }
+    }
+}
