@@ -1,4 +1,4 @@
-//! 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) against 8-bit
+//! 32-element block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) against 8-bit
 //! activations, one weight row at a time: each block's exact integer dot
 //! (four i32 partials), then four blocks' float expressions at once (one
 //! block per lane, as the reference writes them), added to the row's sum in
@@ -6,7 +6,7 @@
 
 use core::arch::wasm32::*;
 
-use tern_core::backend::quant::{q4_0, q4_1, q5_0, q5_1, q8_0};
+use tern_core::backend::quant::{iq4_nl, q4_0, q4_1, q5_0, q5_1, q8_0};
 
 use super::v;
 
@@ -30,6 +30,7 @@ pub struct Q4_1;
 pub struct Q5_0;
 pub struct Q5_1;
 pub struct Q8_0;
+pub struct Iq4Nl;
 
 /// 16 nibble bytes: lane j holds bytes 2j (elements 2j, 2j+16) and 2j+1
 /// (elements 2j+1, 2j+17).
@@ -143,6 +144,24 @@ impl Legacy for Q8_0 {
         // SAFETY: `p` is a Q8_0 block; its 32 quant bytes start at QS.
         let (x0, x1) = unsafe { (load(p.add(q8_0::QS)), load(p.add(q8_0::QS + 16))) };
         let ([e0, o0], [e1, o1]) = (split(x0), split(x1));
+        [e0, o0, e1, o1]
+    }
+}
+
+impl Legacy for Iq4Nl {
+    const BYTES: usize = iq4_nl::BLOCK_BYTES;
+    const MIN: bool = false;
+    const D_AT: usize = iq4_nl::D;
+    #[inline(always)]
+    unsafe fn unpack(p: *const u8) -> [v128; 4] {
+        // SAFETY: `p` is an IQ4_NL block; its 16 index bytes start at QS;
+        // the table has 16 bytes.
+        let (qs, table) = unsafe { (load(p.add(iq4_nl::QS)), load(iq4_nl::KVALUES.as_ptr() as *const u8)) };
+        let m4 = i8x16_splat(0x0f);
+        // elements 0-15 and 16-31: each index's table value
+        let lo = i8x16_swizzle(table, v128_and(qs, m4));
+        let hi = i8x16_swizzle(table, u8x16_shr(qs, 4));
+        let ([e0, o0], [e1, o1]) = (split(lo), split(hi));
         [e0, o0, e1, o1]
     }
 }

@@ -139,12 +139,13 @@ fn legacy_rows<L: legacy::Legacy, B: Block>(
 }
 
 fn matmul_q(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) -> bool {
-    use legacy::{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+    use legacy::{Iq4Nl, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
     ACTS16.with_borrow_mut(|acts16| {
         match (x, w.ty) {
             (Acts::Q8_0(a), GgmlType::Q4_0) => legacy_rows::<Q4_0, _>(w, a, n_tok, acts16, rows, out),
             (Acts::Q8_0(a), GgmlType::Q5_0) => legacy_rows::<Q5_0, _>(w, a, n_tok, acts16, rows, out),
             (Acts::Q8_0(a), GgmlType::Q8_0) => legacy_rows::<Q8_0, _>(w, a, n_tok, acts16, rows, out),
+            (Acts::Q8_0(a), GgmlType::IQ4_NL) => legacy_rows::<Iq4Nl, _>(w, a, n_tok, acts16, rows, out),
             (Acts::Q8_1(a), GgmlType::Q4_1) => legacy_rows::<Q4_1, _>(w, a, n_tok, acts16, rows, out),
             (Acts::Q8_1(a), GgmlType::Q5_1) => legacy_rows::<Q5_1, _>(w, a, n_tok, acts16, rows, out),
             (Acts::Q8K(a), ty) if kquant::handles(ty) => {
