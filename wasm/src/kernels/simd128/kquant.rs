@@ -1,4 +1,4 @@
-//! K-quant super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against Q8_K
+//! K-quant super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and IQ4_XS) against Q8_K
 //! activations, one row at a time for `T` tokens (each super-block unpacked
 //! once for all of them). Every format unpacks its 16 groups of 16 into
 //! even/odd i16 lanes (the activations' eo16 order); each group's exact
@@ -10,7 +10,7 @@
 use core::arch::wasm32::*;
 use core::ops::Range;
 
-use tern_core::backend::quant::{q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType, QK_K};
+use tern_core::backend::quant::{iq4_nl, iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k, BlockQ8K, GgmlType, QK_K};
 use tern_core::backend::QMatrix;
 
 use super::v;
@@ -34,6 +34,7 @@ struct Q3K;
 struct Q4K;
 struct Q5K;
 struct Q6K;
+struct Iq4Xs;
 
 const M2: i16 = 0x03;
 const M4: i16 = 0x0f;
@@ -195,6 +196,32 @@ impl KFormat for Q6K {
     }
 }
 
+impl KFormat for Iq4Xs {
+    const MINS: bool = false;
+    const BYTES: usize = iq4_xs::BLOCK_BYTES;
+    // the table's values stored plus 128
+    const OFFSET: i32 = 128;
+    #[inline(always)]
+    fn scales(b: &[u8]) -> ([i32; 16], [i32; 16], f32, f32) {
+        (core::array::from_fn(|g| iq4_xs::scale(b, g / 2) as i32), [0; 16], f16(b, iq4_xs::D), 0.0)
+    }
+    #[inline(always)]
+    fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
+        let plus_128 = iq4_nl::KVALUES.map(|v| v as u8 ^ 0x80);
+        let table = v::load(&plus_128, 0);
+        // run k's byte j: element 32k + j's index in its low nibble (group
+        // 2k), 32k + 16 + j's in its high nibble (group 2k + 1)
+        for k in 0..8 {
+            let qs = v::load(b, iq4_xs::QS + 16 * k);
+            let m4 = i8x16_splat(0x0f);
+            for (h, idx) in [v128_and(qs, m4), u8x16_shr(qs, 4)].into_iter().enumerate() {
+                let u = i8x16_swizzle(table, idx);
+                f(2 * k + h, v128_and(u, i16x8_splat(0xff)), u16x8_shr(u, 8));
+            }
+        }
+    }
+}
+
 /// One token's super-block: its 8-bit block and widened (eo16) quants.
 type Act<'a> = (&'a BlockQ8K, &'a [i16]);
 
@@ -247,7 +274,7 @@ const TILE: usize = 2;
 
 /// Whether this module computes `ty`.
 pub fn handles(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K)
+    matches!(ty, GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K | GgmlType::IQ4_XS)
 }
 
 /// Rows `rows` of `w` against all `n_tok` tokens (`a` their blocks, `aw`
@@ -258,6 +285,7 @@ pub fn rows(w: &QMatrix, a: &[BlockQ8K], aw: &[i16], n_tok: usize, rows: Range<u
         GgmlType::Q3_K => rows_of::<Q3K>(w, a, aw, n_tok, rows, out),
         GgmlType::Q4_K => rows_of::<Q4K>(w, a, aw, n_tok, rows, out),
         GgmlType::Q5_K => rows_of::<Q5K>(w, a, aw, n_tok, rows, out),
+        GgmlType::IQ4_XS => rows_of::<Iq4Xs>(w, a, aw, n_tok, rows, out),
         _ => rows_of::<Q6K>(w, a, aw, n_tok, rows, out),
     }
 }
