@@ -54,7 +54,7 @@ impl Act32 for BlockQ8_1 {
 #[inline(always)]
 pub fn matmul_rows<D: Idot>(w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     use tern_core::backend::quant::GgmlType::*;
-    let legacy = matches!(w.ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0);
+    let legacy = matches!(w.ty, Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q8_0 | IQ4_NL);
     match x {
         Acts::Q8_0(a) if legacy => rows_32::<D, _>(w, a, n_tok, rows, out),
         Acts::Q8_1(a) if legacy => rows_32::<D, _>(w, a, n_tok, rows, out),

@@ -1,9 +1,9 @@
-//! The legacy 32-element formats unpacked with NEON into 32 signed bytes
+//! The 32-element formats (the legacy ones, IQ4_NL) unpacked with NEON into 32 signed bytes
 //! (the same values as core's `quant::unpack_32`), with their scale and min.
 
 use core::arch::aarch64::*;
 
-use tern_core::backend::quant::{f16_at, q4_0, q4_1, q5_0, q5_1, q8_0, GgmlType};
+use tern_core::backend::quant::{f16_at, iq4_nl, q4_0, q4_1, q5_0, q5_1, q8_0, GgmlType};
 
 /// A block's weights as two 16-byte vectors, `d`, and `m` (0 without a min).
 pub struct Block {
@@ -46,7 +46,7 @@ fn signed(lo: uint8x16_t, hi: uint8x16_t, offset: i8) -> [int8x16_t; 2] {
     }
 }
 
-/// Unpack one block of a legacy format (None for other types).
+/// Unpack one block of a 32-element format (None for other types).
 #[inline(always)]
 pub fn unpack(ty: GgmlType, b: &[u8]) -> Option<Block> {
     Some(match ty {
@@ -77,6 +77,15 @@ pub fn unpack(ty: GgmlType, b: &[u8]) -> Option<Block> {
             // SAFETY: `q` has 32 bytes; NEON baseline.
             let q = unsafe { [vld1q_s8(q.as_ptr() as *const i8), vld1q_s8(q[16..].as_ptr() as *const i8)] };
             Block { q, d: f16_at(b, q8_0::D), m: 0.0 }
+        }
+        GgmlType::IQ4_NL => {
+            let (lo, hi) = nibbles(&b[iq4_nl::QS..iq4_nl::BLOCK_BYTES]);
+            // SAFETY: the table has 16 bytes; NEON baseline.
+            let q = unsafe {
+                let table = vld1q_s8(iq4_nl::KVALUES.as_ptr());
+                [vqtbl1q_s8(table, lo), vqtbl1q_s8(table, hi)]
+            };
+            Block { q, d: f16_at(b, iq4_nl::D), m: 0.0 }
         }
         _ => return None,
     })
