@@ -9,14 +9,8 @@ use super::{f16_at, Unpacked32};
 /// The values the 16 indices stand for (ggml's `kvalues_iq4nl`).
 pub const KVALUES: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
-/// Byte offsets of the fields (the layout above): every backend reads
-/// the block through these.
-pub const D: usize = 0;
-/// The packed indices.
-pub const QS: usize = 2;
-/// Bytes of a block.
-pub const BLOCK_BYTES: usize = QS + 16;
-const _: () = assert!(BLOCK_BYTES == 18);
+// the layout is Q4_0's: its offsets
+pub use super::q4_0::{BLOCK_BYTES, D, QS};
 
 #[inline]
 pub(crate) fn unpack(b: &[u8]) -> Unpacked32 {
