@@ -9,6 +9,18 @@ use super::{f16_at, Unpacked32};
 /// The values the 16 indices stand for (ggml's `kvalues_iq4nl`).
 pub const KVALUES: [i8; 16] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
+/// The same values plus 128, as unsigned bytes (`v ^ 0x80`): the form
+/// kernels with unsigned × signed byte dots take them in.
+pub const KVALUES_PLUS_128: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = KVALUES[i] as u8 ^ 0x80;
+        i += 1;
+    }
+    t
+};
+
 // the layout is Q4_0's: its offsets
 pub use super::q4_0::{BLOCK_BYTES, D, QS};
 

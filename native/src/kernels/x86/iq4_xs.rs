@@ -13,7 +13,7 @@ use tern_core::backend::QMatrix;
 
 use super::cpu::Avx2;
 use super::legacy::nibbles;
-use super::simd::load32;
+use super::simd::{hsum1, load32};
 
 /// Tokens whose sums a row's pass keeps (the row's blocks unpacked once
 /// for them).
@@ -58,9 +58,7 @@ fn isum(r: &Runs, a: &BlockQ8K) -> i32 {
         let p = _mm256_maddubs_epi16(r.abs[k], _mm256_sign_epi8(av, r.v[k]));
         s = _mm256_add_epi32(s, _mm256_madd_epi16(p, r.scale[k]));
     }
-    let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-    let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s)))
+    hsum1(s)
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]

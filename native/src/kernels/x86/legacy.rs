@@ -160,20 +160,9 @@ impl Block32 for Q8_0 {
     }
 }
 
-/// IQ4_NL's table as Q8_0's unsigned bytes (`v ^ 0x80 = v + 128`).
-const IQ4_NL_UNSIGNED: [u8; 16] = {
-    let mut t = [0u8; 16];
-    let mut i = 0;
-    while i < 16 {
-        t[i] = iq4_nl::KVALUES[i] as u8 ^ 0x80;
-        i += 1;
-    }
-    t
-};
-
 impl Block32 for Iq4Nl {
     const BYTES: usize = iq4_nl::BLOCK_BYTES;
-    // its values, signed bytes, go as Q8_0's do
+    // its values, signed bytes, go as Q8_0's do (read plus 128)
     const OFFSET: i8 = -128;
     const D_AT: usize = iq4_nl::D;
     const M_AT: usize = iq4_nl::D;
@@ -182,7 +171,8 @@ impl Block32 for Iq4Nl {
         // SAFETY: the caller guarantees AVX2 (the contract of `unsigned`);
         // the table has 16 bytes.
         unsafe {
-            let table = _mm256_broadcastsi128_si256(_mm_loadu_si128(IQ4_NL_UNSIGNED.as_ptr() as *const __m128i));
+            let table =
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(iq4_nl::KVALUES_PLUS_128.as_ptr() as *const __m128i));
             _mm256_shuffle_epi8(table, nibbles(b, iq4_nl::QS))
         }
     }

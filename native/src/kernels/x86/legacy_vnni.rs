@@ -19,8 +19,8 @@ use tern_core::backend::{Acts, QMatrix};
 use super::cpu::Avx512;
 use super::legacy::{rows_32, Act32, Block32, Dot32};
 use super::simd::{
-    bcast, each_group4, each_tile8, f16x8, hsum8, load32, prefetch, tiles, transpose8, PREFETCH, PREFILL_TILE, R, ROWS,
-    TILE,
+    bcast, each_group4, each_tile8, f16x8, hsum1, hsum8, load32, prefetch, tiles, transpose8, PREFETCH, PREFILL_TILE,
+    R, ROWS, TILE,
 };
 
 /// Tokens per 8-row tile in prefill (each block's unpacked, transposed
@@ -188,11 +188,7 @@ fn groups8<T: Block32, const NT: usize>(
 #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) fn neg_offset_sums<T: Block32>(a: &[BlockQ8_0], out: &mut [i32]) {
     for (ab, o) in a.iter().zip(out) {
-        let c = corr_vnni_imp(T::OFFSET, load32(&ab.qs));
-        let s = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256::<1>(c));
-        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s));
-        *o = -_mm_cvtsi128_si32(s);
+        *o = -hsum1(corr_vnni_imp(T::OFFSET, load32(&ab.qs)));
     }
 }
 

@@ -70,6 +70,15 @@ pub(super) fn load16_at(b: &[u8], at: usize) -> __m128i {
     unsafe { _mm_loadu_si128(b.as_ptr() as *const __m128i) }
 }
 
+/// The sum of one 8×i32 vector.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn hsum1(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+    let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32::<0b01>(s)))
+}
+
 /// Sum each of four 8×i32 vectors: [Σa, Σb, Σc, Σd].
 #[inline]
 #[target_feature(enable = "avx2")]

@@ -207,8 +207,7 @@ impl KFormat for Iq4Xs {
     }
     #[inline(always)]
     fn groups(b: &[u8], mut f: impl FnMut(usize, v128, v128)) {
-        let plus_128 = iq4_nl::KVALUES.map(|v| v as u8 ^ 0x80);
-        let table = v::load(&plus_128, 0);
+        let table = v::load(&iq4_nl::KVALUES_PLUS_128, 0);
         // run k's byte j: element 32k + j's index in its low nibble (group
         // 2k), 32k + 16 + j's in its high nibble (group 2k + 1)
         for k in 0..8 {
