@@ -15,7 +15,7 @@ use tern_core::{Engine, Logits};
 use tern_tests::hfdir::{self, tiny};
 use tern_tests::*;
 
-const TINY: [&str; 15] = [
+const TINY: [&str; 19] = [
     "tiny-qwen2",
     "tiny-qwen3",
     "tiny-llama",
@@ -31,6 +31,10 @@ const TINY: [&str; 15] = [
     "tiny-phi3-longrope",
     "tiny-qwen2-yarn",
     "tiny-qwen3-yarn",
+    "tiny-qwen2-moe",
+    "tiny-qwen3-moe",
+    "tiny-mixtral",
+    "tiny-olmoe",
 ];
 
 /// Made by scripts/make-test-models.sh (the test command runs it).

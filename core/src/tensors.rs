@@ -142,6 +142,18 @@ impl Naming {
         let Some((layer, part)) = gguf.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
             return gguf.to_string();
         };
+        // one expert's matrix, `ffn_gate.E.weight`: the family's name for
+        // `ffn_gate.*` (or the usual `mlp.experts.*.gate_proj.weight`), E for *
+        if let Some((what, e)) = part.strip_suffix(".weight").and_then(|p| p.split_once('.')) {
+            if e.bytes().all(|b| b.is_ascii_digit()) && !e.is_empty() {
+                let pattern = format!("{what}.*");
+                let hf = match renames.iter().find(|(g, _)| *g == pattern) {
+                    Some((_, h)) => h.to_string(),
+                    None => format!("mlp.experts.*.{}_proj.weight", what.strip_prefix("ffn_").unwrap_or(what)),
+                };
+                return format!("{model}layers.{layer}.{}", hf.replace('*', e));
+            }
+        }
         let renamed = renames.iter().find(|(g, _)| *g == part).map(|(_, h)| *h);
         let hf = renamed.unwrap_or(match part {
             "attn_norm.weight" => "input_layernorm.weight",
@@ -160,6 +172,11 @@ impl Naming {
             "ffn_gate.weight" => "mlp.gate_proj.weight",
             "ffn_up.weight" => "mlp.up_proj.weight",
             "ffn_down.weight" => "mlp.down_proj.weight",
+            "ffn_gate_inp.weight" => "mlp.gate.weight",
+            "ffn_gate_shexp.weight" => "mlp.shared_expert.gate_proj.weight",
+            "ffn_up_shexp.weight" => "mlp.shared_expert.up_proj.weight",
+            "ffn_down_shexp.weight" => "mlp.shared_expert.down_proj.weight",
+            "ffn_gate_inp_shexp.weight" => "mlp.shared_expert_gate.weight",
             other => other,
         });
         format!("{model}layers.{layer}.{hf}")

@@ -9,6 +9,7 @@ use super::Gguf;
 use crate::error::{Error, Result};
 use crate::model::config::{check_heads, embd_scale, Config};
 use crate::model::family::{Dims, Family};
+use crate::model::moe::Moe;
 use crate::model::weights::{self, Expect, Weights};
 use crate::model::Model;
 use crate::tensors;
@@ -59,6 +60,8 @@ impl Config {
         let dims = Dims { n_layer, n_embd, n_head, head_dim, n_rot, n_ctx_train };
         let attention = (family.gguf)(&keys, &dims)?;
         let block = family.block;
+        let n_ff = keys.usize("feed_forward_length")?;
+        let moe = moe(&keys, family, n_ff)?;
         Ok(Config {
             arch: family.arch(),
             name: g.get_str("general.name")?.unwrap_or("").to_string(),
@@ -68,7 +71,7 @@ impl Config {
             n_head,
             n_head_kv,
             head_dim,
-            n_ff: keys.usize("feed_forward_length")?,
+            n_ff,
             n_ctx_train,
             norm_eps: keys.f32("attention.layer_norm_rms_epsilon")?.unwrap_or(1e-5),
             rope_style: family.gguf_rope,
@@ -85,6 +88,45 @@ impl Config {
             embd_scale: block.embd_scale.then(|| embd_scale(n_embd)),
             post_norms: block.post_norms,
             window: attention.window,
+            qk_norm_whole: block.qk_norm_whole,
+            moe,
         })
     }
+}
+
+/// The experts, as `expert_count`, `expert_used_count`,
+/// `expert_feed_forward_length` (else `feed_forward_length`),
+/// `expert_shared_feed_forward_length` and `expert_weights_norm` (else the
+/// family's rule) say; refused where the family routes otherwise or has
+/// none.
+fn moe(keys: &GgufKeys, family: &Family, n_ff: usize) -> Result<Option<Moe>> {
+    let count_key = keys.key("expert_count");
+    let count = keys.g.get_u64(&count_key)?.filter(|&n| n > 0);
+    let router = match (count, family.router) {
+        (None, Some(r)) if !r.dense_too => return Err(Error::MissingKey { key: count_key }),
+        (None, _) => return Ok(None),
+        (Some(_), None) => {
+            let what = alloc::format!("{count_key}: experts in a {} file", family.title);
+            return Err(Error::Unsupported { what });
+        }
+        (Some(_), Some(r)) => r,
+    };
+    if let Some(g) = keys.g.get_u64(&keys.key("expert_gating_func"))?.filter(|&g| g > 1) {
+        let what = alloc::format!("{} {g} (tern's experts are routed by softmax)", keys.key("expert_gating_func"));
+        return Err(Error::Unsupported { what });
+    }
+    if let Some(x) = keys.f32("expert_weights_scale")?.filter(|&x| x != 0.0 && x != 1.0) {
+        let what = alloc::format!("{} {x} (tern's expert weights are unscaled)", keys.key("expert_weights_scale"));
+        return Err(Error::Unsupported { what });
+    }
+    Ok(Some(Moe {
+        n_expert: keys.usize("expert_count")?,
+        n_expert_used: keys.usize("expert_used_count")?,
+        n_ff_exp: keys.opt_usize("expert_feed_forward_length")?.unwrap_or(n_ff),
+        norm_topk: keys.g.get_bool(&keys.key("expert_weights_norm"))?.unwrap_or(router.gguf_norm),
+        n_ff_shared: match router.shared_expert {
+            true => Some(keys.opt_usize("expert_shared_feed_forward_length")?.unwrap_or(n_ff)),
+            false => None,
+        },
+    }))
 }

@@ -11,6 +11,7 @@ use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
 use crate::model::config::{check_heads, embd_scale, Config};
 use crate::model::family::{Dims, Family};
+use crate::model::moe::Moe;
 use crate::model::parts::{Act, RopeSpec, RopeStyle};
 use crate::model::weights::Expect;
 
@@ -134,6 +135,8 @@ impl HfConfig {
         let n_layer = f.usize("num_hidden_layers")?;
         let dims = Dims { n_layer, n_embd, n_head, head_dim, n_rot, n_ctx_train };
         let (rope, attention) = (family.hf)(&f, &dims)?;
+        let n_ff = f.usize("intermediate_size")?;
+        let moe = moe(&f, family, n_ff)?;
         let block = family.block;
         let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor, long } = rope;
         let dtype = match f.opt_str("dtype")?.or(f.opt_str("torch_dtype")?) {
@@ -149,7 +152,7 @@ impl HfConfig {
             n_head,
             n_head_kv,
             head_dim,
-            n_ff: f.usize("intermediate_size")?,
+            n_ff,
             n_ctx_train,
             norm_eps: f.opt_f64("rms_norm_eps")?.unwrap_or(1e-6) as f32,
             // transformers' weights are not permuted as GGUF's llama ones
@@ -168,6 +171,8 @@ impl HfConfig {
             embd_scale: block.embd_scale.then(|| embd_scale(n_embd)),
             post_norms: block.post_norms,
             window: attention.window,
+            qk_norm_whole: block.qk_norm_whole,
+            moe,
         };
         let qkv_bias = block.qkv_bias || f.opt_bool("attention_bias")?.unwrap_or(false);
         Ok(HfConfig {
@@ -183,4 +188,37 @@ impl HfConfig {
             eos_token_ids: ids(FILE, "eos_token_id", f.get("eos_token_id"))?,
         })
     }
+}
+
+/// The experts of a family that has them: `num_experts` (or
+/// `num_local_experts`), `num_experts_per_tok`, `moe_intermediate_size`
+/// (else `intermediate_size`), `shared_expert_intermediate_size`, and the
+/// family's renormalisation rule; every layer sparse (a config making some
+/// dense is refused, naming the key), no clipping of Q/K/V.
+fn moe(f: &Fields, family: &Family, n_ff: usize) -> Result<Option<Moe>> {
+    let Some(router) = family.router.filter(|r| !r.dense_too) else { return Ok(None) };
+    if f.opt_usize("decoder_sparse_step")?.is_some_and(|s| s != 1) {
+        return Err(bad("decoder_sparse_step", "tern runs models whose every layer has experts (1)"));
+    }
+    if let Some(v) = f.get("mlp_only_layers").filter(|v| v.as_array().is_none_or(|a| !a.is_empty())) {
+        return Err(bad("mlp_only_layers", alloc::format!("{v}: tern runs models whose every layer has experts")));
+    }
+    if let Some(v) = f.get("clip_qkv") {
+        return Err(bad("clip_qkv", alloc::format!("{v}: tern does not clip Q/K/V")));
+    }
+    let count = if f.get("num_experts").is_some() { "num_experts" } else { "num_local_experts" };
+    let norm_topk = match router.hf_norm {
+        Some((key, default)) => f.opt_bool(key)?.unwrap_or(default),
+        None => router.gguf_norm,
+    };
+    Ok(Some(Moe {
+        n_expert: f.usize(count)?,
+        n_expert_used: f.usize("num_experts_per_tok")?,
+        n_ff_exp: f.opt_usize("moe_intermediate_size")?.unwrap_or(n_ff),
+        norm_topk,
+        n_ff_shared: match router.shared_expert {
+            true => Some(f.usize("shared_expert_intermediate_size")?),
+            false => None,
+        },
+    }))
 }

@@ -35,6 +35,8 @@ pub(crate) fn window(f: &Fields, n_layer: usize, every_layer: bool, absent: Opti
     let size = match f.get("sliding_window") {
         None if !f.0.contains_key("sliding_window") => absent,
         None => None,
+        // Qwen2-MoE's configs say 0 beside `use_sliding_window: false`
+        Some(v) if v.as_u64() == Some(0) && f.opt_bool("use_sliding_window")? != Some(true) => None,
         Some(_) => Some(f.usize("sliding_window")?),
     };
     let Some(size) = size else { return Ok(None) };

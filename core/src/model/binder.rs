@@ -80,12 +80,30 @@ impl<'d, D: TensorDir + ?Sized> Binder<'d, D> {
 
     /// A matrix of exactly `[n_cols, n_rows]` whose type has a kernel.
     pub(crate) fn matrix(&self, key: &str, n_cols: usize, n_rows: usize) -> TensorRef {
+        self.shaped(key, &[n_cols as u64, n_rows as u64])
+    }
+
+    /// `n` matrices of `[n_cols, n_rows]` stacked (`[n_cols, n_rows, n]`,
+    /// GGUF's `ffn_*_exps`), as one matrix of `n · n_rows` rows.
+    pub(crate) fn stacked(&self, key: &str, n_cols: usize, n_rows: usize, n: usize) -> TensorRef {
+        self.shaped(key, &[n_cols as u64, n_rows as u64, n as u64])
+    }
+
+    /// A matrix of exactly `dims` whose type has a kernel, its rows all
+    /// but the first dimension.
+    fn shaped(&self, key: &str, dims: &[u64]) -> TensorRef {
         let Some((name, t)) = self.find(key) else { return placeholder(key.into()) };
+        let (n_cols, n_rows) = (dims[0] as usize, dims[1..].iter().product::<u64>() as usize);
         let rows = t.dims.iter().skip(1).product::<u64>();
-        if t.dims.len() > 2 || t.dims[0] != n_cols as u64 || rows != n_rows as u64 {
+        // a matrix may be stored as [n_cols] when it has one row
+        let bad = match dims.len() {
+            2 => t.dims.len() > 2 || t.dims[0] != dims[0] || rows != dims[1],
+            _ => t.dims != dims,
+        };
+        if bad {
             self.problem(Error::TensorShape {
                 tensor: name.clone(),
-                detail: format!("dims {:?}, expected [{n_cols}, {n_rows}]", t.dims),
+                detail: format!("dims {:?}, expected {dims:?}", t.dims),
             });
         } else if !quant::is_supported(t.ty) {
             self.problem(Error::UnsupportedTensorType {
@@ -116,6 +134,14 @@ impl<'d, D: TensorDir + ?Sized> Binder<'d, D> {
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // encoders need std
     pub(crate) fn vector_of(&self, key: &str, n_cols: usize, n_rows: usize) -> Vec<f32> {
         self.read_f32(key, &[n_cols as u64, n_rows as u64])
+    }
+
+    /// A vector of `n` values stored as `[n]` or as a one-row matrix
+    /// `[n, 1]` (transformers' `Linear(n, 1)`).
+    pub(crate) fn vector_or_row(&self, key: &str, n: usize) -> Vec<f32> {
+        let row = self.dir.get(&self.dir.naming().name(key)).is_some_and(|t| t.dims.len() == 2);
+        let dims = [n as u64, 1];
+        self.read_f32(key, if row { &dims } else { &dims[..1] })
     }
 
     /// A float tensor of exactly `dims`, converted to f32 (when reading).

@@ -7,6 +7,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::family::Arch;
+use super::moe::{Moe, MAX_EXPERTS};
 use super::parts::{Act, LongRope, RopeStyle, Window};
 use crate::error::{Error, Result};
 
@@ -68,6 +69,10 @@ pub struct Config {
     pub post_norms: bool,
     /// Sliding-window layers, if any.
     pub window: Option<Window>,
+    /// Q and K normalised as whole rows, not per head (OLMoE).
+    pub qk_norm_whole: bool,
+    /// The feed-forward layers are mixtures of experts.
+    pub moe: Option<Moe>,
 }
 
 /// Limits no real checkpoint comes near (the largest have ~128 layers,
@@ -104,6 +109,10 @@ pub enum Param {
     Window,
     AttnSoftcap,
     FinalSoftcap,
+    Experts,
+    ExpertsUsed,
+    ExpertFf,
+    SharedFf,
 }
 
 impl Param {
@@ -122,6 +131,10 @@ impl Param {
             Param::Window => ("attention.sliding_window", "sliding_window"),
             Param::AttnSoftcap => ("attn_logit_softcapping", "attn_logit_softcapping"),
             Param::FinalSoftcap => ("final_logit_softcapping", "final_logit_softcapping"),
+            Param::Experts => ("expert_count", "num_experts"),
+            Param::ExpertsUsed => ("expert_used_count", "num_experts_per_tok"),
+            Param::ExpertFf => ("expert_feed_forward_length", "moe_intermediate_size"),
+            Param::SharedFf => ("expert_shared_feed_forward_length", "shared_expert_intermediate_size"),
         }
     }
 }
@@ -144,6 +157,19 @@ impl Config {
         for (p, v, max) in sizes {
             if v == 0 || v > max {
                 return Err(bad(p, v.to_string(), &alloc::format!("must be in 1..={max}")));
+            }
+        }
+        if let Some(m) = &self.moe {
+            let sizes = [
+                (Param::Experts, m.n_expert, MAX_EXPERTS),
+                (Param::ExpertsUsed, m.n_expert_used, m.n_expert),
+                (Param::ExpertFf, m.n_ff_exp, MAX_FF),
+                (Param::SharedFf, m.n_ff_shared.unwrap_or(1), MAX_FF),
+            ];
+            for (p, v, max) in sizes {
+                if v == 0 || v > max {
+                    return Err(bad(p, v.to_string(), &alloc::format!("must be in 1..={max}")));
+                }
             }
         }
         let positive = |p: Param, x: f32| {
@@ -193,7 +219,11 @@ impl Config {
     /// cannot be this model.
     pub fn min_weight_bytes(&self) -> u128 {
         let (e, q, kv, ff) = (self.n_embd as u128, self.q_dim() as u128, self.kv_dim() as u128, self.n_ff as u128);
-        let layer = 2 * e * q + 2 * e * kv + 3 * e * ff;
+        let ffn = match &self.moe {
+            None => 3 * e * ff,
+            Some(m) => m.layer_params(self.n_embd).1 as u128,
+        };
+        let layer = 2 * e * q + 2 * e * kv + ffn;
         let elements = self.n_layer as u128 * layer + self.n_vocab as u128 * e;
         elements * MIN_WEIGHT_BYTES.0 / MIN_WEIGHT_BYTES.1
     }
@@ -231,6 +261,15 @@ impl Config {
         match &self.rope_long {
             Some(l) if n_ctx > l.orig_ctx => &l.inv_freq,
             _ => &self.rope_inv_freq,
+        }
+    }
+
+    /// The widest feed-forward layer a token runs: the dense one, or the
+    /// widest of an expert and the shared expert.
+    pub fn ff_widest(&self) -> usize {
+        match &self.moe {
+            None => self.n_ff,
+            Some(m) => m.n_ff_exp.max(m.n_ff_shared.unwrap_or(0)),
         }
     }
 

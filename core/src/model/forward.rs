@@ -6,9 +6,9 @@
 
 use super::attention::attention;
 use super::engine::Engine;
+use super::ffn::ffn;
 use super::kv_cache::KvCache;
 use super::matmul::matmul;
-use super::parts::Act;
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::LayerWeights;
 use super::{hadamard, rope, View};
@@ -153,10 +153,20 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     ];
     matmul(e, &qkv, xn, n, acts, mm, &mut [&mut s.q, &mut s.k, &mut s.v]);
 
-    // qwen3, gemma: RMSNorm of each head of Q and K; then RoPE (a windowed
-    // layer's own, if it has one)
+    // OLMoE: RMSNorm of all of Q and all of K; qwen3, gemma: of each head
+    // of them; then RoPE (a windowed layer's own, if it has one)
+    let whole = c.qk_norm_whole;
+    if whole {
+        for (buf, norm, len) in [(&mut s.q, &lw.q_norm, qd), (&mut s.k, &lw.k_norm, kvd)] {
+            if let Some(w) = norm {
+                s.att[..n * len].copy_from_slice(&buf[..n * len]);
+                rms_norm_rows(e, &s.att[..n * len], w, c.norm_eps, buf);
+            }
+        }
+    }
     let table = if local && !s.rope_local.is_empty() { &s.rope_local } else { &s.rope };
     for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
+        let norm = norm.as_ref().filter(|_| !whole);
         let row = buf.len() / n;
         par_rows(e, buf, hd, n, &|first, run| {
             for (j, head) in run.chunks_exact_mut(hd).enumerate() {
@@ -200,19 +210,9 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     residual(e, s, n, lw.post_attn_norm.as_deref(), c.norm_eps);
 
-    // ffn rmsnorm, then w_down(act(w_gate(x)) * w_up(x)), residual
+    // ffn rmsnorm, the feed-forward layer (an MLP or experts), residual
     rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
-    let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
-    let gate_up = [(m.matrix(&lw.w_gate), None), (m.matrix(&lw.w_up), None)];
-    matmul(e, &gate_up, xn, n, acts, mm, &mut [&mut s.gate, &mut s.up]);
-    // element-wise: an equal share per worker, even of one token's row
-    let (nf, up) = (c.n_ff, &s.up);
-    let per = (n * nf).div_ceil(e.par.n_workers()).next_multiple_of(16);
-    e.par.for_each_run(&mut s.gate[..n * nf], per, &|i, g| match c.act {
-        Act::Silu => k.swiglu(g, &up[i * per..]),
-        Act::GeluTanh => k.geglu(g, &up[i * per..]),
-    });
-    matmul(e, &[(m.matrix(&lw.w_down), None)], &s.gate, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
+    ffn(m, e, s, &lw.ffn, n);
     residual(e, s, n, lw.post_ffn_norm.as_deref(), c.norm_eps);
 }
 

@@ -6,10 +6,12 @@ pub(crate) mod binder;
 pub(crate) mod config;
 mod engine;
 pub(crate) mod family;
+mod ffn;
 mod forward;
 mod hadamard;
 mod kv_cache;
 pub(crate) mod matmul;
+pub(crate) mod moe;
 pub(crate) mod parts;
 mod prefix_cache;
 pub(crate) mod requant;
@@ -24,10 +26,11 @@ use alloc::vec::Vec;
 pub use config::Config;
 pub use engine::Engine;
 pub use family::Arch;
+pub use moe::Moe;
 pub use parts::{Act, LongRope, RopeStyle, Window};
 pub use requant::{Requantized, Widened};
 pub use scratch::Scratch;
-pub use weights::{LayerWeights, TensorRef, Weights};
+pub use weights::{Experts, Ffn, LayerWeights, Mlp, SharedExpert, TensorRef, Weights};
 
 use crate::backend::QMatrix;
 use crate::error::{Error, Result};
@@ -116,7 +119,8 @@ impl<B: AsRef<[u8]>> Model<B> {
         let c = &self.config;
         let u = |x: usize| x as u64;
         let kv_bytes = u(2 * kv.bytes(c.kv_dim())).checked_mul(u(kv_cache::rows(c, n_ctx, n_batch)))?;
-        let per_token = u(4 * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.n_ff));
+        let moe = c.moe.as_ref().map_or(0, |m| m.n_expert + (m.n_expert_used + 2) * c.n_embd + 2 * m.n_expert_used);
+        let per_token = u(4 * (4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 3 * c.ff_widest() + moe));
         let heads = u(4 * c.n_head).checked_mul(u(n_batch).checked_mul(u(c.head_dim))?.checked_add(u(n_ctx))?)?;
         let scratch = per_token.checked_mul(u(n_batch))?.checked_add(heads)?;
         kv_bytes.checked_add(scratch)?.checked_mul(u(n_seqs))

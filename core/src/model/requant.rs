@@ -110,21 +110,24 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// Only if the model stays within `max_bytes` and the memory can be
     /// had; returns the bytes added.
     /// An embedding table that is not also the head is only looked up by
-    /// row, never multiplied: it stays as it is.
+    /// row, never multiplied: it stays as it is; so do experts (a decode
+    /// step reads only the ones it chose, which repacking them at load
+    /// would defeat).
     pub fn repack_rows8(mut self, reads: impl Fn(GgmlType) -> bool, max_bytes: usize) -> (Model<B>, usize) {
         let lookup_only = (!self.weights.tied_output).then(|| self.weights.token_embd.name.clone());
         let size = |t: &TensorRef| match reads(t.ty) && lookup_only.as_ref() != Some(&t.name) {
             true => rows8::matrix_bytes(t.ty, t.n_cols, t.n_rows).unwrap_or(0),
             false => 0,
         };
-        let n: usize = self.weights.matrices().map(size).sum();
+        // experts stay as mapped: repacking would read every one at load
+        let n: usize = self.weights.matrices_of(false).map(size).sum();
         if n == 0 || self.n_bytes() + n > max_bytes || self.rows8.try_reserve_exact(n).is_err() {
             return (self, 0);
         }
         let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
         let out = &mut self.rows8;
         // (nothing here fails)
-        let _ = self.weights.each_matrix_once(|t| {
+        let _ = self.weights.each_once(false, &mut |t| {
             let at = out.len();
             if size(t) > 0 && rows8::pack(t.ty, &bufs[t.buf][t.start..t.start + t.len], t.n_cols, t.n_rows, out) {
                 t.rows8 = at..out.len();

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::config::Config;
 use super::matmul::ActBufs;
+use super::moe::MoeBufs;
 use crate::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use crate::backend::tiles;
 
@@ -51,9 +52,9 @@ pub struct Scratch {
     pub(crate) att: Vec<f32>,
     /// (n_head, n_batch * head_dim + per_head_room): per head, outputs then work
     pub(crate) heads: Vec<f32>,
-    /// (n_batch, n_ff)
+    /// (n_batch, widest feed-forward: `Config::ff_widest`)
     pub(crate) gate: Vec<f32>,
-    /// (n_batch, n_ff)
+    /// (n_batch, widest feed-forward)
     pub(crate) up: Vec<f32>,
     /// (n_batch, n_embd) a sub-layer's output before the residual add
     pub(crate) y: Vec<f32>,
@@ -64,13 +65,17 @@ pub struct Scratch {
     /// (n_batch, n_rot) the same for windowed layers with their own RoPE; else empty
     pub(crate) rope_local: Vec<f32>,
     pub(crate) acts: ActBufs,
+    /// a mixture of experts' routing and gathering (empty for a dense model)
+    pub(crate) moe: MoeBufs,
 }
 
 impl Scratch {
     pub(crate) fn new(c: &Config, n_batch: usize) -> Scratch {
         let b = n_batch;
-        let widest = c.n_embd.max(c.n_ff).max(c.q_dim());
-        let mm_rows = (2 * c.n_ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd) * b;
+        let ff = c.ff_widest();
+        let widest = c.n_embd.max(ff).max(c.q_dim());
+        let n_expert = c.moe.as_ref().map_or(0, |m| m.n_expert);
+        let mm_rows = (2 * ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd).max(n_expert) * b;
         Scratch {
             n_batch,
             tok_seq: vec![0; b],
@@ -85,8 +90,8 @@ impl Scratch {
             v: vec![0.0; b * c.kv_dim()],
             att: vec![0.0; b * c.q_dim()],
             heads: vec![0.0; c.n_head * (b * c.head_dim + per_head_room(c, b))],
-            gate: vec![0.0; b * c.n_ff],
-            up: vec![0.0; b * c.n_ff],
+            gate: vec![0.0; b * ff],
+            up: vec![0.0; b * ff],
             y: vec![0.0; b * c.n_embd],
             mm: vec![0.0; mm_rows.max(c.n_vocab * HEAD_TOKENS.min(b))],
             rope: vec![0.0; b * c.n_rot],
@@ -95,6 +100,7 @@ impl Scratch {
                 None => Vec::new(),
             },
             acts: ActBufs::new(b, widest),
+            moe: MoeBufs::new(c.moe.as_ref(), c.n_embd, b),
         }
     }
 
@@ -117,5 +123,6 @@ impl Scratch {
             + self.acts.q8_0.len() * core::mem::size_of::<BlockQ8_0>()
             + self.acts.q8_1.len() * core::mem::size_of::<BlockQ8_1>()
             + self.acts.q8k.len() * core::mem::size_of::<BlockQ8K>()
+            + self.moe.bytes()
     }
 }

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::binder::Binder;
 use super::config::Config;
+use super::moe::Moe;
 pub use super::tensor_ref::TensorRef;
 use crate::error::{Error, Result};
 use crate::tensors::TensorDir;
@@ -39,12 +40,85 @@ pub struct LayerWeights {
     pub ffn_norm: Vec<f32>,
     /// Gemma: RMSNorm of the feed-forward output, before the residual add.
     pub post_ffn_norm: Option<Vec<f32>>,
-    /// Feed-forward gate projection.
-    pub w_gate: TensorRef,
-    /// Feed-forward up projection.
-    pub w_up: TensorRef,
-    /// Feed-forward down projection.
-    pub w_down: TensorRef,
+    /// The feed-forward layer.
+    pub ffn: Ffn,
+}
+
+/// A feed-forward layer: one MLP, or a mixture of experts.
+#[derive(Debug, Clone)]
+pub enum Ffn {
+    /// One gated MLP every token runs.
+    Dense(Mlp),
+    /// Experts, of which a router picks each token's few.
+    Moe(Experts),
+}
+
+/// A gated MLP: `down(act(gate(x)) · up(x))`.
+#[derive(Debug, Clone)]
+pub struct Mlp {
+    /// Gate projection.
+    pub gate: TensorRef,
+    /// Up projection.
+    pub up: TensorRef,
+    /// Down projection.
+    pub down: TensorRef,
+}
+
+/// A mixture-of-experts layer's weights.
+#[derive(Debug, Clone)]
+pub struct Experts {
+    /// The router: one logit per expert (`ffn_gate_inp`).
+    pub router: TensorRef,
+    /// The experts (GGUF's stacked `ffn_*_exps`: views of their rows).
+    pub experts: Vec<Mlp>,
+    /// Qwen2-MoE: the shared expert every token runs.
+    pub shared: Option<SharedExpert>,
+}
+
+/// An expert every token runs, scaled by `sigmoid(x · gate)`.
+#[derive(Debug, Clone)]
+pub struct SharedExpert {
+    /// The expert.
+    pub mlp: Mlp,
+    /// Its gate (`ffn_gate_inp_shexp`), one weight per input.
+    pub gate: Vec<f32>,
+}
+
+impl Mlp {
+    fn matrices(&self) -> [&TensorRef; 3] {
+        [&self.gate, &self.up, &self.down]
+    }
+    fn matrices_mut(&mut self) -> [&mut TensorRef; 3] {
+        [&mut self.gate, &mut self.up, &mut self.down]
+    }
+}
+
+impl LayerWeights {
+    /// The layer's matrices (the router apart: it stays as stored), an
+    /// expert's with `true`.
+    fn matrices(&self) -> Vec<(&TensorRef, bool)> {
+        let mut v: Vec<(&TensorRef, bool)> = [&self.wq, &self.wk, &self.wv, &self.wo].map(|t| (t, false)).into();
+        match &self.ffn {
+            Ffn::Dense(m) => v.extend(m.matrices().map(|t| (t, false))),
+            Ffn::Moe(x) => {
+                v.extend(x.experts.iter().flat_map(|m| m.matrices().map(|t| (t, true))));
+                v.extend(x.shared.iter().flat_map(|s| s.mlp.matrices().map(|t| (t, false))));
+            }
+        }
+        v
+    }
+    fn matrices_mut(&mut self) -> Vec<(&mut TensorRef, bool)> {
+        let mut v: Vec<(&mut TensorRef, bool)> =
+            [&mut self.wq, &mut self.wk, &mut self.wv, &mut self.wo].map(|t| (t, false)).into();
+        match &mut self.ffn {
+            Ffn::Dense(m) => v.extend(m.matrices_mut().map(|t| (t, false))),
+            Ffn::Moe(x) => {
+                v.extend(x.experts.iter_mut().flat_map(|m| m.matrices_mut().map(|t| (t, true))));
+                v.extend(x.shared.iter_mut().flat_map(|s| s.mlp.matrices_mut().map(|t| (t, false))));
+            }
+        }
+        v
+    }
 }
 
 /// All of a model's weights.
@@ -146,9 +220,9 @@ impl Weights {
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
             let norm = |s: &str, len: usize| b.norm(&n(s), len, x.norm_plus_one);
-            let qk_norm = |s: &str| match block.qk_norm {
-                true => Some(norm(s, c.head_dim)),
-                false => b.has(&n(s)).then(|| norm(s, c.head_dim)),
+            let qk_norm = |s: &str, len: usize| match block.qk_norm {
+                true => Some(norm(s, len)),
+                false => b.has(&n(s)).then(|| norm(s, len)),
             };
             let post_norm = |s: &str| c.post_norms.then(|| norm(s, e));
             let bias = |s: &str, len: usize| match x.qkv_bias {
@@ -158,20 +232,23 @@ impl Weights {
             };
             // Phi-3 stores Q, K and V as one matrix, gate and up as another:
             // bound as views of their rows
-            let (wq, wk, wv, w_gate, w_up) = if block.fused {
+            let (wq, wk, wv, ffn) = if block.fused {
                 let qkv = b.matrix(&n("attn_qkv.weight"), e, q + 2 * kv);
                 let gate_up = b.matrix(&n("ffn_up.weight"), e, 2 * ff);
                 let (rows_qkv, rows_gu) = (|r| rows(&qkv, r), |r| rows(&gate_up, r));
-                (rows_qkv(0..q), rows_qkv(q..q + kv), rows_qkv(q + kv..q + 2 * kv), rows_gu(0..ff), rows_gu(ff..2 * ff))
+                let mlp =
+                    Mlp { gate: rows_gu(0..ff), up: rows_gu(ff..2 * ff), down: b.matrix(&n("ffn_down.weight"), ff, e) };
+                (rows_qkv(0..q), rows_qkv(q..q + kv), rows_qkv(q + kv..q + 2 * kv), Ffn::Dense(mlp))
             } else {
-                (
-                    b.matrix(&n("attn_q.weight"), e, q),
-                    b.matrix(&n("attn_k.weight"), e, kv),
-                    b.matrix(&n("attn_v.weight"), e, kv),
-                    b.matrix(&n("ffn_gate.weight"), e, ff),
-                    b.matrix(&n("ffn_up.weight"), e, ff),
-                )
+                let ffn = match &c.moe {
+                    None => Ffn::Dense(mlp(&b, &n(""), "", e, ff)),
+                    Some(moe) => Ffn::Moe(experts(&b, i, moe, e)),
+                };
+                let wq = b.matrix(&n("attn_q.weight"), e, q);
+                (wq, b.matrix(&n("attn_k.weight"), e, kv), b.matrix(&n("attn_v.weight"), e, kv), ffn)
             };
+            // OLMoE normalises all of Q and K at once, the others each head
+            let (q_len, k_len) = if c.qk_norm_whole { (q, kv) } else { (c.head_dim, c.head_dim) };
             layers.push(LayerWeights {
                 attn_norm: norm("attn_norm.weight", e),
                 wq,
@@ -181,14 +258,12 @@ impl Weights {
                 bq: bias("attn_q.bias", q),
                 bk: bias("attn_k.bias", kv),
                 bv: bias("attn_v.bias", kv),
-                q_norm: qk_norm("attn_q_norm.weight"),
-                k_norm: qk_norm("attn_k_norm.weight"),
+                q_norm: qk_norm("attn_q_norm.weight", q_len),
+                k_norm: qk_norm("attn_k_norm.weight", k_len),
                 post_attn_norm: post_norm("post_attention_norm.weight"),
                 ffn_norm: norm("ffn_norm.weight", e),
                 post_ffn_norm: post_norm("post_ffw_norm.weight"),
-                w_gate,
-                w_up,
-                w_down: b.matrix(&n("ffn_down.weight"), ff, e),
+                ffn,
             });
         }
         let output_norm = b.norm("output_norm.weight", e, x.norm_plus_one);
@@ -198,24 +273,31 @@ impl Weights {
 
     /// Every matrix, for reporting.
     pub fn matrices(&self) -> impl Iterator<Item = &TensorRef> {
+        self.matrices_of(true)
+    }
+
+    /// Every matrix but the experts'.
+    pub(crate) fn matrices_of(&self, experts: bool) -> impl Iterator<Item = &TensorRef> {
         let head = [&self.token_embd].into_iter().chain((!self.tied_output).then_some(&self.output));
-        head.chain(self.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down]))
+        let layers = self.layers.iter().flat_map(|l| l.matrices());
+        head.chain(layers.filter(move |(_, x)| experts || !*x).map(|(t, _)| t))
     }
 
     /// `f` on every matrix once (re-pointing them at rewritten copies): a
     /// tensor bound twice — a tied head — gets what `f` made of its first
     /// binding.
     pub fn each_matrix_once(&mut self, mut f: impl FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
-        self.each_once(&mut f)
+        self.each_once(true, &mut f)
     }
 
-    fn each_once(&mut self, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
+    /// As `each_matrix_once`, the experts' left out (`experts` false):
+    /// rewrites that would read every expert at load, which a mapped MoE
+    /// model's decode never does.
+    pub(crate) fn each_once(&mut self, experts: bool, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
         let mut done: Vec<((usize, usize), TensorRef)> = Vec::new();
         let head = [&mut self.token_embd].into_iter().chain((!self.tied_output).then_some(&mut self.output));
-        let layers = self
-            .layers
-            .iter_mut()
-            .flat_map(|l| [&mut l.wq, &mut l.wk, &mut l.wv, &mut l.wo, &mut l.w_gate, &mut l.w_up, &mut l.w_down]);
+        let layers = self.layers.iter_mut().flat_map(|l| l.matrices_mut());
+        let layers = layers.filter(|(_, x)| experts || !*x).map(|(t, _)| t);
         for t in head.chain(layers) {
             let key = (t.buf, t.start);
             if let Some((_, first)) = done.iter().find(|(k, _)| *k == key) {
@@ -232,11 +314,44 @@ impl Weights {
     }
 }
 
+/// A gated MLP's three matrices: `ffn_{gate,up,down}{suffix}` of the layer
+/// prefix `p` (`blk.N.`).
+fn mlp<D: TensorDir + ?Sized>(b: &Binder<D>, p: &str, suffix: &str, e: usize, ff: usize) -> Mlp {
+    Mlp {
+        gate: b.matrix(&format!("{p}ffn_gate{suffix}.weight"), e, ff),
+        up: b.matrix(&format!("{p}ffn_up{suffix}.weight"), e, ff),
+        down: b.matrix(&format!("{p}ffn_down{suffix}.weight"), ff, e),
+    }
+}
+
+/// Layer `i`'s router, experts and shared expert: GGUF's stacked
+/// `ffn_*_exps` as views of their rows, or one tensor per expert
+/// (`ffn_gate.E.weight`: HF checkpoints, older GGUF files).
+fn experts<D: TensorDir + ?Sized>(b: &Binder<D>, i: usize, moe: &Moe, e: usize) -> Experts {
+    let p = format!("blk.{i}.");
+    let (n, ff) = (moe.n_expert, moe.n_ff_exp);
+    let experts = if b.has(&format!("{p}ffn_gate_exps.weight")) {
+        let stacked = |w: &str, cols, rows_| b.stacked(&format!("{p}ffn_{w}_exps.weight"), cols, rows_, n);
+        let (gate, up, down) = (stacked("gate", e, ff), stacked("up", e, ff), stacked("down", ff, e));
+        let rows_of = |t: &TensorRef, r: usize, x: usize| rows(t, x * r..(x + 1) * r);
+        (0..n)
+            .map(|x| Mlp { gate: rows_of(&gate, ff, x), up: rows_of(&up, ff, x), down: rows_of(&down, e, x) })
+            .collect()
+    } else {
+        (0..n).map(|x| mlp(b, &p, &format!(".{x}"), e, ff)).collect()
+    };
+    let shared = moe.n_ff_shared.map(|sf| SharedExpert {
+        mlp: mlp(b, &p, "_shexp", e, sf),
+        gate: b.vector_or_row(&format!("{p}ffn_gate_inp_shexp.weight"), e),
+    });
+    Experts { router: b.matrix(&format!("{p}ffn_gate_inp.weight"), e, n), experts, shared }
+}
+
 impl super::requant::Matrices for Weights {
     fn n_matrices(&self) -> usize {
         self.matrices().count()
     }
     fn each_matrix_once(&mut self, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
-        self.each_once(f)
+        self.each_once(true, f)
     }
 }

@@ -21,6 +21,7 @@ pub(crate) static FAMILY: Family = Family {
     gguf_rope: RopeStyle::Neox,
     // one norm before attention, one before the MLP: Llama's names
     hf_tensors: &[],
+    router: None,
     chat_template: Some(gemma::CHAT_TEMPLATE),
     spm: SpmFlavor::Gemma,
     gguf,

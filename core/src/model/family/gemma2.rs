@@ -18,6 +18,7 @@ pub(crate) static FAMILY: Family = Family {
     block: gemma::BLOCK,
     gguf_rope: RopeStyle::Neox,
     hf_tensors: gemma::HF_TENSORS,
+    router: None,
     chat_template: Some(gemma::CHAT_TEMPLATE),
     spm: SpmFlavor::Gemma,
     gguf,

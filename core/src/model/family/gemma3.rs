@@ -29,6 +29,7 @@ pub(crate) static FAMILY: Family = Family {
     block: Block { qk_norm: true, ..gemma::BLOCK },
     gguf_rope: RopeStyle::Neox,
     hf_tensors: gemma::HF_TENSORS,
+    router: None,
     chat_template: Some(gemma::CHAT_TEMPLATE),
     spm: SpmFlavor::Gemma,
     gguf,

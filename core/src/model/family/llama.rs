@@ -19,6 +19,8 @@ pub(crate) static FAMILY: Family = Family {
     // llama.cpp's converter permutes Llama's Q/K rows to pair (2i, 2i+1)
     gguf_rope: RopeStyle::Adjacent,
     hf_tensors: &[],
+    // a llama GGUF with `expert_count` is Mixtral, converted
+    router: Some(super::mixtral::ROUTER_DENSE_TOO),
     chat_template: None,
     spm: SpmFlavor::Llama,
     gguf,

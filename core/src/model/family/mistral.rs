@@ -21,6 +21,7 @@ pub(crate) static FAMILY: Family = Family {
     block: Block::LLAMA,
     gguf_rope: RopeStyle::Adjacent,
     hf_tensors: &[],
+    router: None,
     chat_template: None,
     spm: SpmFlavor::Llama,
     gguf: super::llama::gguf,

@@ -12,13 +12,18 @@ mod gemma2;
 mod gemma3;
 mod llama;
 mod mistral;
+mod mixtral;
+mod olmoe;
 mod phi3;
 mod qwen2;
+mod qwen2moe;
 mod qwen3;
+mod qwen3moe;
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::moe::Router;
 use super::parts::{Act, RopeStyle, Window};
 use crate::error::{Error, Result};
 use crate::gguf::keys::GgufKeys;
@@ -29,11 +34,15 @@ use crate::model::parts::RopeSpec;
 
 /// Every family, in lookup order (the first with a name wins: Llama's
 /// GGUF name before Mistral's, which llama.cpp writes as `llama` too).
-pub(crate) const FAMILIES: [&Family; 8] = [
+pub(crate) const FAMILIES: [&Family; 12] = [
     &llama::FAMILY,
     &mistral::FAMILY,
+    &mixtral::FAMILY,
     &qwen2::FAMILY,
     &qwen3::FAMILY,
+    &qwen2moe::FAMILY,
+    &qwen3moe::FAMILY,
+    &olmoe::FAMILY,
     &gemma1::FAMILY,
     &gemma2::FAMILY,
     &gemma3::FAMILY,
@@ -61,6 +70,9 @@ pub(crate) struct Family {
     /// transformers' tensor names where they differ from Llama's, by
     /// the part of the GGUF name after `blk.N.`.
     pub hf_tensors: &'static [(&'static str, &'static str)],
+    /// How its router picks experts, for a family with mixture-of-experts
+    /// models (a GGUF file of it without `expert_count` is dense).
+    pub router: Option<Router>,
     /// The chat template a GGUF file of this family without one gets.
     pub chat_template: Option<&'static str>,
     /// How its SentencePiece vocabulary spells and splits text (GGUF
@@ -108,6 +120,8 @@ pub(crate) struct Block {
     pub qkv_bias: bool,
     /// Q/K/V as one matrix (`attn_qkv`), gate and up as one (`ffn_up`).
     pub fused: bool,
+    /// The Q and K norms span all heads at once (OLMoE), not each head.
+    pub qk_norm_whole: bool,
 }
 
 impl Block {
@@ -120,6 +134,7 @@ impl Block {
         qk_norm: false,
         qkv_bias: false,
         fused: false,
+        qk_norm_whole: false,
     };
 }
 
@@ -265,8 +280,8 @@ mod tests {
         let err = Arch::parse("gpt2").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unsupported architecture \"gpt2\" (tern runs the Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Gemma 3 \
-             and Phi-3 families)"
+            "unsupported architecture \"gpt2\" (tern runs the Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, \
+             Qwen3-MoE, OLMoE, Gemma, Gemma 2, Gemma 3 and Phi-3 families)"
         );
     }
 }

@@ -20,6 +20,7 @@ pub(crate) static FAMILY: Family = Family {
     block: Block { fused: true, ..Block::LLAMA },
     gguf_rope: RopeStyle::Neox,
     hf_tensors: &[("attn_qkv.weight", "self_attn.qkv_proj.weight"), ("ffn_up.weight", "mlp.gate_up_proj.weight")],
+    router: None,
     chat_template: None,
     spm: SpmFlavor::Phi3,
     // a sliding window, when the file has one, over every layer

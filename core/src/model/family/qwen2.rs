@@ -13,6 +13,7 @@ pub(crate) static FAMILY: Family = Family {
     block: Block { qkv_bias: true, ..Block::LLAMA },
     gguf_rope: RopeStyle::Neox,
     hf_tensors: &[],
+    router: None,
     chat_template: None,
     spm: SpmFlavor::Llama,
     gguf,

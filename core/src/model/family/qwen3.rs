@@ -11,6 +11,7 @@ pub(crate) static FAMILY: Family = Family {
     block: Block { qk_norm: true, ..Block::LLAMA },
     gguf_rope: RopeStyle::Neox,
     hf_tensors: &[],
+    router: None,
     chat_template: None,
     spm: SpmFlavor::Llama,
     gguf: super::qwen2::gguf,

@@ -1,0 +1,45 @@
+//! The feed-forward sub-layer: a gated MLP, `down(act(gate(x)) · up(x))`,
+//! or a mixture of such experts (`super::moe`).
+
+use super::engine::Engine;
+use super::matmul::{matmul, ActBufs};
+use super::parts::Act;
+use super::scratch::Scratch;
+use super::weights::{Ffn, Mlp};
+use super::{moe, View};
+
+/// The buffers an MLP works in (borrowed from the scratch apart from its
+/// input and output).
+pub(super) struct MlpBufs<'a> {
+    pub gate: &'a mut [f32],
+    pub up: &'a mut [f32],
+    pub acts: &'a mut ActBufs,
+    pub mm: &'a mut [f32],
+}
+
+/// `s.y = ffn(s.xn)` for the batch's `n` tokens.
+pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, w: &Ffn, n: usize) {
+    match w {
+        Ffn::Dense(w) => {
+            let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
+            mlp(m, e, w, m.config.act, &s.xn, n, b, &mut s.y);
+        }
+        Ffn::Moe(x) => moe::ffn(m, e, s, x, n),
+    }
+}
+
+/// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn mlp(m: View, e: &Engine, w: &Mlp, act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
+    let gate_up = [(m.matrix(&w.gate), None), (m.matrix(&w.up), None)];
+    let nf = w.gate.n_rows;
+    matmul(e, &gate_up, x, n, b.acts, b.mm, &mut [&mut *b.gate, &mut *b.up]);
+    // element-wise: an equal share per worker, even of one token's row
+    let (k, up) = (e.kernels, &*b.up);
+    let per = (n * nf).div_ceil(e.par.n_workers()).next_multiple_of(16);
+    e.par.for_each_run(&mut b.gate[..n * nf], per, &|i, g| match act {
+        Act::Silu => k.swiglu(g, &up[i * per..]),
+        Act::GeluTanh => k.geglu(g, &up[i * per..]),
+    });
+    matmul(e, &[(m.matrix(&w.down), None)], b.gate, n, b.acts, b.mm, &mut [y]);
+}
