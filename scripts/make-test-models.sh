@@ -5,6 +5,8 @@
 #   tiny-phi3-bf16.gguf     the tiny Phi-3 (fused matrices, windowed) as GGUF
 #   tiny-{gemma,gemma2,mistral}-bf16.gguf, tiny-phi3-longrope.gguf,
 #   tiny-qwen3-yarn.gguf    the other tiny families' oracles, likewise
+#   tiny-{qwen2-moe,qwen3-moe,mixtral,olmoe}.gguf  the mixtures of experts,
+#                           experts stacked as llama.cpp's converter does
 #   qwen2.5-hf-f32/         the Qwen2.5 GGUF dequantized to an HF directory
 #   smollm2-hf-f32/         the same for SmolLM2 (llama: Q/K un-permuted)
 #   ggml-vocab-{llama-spm,phi-3}.gguf(.inp)  llama.cpp's vocabulary-only
@@ -34,6 +36,9 @@ tiny_gguf tests/fixtures/tiny/tiny-gemma2-bf16 tiny-gemma2-bf16
 tiny_gguf tests/fixtures/tiny/tiny-qwen3-yarn tiny-qwen3-yarn
 tiny_gguf tests/fixtures/tiny/tiny-mistral-bf16 tiny-mistral-bf16
 tiny_gguf tests/fixtures/tiny/tiny-phi3-longrope tiny-phi3-longrope
+for moe in tiny-qwen2-moe tiny-qwen3-moe tiny-mixtral tiny-olmoe; do
+  tiny_gguf "tests/fixtures/tiny/$moe" "$moe"
+done
 models="${TERN_MODELS:-$HOME/.cache/tern/models}"
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return

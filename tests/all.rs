@@ -9,6 +9,7 @@ mod grammar;
 mod hf;
 mod hf_errors;
 mod hostile;
+mod moe;
 mod parity_exact;
 mod parity_gemma3;
 mod parity_quant;

@@ -5,14 +5,15 @@
 //! dequantized by gguf-py into an HF directory against the GGUF's exact
 //! path; Q8_0 at load; and broken directories, every problem named.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
-use tern::{LoadOptions, Loaded};
+use tern::LoadOptions;
 use tern_core::backend::quant::GgmlType;
 use tern_core::backend::KV_BLOCK;
 use tern_core::{Engine, Logits};
 use tern_tests::hfdir::{self, tiny};
+use tern_tests::tiny_oracle::*;
 use tern_tests::*;
 
 const TINY: [&str; 19] = [
@@ -37,76 +38,6 @@ const TINY: [&str; 19] = [
     "tiny-olmoe",
 ];
 
-/// Made by scripts/make-test-models.sh (the test command runs it).
-fn test_model(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-models").join(name);
-    assert!(p.exists(), "{} is missing: run scripts/make-test-models.sh (scripts/test.sh does)", p.display());
-    p
-}
-
-struct Oracle {
-    input: Vec<u32>,
-    /// [12, 512] row-major.
-    logits: Vec<f32>,
-    generated: Vec<u32>,
-}
-
-fn oracle(name: &str) -> Oracle {
-    let dir = tiny(name);
-    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("oracle.json")).unwrap()).unwrap();
-    let bytes = std::fs::read(dir.join("logits.bin")).unwrap();
-    assert_eq!(format!("{:x}", Sha256::digest(&bytes)), j["logits_sha256"].as_str().unwrap(), "{name}: logits.bin");
-    let logits = bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-    Oracle { input: ids(&j["input_ids"]), logits, generated: ids(&j["generated_ids"]) }
-}
-
-fn load_path(p: &Path) -> Loaded {
-    tern::load(p).unwrap_or_else(|e| panic!("loading {}: {e}", p.display()))
-}
-
-fn engine(exact: bool) -> Engine<'static> {
-    tern::engine(threads(), exact).unwrap()
-}
-
-fn all_logits(lm: &Loaded, e: &Engine, input: &[u32]) -> Vec<f32> {
-    let mut s = lm.model.session_kv(input.len(), 512, e.kv_type());
-    s.forward(&lm.model, e, input, Logits::All).unwrap().to_vec()
-}
-
-/// Greedy ids, cached decode, no end token (as the oracle's generate).
-fn greedy(lm: &Loaded, e: &Engine, input: &[u32], n: usize) -> Vec<u32> {
-    let mut s = lm.model.session_kv(input.len() + n, 512, e.kv_type());
-    let mut next = argmax(s.forward(&lm.model, e, input, Logits::Last).unwrap());
-    let mut out = vec![next];
-    while out.len() < n {
-        next = argmax(s.forward(&lm.model, e, &[next], Logits::Last).unwrap());
-        out.push(next);
-    }
-    out
-}
-
-/// The exact path (f32 everywhere) must meet the oracle within 1e-4; the
-/// default path keeps its KV cache in f16 (as llama.cpp), which costs more.
-fn tolerance(exact: bool) -> f64 {
-    if exact {
-        1e-4
-    } else {
-        1e-2
-    }
-}
-
-/// All 12×512 logits within `tolerance` of the oracle and its 8 greedy
-/// ids; returns the logits.
-fn against_oracle(name: &str, lm: &Loaded, o: &Oracle, exact: bool) -> Vec<f32> {
-    let e = engine(exact);
-    let got = all_logits(lm, &e, &o.input);
-    let d = max_abs_diff(&got, &o.logits);
-    println!("{name} exact={exact}: max |Δ| over 12×512 logits {d:.2e}");
-    assert!(d <= tolerance(exact), "{name} exact={exact}: max |Δ| {d:e}");
-    assert_eq!(greedy(lm, &e, &o.input, 8), o.generated, "{name} exact={exact}: greedy ids");
-    got
-}
-
 #[test]
 fn tiny_models_equal_the_transformers_oracle() {
     for name in TINY {
@@ -127,32 +58,6 @@ fn tied_head_is_the_embedding_tensor_not_a_copy() {
     assert_eq!((w.output.buf, w.output.start, w.output.len), (w.token_embd.buf, w.token_embd.start, w.token_embd.len));
     let file = std::fs::metadata(dir.join("model.safetensors")).unwrap().len() as usize;
     assert_eq!(lm.model.n_bytes(), file, "the weights are the mapped file, nothing more");
-}
-
-/// A tiny bf16 model written as GGUF the way llama.cpp's converter writes
-/// its architecture (tests/tools/tiny_to_gguf.py): the transformers
-/// oracle's logits and greedy ids, and the same bits as its HF directory,
-/// on both paths.
-fn gguf_twin_equals_the_oracle_and_the_hf_directory(name: &str, arch: &str) -> Loaded {
-    gguf_twin_within(name, arch, 0.0)
-}
-
-/// As above, the GGUF within `within` of the oracle's tolerance of the HF
-/// directory (0: the same bits).
-fn gguf_twin_within(name: &str, arch: &str, within: f64) -> Loaded {
-    let o = oracle(name);
-    let gguf = load_path(&test_model(&format!("{name}.gguf")));
-    let dir = load_path(&tiny(name));
-    assert_eq!(gguf.model.config.arch.name(), arch);
-    for exact in [true, false] {
-        let got = against_oracle(&format!("{name}.gguf"), &gguf, &o, exact);
-        let from_dir = all_logits(&dir, &engine(exact), &o.input);
-        let d = max_abs_diff(&got, &from_dir);
-        println!("{name}: GGUF against the HF directory (exact={exact}): max |Δ| {d:.2e}");
-        let same = if within == 0.0 { bits_equal(&got, &from_dir) } else { d <= within * tolerance(exact) };
-        assert!(same, "{name}: GGUF and HF directory differ by {d:e} (exact={exact})");
-    }
-    gguf
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 pub mod bert_gguf;
 pub mod hfdir;
+pub mod tiny_oracle;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

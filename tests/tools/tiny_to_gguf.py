@@ -11,8 +11,12 @@ as 1 + w, its four norms per layer under their GGUF names, its window and
 softcaps as keys; Gemma's norms as 1 + w under Llama's names, its
 head_dim as the key length; YaRN as Qwen's converter writes it (type, factor,
 original context); Mistral's Q and K rows permuted for ggml's RoPE, its
-window as `llama.attention.sliding_window`; no tokenizer (the oracle
-models have none).
+window as `llama.attention.sliding_window`; mixtures of experts (Qwen2-MoE,
+Qwen3-MoE, OLMoE, and Mixtral as `llama`) as llama.cpp's converter writes
+them: each layer's experts stacked into `ffn_{gate,up,down}_exps`, the
+router as `ffn_gate_inp`, Qwen2-MoE's shared expert as `ffn_*_shexp` and
+its gate as the vector `ffn_gate_inp_shexp`, the counts and widths as
+`expert_*` keys; no tokenizer (the oracle models have none).
 
     python tiny_to_gguf.py HF_DIR OUT.gguf
 """
@@ -35,6 +39,9 @@ LAYER = {
     "self_attn.q_proj.weight": "attn_q.weight",
     "self_attn.k_proj.weight": "attn_k.weight",
     "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
     "self_attn.o_proj.weight": "attn_output.weight",
     "self_attn.q_norm.weight": "attn_q_norm.weight",
     "self_attn.k_norm.weight": "attn_k_norm.weight",
@@ -44,7 +51,17 @@ LAYER = {
     "mlp.down_proj.weight": "ffn_down.weight",
     "self_attn.qkv_proj.weight": "attn_qkv.weight",
     "mlp.gate_up_proj.weight": "ffn_up.weight",
+    "mlp.gate.weight": "ffn_gate_inp.weight",
+    "block_sparse_moe.gate.weight": "ffn_gate_inp.weight",
+    "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp.weight",
+    "mlp.shared_expert.up_proj.weight": "ffn_up_shexp.weight",
+    "mlp.shared_expert.down_proj.weight": "ffn_down_shexp.weight",
+    "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp.weight",
 }
+
+# one expert's matrices, by their transformers name (after `experts.E.`)
+EXPERT = {"gate_proj.weight": "gate", "up_proj.weight": "up", "down_proj.weight": "down",
+          "w1.weight": "gate", "w3.weight": "up", "w2.weight": "down"}
 
 
 # Gemma's norms around attention and the MLP
@@ -88,8 +105,9 @@ def main(src: str, out: str) -> None:
     src = Path(src)
     cfg = json.loads((src / "config.json").read_text())
     arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2",
-            "GemmaForCausalLM": "gemma",
-            "MistralForCausalLM": "llama"}[cfg["architectures"][0]]
+            "GemmaForCausalLM": "gemma", "MistralForCausalLM": "llama", "MixtralForCausalLM": "llama",
+            "Qwen2MoeForCausalLM": "qwen2moe", "Qwen3MoeForCausalLM": "qwen3moe",
+            "OlmoeForCausalLM": "olmoe"}[cfg["architectures"][0]]
     w = gguf.GGUFWriter(out, arch)
     w.add_name(src.name)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -99,7 +117,15 @@ def main(src: str, out: str) -> None:
     w.add_head_count(cfg["num_attention_heads"])
     w.add_head_count_kv(cfg["num_key_value_heads"])
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    if arch in ("qwen3", "gemma", "gemma2"):
+    n_expert = cfg.get("num_experts") or cfg.get("num_local_experts")
+    if n_expert:
+        w.add_expert_count(n_expert)
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        if "moe_intermediate_size" in cfg:
+            w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        if "shared_expert_intermediate_size" in cfg:
+            w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
+    if arch in ("qwen3", "qwen3moe", "gemma", "gemma2"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     if arch == "gemma2":  # llama.cpp's Gemma2 converter: window and softcaps as keys
@@ -107,8 +133,8 @@ def main(src: str, out: str) -> None:
         w.add_sliding_window(cfg["sliding_window"])
         w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
         w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
-    elif arch == "llama":  # the window as a key (llama.cpp's llama reads none; tern windows every layer)
-        w.add_sliding_window(cfg["sliding_window"])
+    elif arch == "llama" and cfg.get("sliding_window"):  # the window as a key (llama.cpp's llama reads
+        w.add_sliding_window(cfg["sliding_window"])  # none; tern windows every layer)
     elif arch == "phi3":  # llama.cpp's Phi3 converter: rotated dims and the window as keys
         rot = cfg["rope_parameters"].get("partial_rotary_factor", 1.0)
         w.add_rope_dimension_count(int(rot * cfg["hidden_size"]) // cfg["num_attention_heads"])
@@ -130,8 +156,18 @@ def main(src: str, out: str) -> None:
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     f32 = cfg.get("dtype", cfg.get("torch_dtype")) == "float32"
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_BF16)
+    experts = {}  # (layer, which) -> {expert: array}
     for name, dtype, shape, data in read_safetensors(src / "model.safetensors"):
         assert dtype == ("F32" if f32 else "BF16"), (name, dtype)
+        if ".experts." in name:  # stacked below, as llama.cpp's converter does
+            assert f32, "experts are written from float32 checkpoints"
+            layer, rest = name.split(".layers.")[1].split(".", 1)
+            e, part = rest.split(".experts.")[1].split(".", 1)
+            x = np.frombuffer(data, dtype=np.float32).reshape(shape)
+            experts.setdefault((int(layer), EXPERT[part]), {})[int(e)] = x
+            continue
+        if name.endswith("shared_expert_gate.weight"):  # [1, n_embd] -> the vector [n_embd]
+            shape = shape[1:]
         if f32:
             x = np.frombuffer(data, dtype=np.float32).reshape(shape)
             if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
@@ -149,6 +185,9 @@ def main(src: str, out: str) -> None:
             # raw bytes, one row per row; the writer derives the element shape
             w.add_tensor(gguf_name(name, arch), bits.view(np.uint8).reshape(shape[0], -1),
                          raw_dtype=gguf.GGMLQuantizationType.BF16)
+    for (layer, which), by_expert in sorted(experts.items()):
+        stacked = np.stack([by_expert[e] for e in range(len(by_expert))])
+        w.add_tensor(f"blk.{layer}.ffn_{which}_exps.weight", stacked)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -1,0 +1,124 @@
+//! Mixtures of experts: the tiny Qwen2-MoE (shared expert), Qwen3-MoE,
+//! Mixtral and OLMoE checkpoints transformers made, against its logits
+//! and greedy ids (tests/fixtures/tiny, make_tiny_families.py); their GGUF
+//! twins with experts stacked as llama.cpp's converter writes them; the
+//! same bits whatever the threads, the batch and the backend; and the
+//! router's rules each shown to matter — a mutated router fails the oracle.
+
+use tern::Loaded;
+use tern_core::{Engine, Ffn, Logits};
+use tern_tests::hfdir::tiny;
+use tern_tests::tiny_oracle::*;
+use tern_tests::*;
+
+/// (tiny model, the architecture its GGUF twin names)
+const MOE: [(&str, &str); 4] =
+    [("tiny-qwen2-moe", "qwen2moe"), ("tiny-qwen3-moe", "qwen3moe"), ("tiny-olmoe", "olmoe"), ("tiny-mixtral", "llama")];
+
+/// The exact path within 1e-5 of the largest logit (the HF test over all
+/// tiny models checks 1e-4 absolute and the greedy ids).
+#[test]
+fn moe_exact_path_is_within_1e_5_of_the_largest_logit() {
+    for (name, _) in MOE {
+        let o = oracle(name);
+        let lm = load_path(&tiny(name));
+        let moe = lm.model.config.moe.as_ref().expect("an MoE config");
+        assert_eq!((moe.n_expert, moe.n_expert_used), (4, 2), "{name}");
+        let e = engine(true);
+        let rel = rel_err(&all_logits(&lm, &e, &o.input), &o.logits);
+        println!("{name}: max |Δ| / max |logit| {rel:.2e}");
+        assert!(rel <= 1e-5, "{name}: {rel:e}");
+        assert_eq!(greedy(&lm, &e, &o.input, 8), o.generated, "{name}");
+    }
+}
+
+/// The GGUF twins: the oracle's logits and greedy ids, and the same bits
+/// as the HF directory (Mixtral, as `llama`, has its Q/K rows permuted:
+/// within a tenth of the tolerance).
+#[test]
+fn moe_gguf_twins_equal_the_oracle_and_the_hf_directory() {
+    for (name, arch) in MOE {
+        let within = if arch == "llama" { 0.1 } else { 0.0 };
+        let g = gguf_twin_within(name, arch, within);
+        let dir = load_path(&tiny(name));
+        assert_eq!(g.model.config.moe, dir.model.config.moe, "{name}");
+    }
+}
+
+/// One forward over 40 tokens, in one batch, in steps of 7 and one token
+/// at a time, on 1 and 2 threads, on every backend, exact and quantized:
+/// the same bits (tokens grouped by expert differently each time).
+#[test]
+fn moe_logits_are_the_same_bits_whatever_the_batch_threads_and_backend() {
+    let seq: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % 512).collect();
+    for (name, _) in MOE {
+        let lm = load_path(&tiny(name));
+        for exact in [false, true] {
+            let mut want: Option<Vec<f32>> = None;
+            for backend in tern::kernels::available() {
+                for n_threads in [1, 2] {
+                    let par = tern::Threads::new(n_threads);
+                    let e = Engine { kernels: tern::kernels::by_name(backend).unwrap(), par: &par, exact };
+                    for step in [40, 7, 1] {
+                        let got = in_steps(&lm, &e, &seq, step);
+                        let label = format!("{name} exact={exact} {backend} threads={n_threads} step={step}");
+                        match &want {
+                            None => want = Some(got),
+                            Some(w) => assert!(bits_equal(&got, w), "{label}: differs"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every row's logits of `seq`, fed `step` tokens a call.
+fn in_steps(lm: &Loaded, e: &Engine, seq: &[u32], step: usize) -> Vec<f32> {
+    let mut s = lm.model.session_kv(seq.len(), step, e.kv_type());
+    let mut out = Vec::new();
+    for chunk in seq.chunks(step) {
+        out.extend_from_slice(s.forward(&lm.model, e, chunk, Logits::All).unwrap());
+    }
+    out
+}
+
+/// Max |Δ| to the oracle of tiny model `name` once `mutate` has changed it.
+fn mutated(name: &str, mutate: impl Fn(&mut Loaded)) -> f64 {
+    let o = oracle(name);
+    let mut lm = load_path(&tiny(name));
+    mutate(&mut lm);
+    max_abs_diff(&all_logits(&lm, &engine(true), &o.input), &o.logits)
+}
+
+/// Each rule of the router matters: one expert fewer or more, the
+/// renormalisation dropped (or added), the shared expert skipped — each
+/// misses the oracle by far more than its tolerance.
+#[test]
+fn a_mutated_router_fails_the_oracle() {
+    let far = |d: f64| d > 100.0 * 1e-4;
+    for (name, _) in MOE {
+        for delta in [-1isize, 1] {
+            let d = mutated(name, |lm| {
+                let m = lm.model.config.moe.as_mut().unwrap();
+                m.n_expert_used = m.n_expert_used.checked_add_signed(delta).unwrap();
+            });
+            println!("{name}, top-k off by {delta}: max |Δ| {d:.3}");
+            assert!(far(d), "{name}: top-k off by {delta} still meets the oracle ({d:e})");
+        }
+        let d = mutated(name, |lm| {
+            let m = lm.model.config.moe.as_mut().unwrap();
+            m.norm_topk = !m.norm_topk;
+        });
+        println!("{name}, renormalisation flipped: max |Δ| {d:.3}");
+        assert!(far(d), "{name}: the renormalisation flipped still meets the oracle ({d:e})");
+    }
+    let d = mutated("tiny-qwen2-moe", |lm| {
+        for l in &mut lm.model.weights.layers {
+            let Ffn::Moe(x) = &mut l.ffn else { panic!("a dense layer") };
+            x.shared = None;
+        }
+    });
+    println!("tiny-qwen2-moe without its shared expert: max |Δ| {d:.3}");
+    assert!(far(d), "the shared expert skipped still meets the oracle ({d:e})");
+}
