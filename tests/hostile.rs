@@ -99,6 +99,18 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
     case(r, "D1 block_count 2^31-1", || load_tiny(tiny_with("llama.block_count", Value::U32((1 << 31) - 1))));
     case(r, "D2 block_count 10^6", || load_tiny(tiny_with("llama.block_count", Value::U32(1_000_000))));
     case(r, "D2 block_count 1000 (past the bytes)", || load_tiny(tiny_with("llama.block_count", Value::U32(1000))));
+    // mixtures of experts: counts past the limits, more used than there
+    // are, experts the file does not hold
+    let experts = |n: u32, used: u32| {
+        Tiny::default().with("llama.expert_count", Value::U32(n)).with("llama.expert_used_count", Value::U32(used))
+    };
+    case(r, "D2 expert_count 2^31-1", || load_tiny(experts((1 << 31) - 1, 2).gguf()));
+    case(r, "D2 expert_used_count > expert_count", || load_tiny(experts(4, 5).gguf()));
+    case(r, "D2 expert_count 1000 (past the bytes)", || load_tiny(experts(1000, 8).gguf()));
+    case(r, "D2 expert_count 4, no experts stored", || load_tiny(experts(4, 2).gguf()));
+    case(r, "D2 expert_gating_func sigmoid", || {
+        load_tiny(experts(4, 2).with("llama.expert_gating_func", Value::U32(2)).gguf())
+    });
     case(r, "D3 [2^62] F32 rope_freqs", || {
         let mut md = Tiny::default().gguf();
         let g = Gguf::parse(&md).map_err(|e| e)?;

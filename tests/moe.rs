@@ -12,8 +12,12 @@ use tern_tests::tiny_oracle::*;
 use tern_tests::*;
 
 /// (tiny model, the architecture its GGUF twin names)
-const MOE: [(&str, &str); 4] =
-    [("tiny-qwen2-moe", "qwen2moe"), ("tiny-qwen3-moe", "qwen3moe"), ("tiny-olmoe", "olmoe"), ("tiny-mixtral", "llama")];
+const MOE: [(&str, &str); 4] = [
+    ("tiny-qwen2-moe", "qwen2moe"),
+    ("tiny-qwen3-moe", "qwen3moe"),
+    ("tiny-olmoe", "olmoe"),
+    ("tiny-mixtral", "llama"),
+];
 
 /// The exact path within 1e-5 of the largest logit (the HF test over all
 /// tiny models checks 1e-4 absolute and the greedy ids).

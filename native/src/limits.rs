@@ -83,7 +83,11 @@ pub fn check_sessions(lm: &Loaded, n_seqs: usize, n_ctx: usize, n_batch: usize, 
     let available = available_memory();
     lm.model.check_sessions(n_seqs, n_ctx, n_batch, kv, available)?;
     let sessions = lm.model.sessions_bytes(n_seqs, n_ctx, n_batch, kv).unwrap_or(u64::MAX);
-    if let Some(w) = fit_warning(mapped_bytes(lm), sessions, available) {
+    let (mapped, m) = (mapped_bytes(lm), &lm.model);
+    let f = m.weights.footprint(m.config.moe.as_ref().map_or(1, |m| m.n_expert_used));
+    // of a mapped mixture of experts, a token reads only its experts
+    let active = mapped.saturating_sub(f.bytes - f.active_bytes);
+    if let Some(w) = fit_warning(mapped, active, sessions, available) {
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| eprintln!("tern: warning: {w}"));
     }
@@ -98,18 +102,31 @@ pub fn mapped_bytes(lm: &Loaded) -> u64 {
 }
 
 /// What to say when `mapped` bytes of weights and `sessions` bytes of KV
-/// cache and scratch do not fit together in `available` bytes.
-fn fit_warning(mapped: u64, sessions: u64, available: u64) -> Option<String> {
+/// cache and scratch do not fit together in `available` bytes (of which a
+/// token reads `active`: less for a mixture of experts).
+fn fit_warning(mapped: u64, active: u64, sessions: u64, available: u64) -> Option<String> {
     let gb = |n: u64| n as f64 / 1e9;
-    (mapped.saturating_add(sessions) > available).then(|| {
-        format!(
+    if mapped.saturating_add(sessions) <= available {
+        return None;
+    }
+    if active < mapped && active.saturating_add(sessions) <= available {
+        return Some(format!(
             "the model's {:.2} GB of weights and {:.2} GB of KV cache and scratch are more than the {:.2} GB of \
-             memory available: its weights will be read from disk as it runs (slowly)",
+             memory available; a token reads {:.2} GB of them (its experts), which fit: experts not in memory \
+             will be read from disk when chosen",
             gb(mapped),
             gb(sessions),
-            gb(available)
-        )
-    })
+            gb(available),
+            gb(active)
+        ));
+    }
+    Some(format!(
+        "the model's {:.2} GB of weights and {:.2} GB of KV cache and scratch are more than the {:.2} GB of \
+         memory available: its weights will be read from disk as it runs (slowly)",
+        gb(mapped),
+        gb(sessions),
+        gb(available)
+    ))
 }
 
 /// An `InvalidArgument` error saying `what`.
@@ -148,9 +165,16 @@ mod tests {
 
     #[test]
     fn weights_that_do_not_fit_beside_the_cache_are_named() {
-        assert_eq!(fit_warning(4_000_000_000, 1_000_000_000, 6_000_000_000), None);
-        let w = fit_warning(4_000_000_000, 1_000_000_000, 3_900_000_000).expect("a warning");
+        let gb = 1_000_000_000;
+        assert_eq!(fit_warning(4 * gb, 4 * gb, gb, 6 * gb), None);
+        let w = fit_warning(4 * gb, 4 * gb, gb, 3_900_000_000).expect("a warning");
         assert!(w.contains("4.00 GB of weights") && w.contains("1.00 GB of KV") && w.contains("3.90 GB"), "{w}");
+        assert!(w.contains("slowly"), "{w}");
+        // a mixture of experts whose tokens read 1 GB of its 4: named so
+        let w = fit_warning(4 * gb, gb, gb, 3_900_000_000).expect("a warning");
+        assert!(w.contains("a token reads 1.00 GB") && w.contains("when chosen"), "{w}");
+        // ...unless even that does not fit
+        assert!(fit_warning(4 * gb, 3 * gb, gb, 3_900_000_000).unwrap().contains("slowly"));
     }
 
     #[test]

@@ -111,4 +111,3 @@ pub fn gguf_twin_within(name: &str, arch: &str, within: f64) -> Loaded {
     }
     gguf
 }
-

@@ -30,7 +30,7 @@ pub use moe::Moe;
 pub use parts::{Act, LongRope, RopeStyle, Window};
 pub use requant::{Requantized, Widened};
 pub use scratch::Scratch;
-pub use weights::{Experts, Ffn, LayerWeights, Mlp, SharedExpert, TensorRef, Weights};
+pub use weights::{Experts, Ffn, Footprint, LayerWeights, Mlp, SharedExpert, TensorRef, Weights};
 
 use crate::backend::QMatrix;
 use crate::error::{Error, Result};

@@ -94,13 +94,13 @@ impl Mlp {
 }
 
 impl LayerWeights {
-    /// The layer's matrices (the router apart: it stays as stored), an
-    /// expert's with `true`.
+    /// The layer's matrices, an expert's with `true`.
     fn matrices(&self) -> Vec<(&TensorRef, bool)> {
         let mut v: Vec<(&TensorRef, bool)> = [&self.wq, &self.wk, &self.wv, &self.wo].map(|t| (t, false)).into();
         match &self.ffn {
             Ffn::Dense(m) => v.extend(m.matrices().map(|t| (t, false))),
             Ffn::Moe(x) => {
+                v.push((&x.router, false));
                 v.extend(x.experts.iter().flat_map(|m| m.matrices().map(|t| (t, true))));
                 v.extend(x.shared.iter().flat_map(|s| s.mlp.matrices().map(|t| (t, false))));
             }
@@ -113,6 +113,7 @@ impl LayerWeights {
         match &mut self.ffn {
             Ffn::Dense(m) => v.extend(m.matrices_mut().map(|t| (t, false))),
             Ffn::Moe(x) => {
+                v.push((&mut x.router, false));
                 v.extend(x.experts.iter_mut().flat_map(|m| m.matrices_mut().map(|t| (t, true))));
                 v.extend(x.shared.iter_mut().flat_map(|s| s.mlp.matrices_mut().map(|t| (t, false))));
             }
@@ -134,6 +135,19 @@ pub struct Weights {
     pub tied_output: bool,
     /// The transformer blocks.
     pub layers: Vec<LayerWeights>,
+}
+
+/// What the weights hold and what a token reads of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Parameters of every matrix (the embedding and head included).
+    pub params: u64,
+    /// Of them, those one token runs (a dense model's all).
+    pub active_params: u64,
+    /// Bytes of every matrix.
+    pub bytes: u64,
+    /// Of them, those one token reads.
+    pub active_bytes: u64,
 }
 
 /// Rows `r` of a bound matrix, as a matrix of its own (rows are whole
@@ -274,6 +288,40 @@ impl Weights {
     /// Every matrix, for reporting.
     pub fn matrices(&self) -> impl Iterator<Item = &TensorRef> {
         self.matrices_of(true)
+    }
+
+    /// Parameters and bytes of the matrices: all of them, and those one
+    /// token reads (of a mixture's experts, the `n_expert_used` it runs —
+    /// an average expert's bytes).
+    pub fn footprint(&self, n_expert_used: usize) -> Footprint {
+        let (mut f, mut experts) = (Footprint::default(), (0u64, 0u64, 0u64));
+        for l in &self.layers {
+            let n_expert = if let Ffn::Moe(x) = &l.ffn { x.experts.len() as u64 } else { 1 };
+            for (t, expert) in l.matrices() {
+                let (p, b) = ((t.n_rows * t.n_cols) as u64, t.len as u64);
+                if expert {
+                    experts = (experts.0 + p, experts.1 + b, n_expert);
+                } else {
+                    (f.active_params, f.active_bytes) = (f.active_params + p, f.active_bytes + b);
+                }
+                (f.params, f.bytes) = (f.params + p, f.bytes + b);
+            }
+            if experts.2 > 0 {
+                let used = n_expert_used as u64;
+                f.active_params += experts.0 / experts.2 * used;
+                f.active_bytes += experts.1 / experts.2 * used;
+            }
+            experts = (0, 0, 0);
+        }
+        let head = [&self.token_embd].into_iter().chain((!self.tied_output).then_some(&self.output));
+        for t in head {
+            let (p, b) = ((t.n_rows * t.n_cols) as u64, t.len as u64);
+            f.params += p;
+            f.bytes += b;
+            f.active_params += p;
+            f.active_bytes += b;
+        }
+        f
     }
 
     /// Every matrix but the experts'.

@@ -88,6 +88,18 @@ pub fn run(a: Args) -> Result<()> {
         line!(out, "softcaps    scores {}, logits {}", cap(c.attn_softcap), cap(c.final_softcap));
     }
     line!(out, "ffn         {:?} gate, embeddings scaled by {}", c.act, c.embd_scale.unwrap_or(1.0));
+    if let Some(m) = &c.moe {
+        let shared = m.n_ff_shared.map_or(String::new(), |s| format!(", and a shared expert of width {s}"));
+        line!(
+            out,
+            "experts     {} of width {} in each layer, {} a token (softmax, top {}{}){shared}",
+            m.n_expert,
+            m.n_ff_exp,
+            m.n_expert_used,
+            m.n_expert_used,
+            if m.norm_topk { " renormalised" } else { "" }
+        );
+    }
     line!(
         out,
         "output      {}",
@@ -102,6 +114,25 @@ pub fn run(a: Args) -> Result<()> {
     let types: Vec<String> =
         counts.iter().map(|(k, (n, b))| format!("{k}: {n} ({:.1} MiB)", *b as f64 / 1048576.0)).collect();
     line!(out, "matrices    {} — {}", w.matrices().count(), types.join(", "));
+    let f = w.footprint(c.moe.as_ref().map_or(1, |m| m.n_expert_used));
+    let n = |p: u64| {
+        if p >= 1_000_000_000 {
+            format!("{:.2} B", p as f64 / 1e9)
+        } else {
+            format!("{:.1} M", p as f64 / 1e6)
+        }
+    };
+    match c.moe {
+        None => line!(out, "params      {}", n(f.params)),
+        Some(_) => line!(
+            out,
+            "params      {} in all, {} active a token ({:.2} of {:.2} GB read a token)",
+            n(f.params),
+            n(f.active_params),
+            f.active_bytes as f64 / 1e9,
+            f.bytes as f64 / 1e9
+        ),
+    }
     if let Some(r) = lm.requantized {
         line!(
             out,
