@@ -6,7 +6,8 @@
 #   tiny-{gemma,gemma2,mistral}-bf16.gguf, tiny-phi3-longrope.gguf,
 #   tiny-qwen3-yarn.gguf    the other tiny families' oracles, likewise
 #   tiny-{qwen2-moe,qwen3-moe,mixtral,olmoe}.gguf  the mixtures of experts,
-#                           experts stacked as llama.cpp's converter does
+#                           experts stacked as llama.cpp's converter does,
+#                           SmolLM2's tokenizer cut to their 512 tokens
 #   qwen2.5-hf-f32/         the Qwen2.5 GGUF dequantized to an HF directory
 #   smollm2-hf-f32/         the same for SmolLM2 (llama: Q/K un-permuted)
 #   ggml-vocab-{llama-spm,phi-3}.gguf(.inp)  llama.cpp's vocabulary-only
@@ -24,9 +25,9 @@ mkdir -p "$out"
 scripts/install-test-python.sh
 
 oracle=tests/fixtures/oracle
-tiny_gguf() { # HF dir, name
+tiny_gguf() { # HF dir, name[, vocabulary GGUF]
   [ -f "$out/$2.gguf" ] && return
-  "$py" tests/tools/tiny_to_gguf.py "$1" "$out/$2.gguf.part"
+  "$py" tests/tools/tiny_to_gguf.py "$1" "$out/$2.gguf.part" ${3:+"$3"}
   mv "$out/$2.gguf.part" "$out/$2.gguf"
 }
 tiny_gguf "$oracle/tiny/tiny-qwen3" tiny-qwen3
@@ -36,10 +37,10 @@ tiny_gguf tests/fixtures/tiny/tiny-gemma2-bf16 tiny-gemma2-bf16
 tiny_gguf tests/fixtures/tiny/tiny-qwen3-yarn tiny-qwen3-yarn
 tiny_gguf tests/fixtures/tiny/tiny-mistral-bf16 tiny-mistral-bf16
 tiny_gguf tests/fixtures/tiny/tiny-phi3-longrope tiny-phi3-longrope
-for moe in tiny-qwen2-moe tiny-qwen3-moe tiny-mixtral tiny-olmoe; do
-  tiny_gguf "tests/fixtures/tiny/$moe" "$moe"
-done
 models="${TERN_MODELS:-$HOME/.cache/tern/models}"
+for moe in tiny-qwen2-moe tiny-qwen3-moe tiny-mixtral tiny-olmoe; do
+  tiny_gguf "tests/fixtures/tiny/$moe" "$moe" "$models/smollm2-135m-instruct-q4_1.gguf"
+done
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return
   rm -rf "$out/$3" "$out/$3.part"

@@ -18,7 +18,11 @@ router as `ffn_gate_inp`, Qwen2-MoE's shared expert as `ffn_*_shexp` and
 its gate as the vector `ffn_gate_inp_shexp`, the counts and widths as
 `expert_*` keys; no tokenizer (the oracle models have none).
 
-    python tiny_to_gguf.py HF_DIR OUT.gguf
+    python tiny_to_gguf.py HF_DIR OUT.gguf [VOCAB.gguf]
+
+With VOCAB.gguf (SmolLM2's byte-level BPE), its tokenizer cut to the
+model's vocabulary size (the first tokens, the merges among them) goes in
+too, for the packages that want one (npm's tests of the mixtures).
 """
 import json
 import math
@@ -101,7 +105,27 @@ def read_safetensors(path: Path):
         yield name, t["dtype"], t["shape"], raw[8 + n + s : 8 + n + e]
 
 
-def main(src: str, out: str) -> None:
+def copy_vocab(w, vocab_path: str, n_vocab: int) -> None:
+    """The tokenizer keys of `vocab_path`, its first `n_vocab` tokens and
+    the merges whose parts and result are among them."""
+    r = gguf.GGUFReader(vocab_path)
+    tokens = r.fields["tokenizer.ggml.tokens"].contents()[:n_vocab]
+    kept = set(tokens)
+    for name, field in r.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        v = field.contents()
+        if name == "tokenizer.ggml.tokens":
+            v = tokens
+        elif name == "tokenizer.ggml.token_type":
+            v = v[:n_vocab]
+        elif name == "tokenizer.ggml.merges":
+            v = [m for m in v if all(p in kept for p in m.split(" ")) and m.replace(" ", "") in kept]
+        sub = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(name, v, field.types[0], sub)
+
+
+def main(src: str, out: str, vocab: str | None = None) -> None:
     src = Path(src)
     cfg = json.loads((src / "config.json").read_text())
     arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2",
@@ -154,6 +178,8 @@ def main(src: str, out: str) -> None:
         w.add_rope_scaling_factor(rope["factor"])
         w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    if vocab:
+        copy_vocab(w, vocab, cfg["vocab_size"])
     f32 = cfg.get("dtype", cfg.get("torch_dtype")) == "float32"
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_BF16)
     experts = {}  # (layer, which) -> {expert: array}

@@ -34,12 +34,17 @@ pub(super) fn mlp(m: View, e: &Engine, w: &Mlp, act: Act, x: &[f32], n: usize, b
     let gate_up = [(m.matrix(&w.gate), None), (m.matrix(&w.up), None)];
     let nf = w.gate.n_rows;
     matmul(e, &gate_up, x, n, b.acts, b.mm, &mut [&mut *b.gate, &mut *b.up]);
-    // element-wise: an equal share per worker, even of one token's row
-    let (k, up) = (e.kernels, &*b.up);
-    let per = (n * nf).div_ceil(e.par.n_workers()).next_multiple_of(16);
-    e.par.for_each_run(&mut b.gate[..n * nf], per, &|i, g| match act {
+    activate(e, act, b.gate, b.up, n * nf);
+    matmul(e, &[(m.matrix(&w.down), None)], b.gate, n, b.acts, b.mm, &mut [y]);
+}
+
+/// `gate = act(gate) · up` over the first `len` elements: an equal share
+/// per worker, even of one token's row.
+pub(super) fn activate(e: &Engine, act: Act, gate: &mut [f32], up: &[f32], len: usize) {
+    let k = e.kernels;
+    let per = len.div_ceil(e.par.n_workers()).next_multiple_of(16);
+    e.par.for_each_run(&mut gate[..len], per, &|i, g| match act {
         Act::Silu => k.swiglu(g, &up[i * per..]),
         Act::GeluTanh => k.geglu(g, &up[i * per..]),
     });
-    matmul(e, &[(m.matrix(&w.down), None)], b.gate, n, b.acts, b.mm, &mut [y]);
 }

@@ -126,6 +126,35 @@ pub fn matmul(
     }
 }
 
+/// `out[j] = x[j] · ws[j]ᵀ` for one token's rows `x[j]`, each through its
+/// own matrix (a token's chosen experts), in one parallel region over all
+/// their rows. The matrices share type and shape, whole 16-row groups;
+/// `x`: (ws.len(), n_cols); `out`: (ws.len(), n_rows). Each row's
+/// arithmetic is `matmul`'s.
+pub fn matmul_each(e: &Engine, ws: &[QMatrix], x: &[f32], acts: &mut ActBufs, out: &mut [f32]) {
+    let (n, first) = (ws.len(), &ws[0]);
+    let (nr, nc) = (first.n_rows, first.n_cols);
+    debug_assert!(ws.iter().all(|w| w.ty == first.ty && w.n_rows == nr && w.n_cols == nc) && nr % FUSED_ROWS == 0);
+    let a = quantize(e, first.ty, &x[..n * nc], n, acts);
+    let k: &dyn Kernels = e.kernels;
+    let rows = rows_per_task(n * nr, e.par.n_workers()).next_multiple_of(FUSED_ROWS);
+    e.par.for_each_run(&mut out[..n * nr], rows, &|i, mut run| {
+        let (mut m, mut r0) = ((i * rows) / nr, (i * rows) % nr);
+        while !run.is_empty() {
+            let now_rows = run.len().min(nr - r0);
+            let (now, rest) = run.split_at_mut(now_rows);
+            k.matmul_rows(&ws[m], token_rows(a, m..m + 1, n), 1, r0..r0 + now_rows, now);
+            (run, r0, m) = (rest, 0, m + 1);
+        }
+    });
+}
+
+/// Whether `matmul_each` takes these matrices.
+pub fn each_fits(ws: &[QMatrix]) -> bool {
+    let f = &ws[0];
+    f.n_rows % FUSED_ROWS == 0 && ws.iter().all(|w| w.ty == f.ty && w.n_rows == f.n_rows && w.n_cols == f.n_cols)
+}
+
 /// Tokens per worker from which a matmul splits its tokens, not its rows,
 /// across tasks (each task then reads every weight row once).
 const TOKEN_SPLIT: usize = 32;

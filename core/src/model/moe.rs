@@ -4,10 +4,12 @@
 //! in one matmul per expert over the tokens routed to it.
 
 use super::engine::Engine;
-use super::ffn::{mlp, MlpBufs};
+use super::ffn::{activate, mlp, MlpBufs};
+use super::matmul::{each_fits, matmul, matmul_each};
 use super::scratch::Scratch;
 use super::weights::Experts;
 use super::View;
+use crate::backend::QMatrix;
 
 /// A mixture-of-experts feed-forward layer's shape and routing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,13 +118,19 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize) {
     // router logits, then each token's experts and weights
     let router = m.matrix(&x.router);
     let bufs = &mut s.moe;
-    super::matmul::matmul(e, &[(router, None)], &s.xn, n, &mut s.acts, &mut s.mm, &mut [&mut bufs.logits]);
+    matmul(e, &[(router, None)], &s.xn, n, &mut s.acts, &mut s.mm, &mut [&mut bufs.logits]);
     for t in 0..n {
         let (ids, w) = (&mut bufs.ids[t * k..(t + 1) * k], &mut bufs.weights[t * k..(t + 1) * k]);
         route(&bufs.logits[t * n_x..(t + 1) * n_x], k, moe.norm_topk, &mut bufs.probs, ids, w);
     }
 
+    if n == 1 && k <= MAX_FUSED && one_token(m, e, s, x, k) {
+        combine(s, x, 1, k, ne);
+        return;
+    }
+
     // the (token, slot)s of each expert, in token order
+    let bufs = &mut s.moe;
     let starts = &mut bufs.starts[..=n_x];
     starts.fill(0);
     bufs.ids[..n * k].iter().for_each(|&id| starts[id as usize + 1] += 1);
@@ -161,7 +169,50 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize) {
         mlp(m, e, &sh.mlp, act, &s.xn[..n * ne], n, b, &mut bufs.shared);
     }
 
-    // each token's sum, its experts in ascending order, then the shared
+    combine(s, x, n, k, ne);
+}
+
+/// Most experts a token runs for which decode fuses their matmuls.
+const MAX_FUSED: usize = 16;
+
+/// One token's experts in three parallel regions: every chosen expert's
+/// gate and up (one input), their activations, every down (each its own
+/// input), into the token's slots; false (nothing done) if the experts'
+/// matrices differ in type or shape.
+fn one_token(m: View, e: &Engine, s: &mut Scratch, x: &Experts, k: usize) -> bool {
+    let ids = &s.moe.ids[..k];
+    let expert = |j: usize| &x.experts[ids[j.min(k - 1)] as usize];
+    let downs: [QMatrix; MAX_FUSED] = core::array::from_fn(|j| m.matrix(&expert(j).down));
+    let gate_up: [(QMatrix, Option<&[f32]>); 2 * MAX_FUSED] = core::array::from_fn(|i| {
+        let w = expert(i / 2);
+        (m.matrix(if i % 2 == 0 { &w.gate } else { &w.up }), None)
+    });
+    let gu: [QMatrix; 2 * MAX_FUSED] = core::array::from_fn(|i| gate_up[i].0);
+    if !each_fits(&gu[..2 * k]) || !each_fits(&downs[..k]) {
+        return false;
+    }
+    let (ff, ne) = (gu[0].n_rows, m.config.n_embd);
+    let mut outs: [&mut [f32]; 2 * MAX_FUSED] = Default::default();
+    let pairs = s.gate.chunks_exact_mut(ff).zip(s.up.chunks_exact_mut(ff)).take(k);
+    for (j, (g, u)) in pairs.enumerate() {
+        (outs[2 * j], outs[2 * j + 1]) = (g, u);
+    }
+    matmul(e, &gate_up[..2 * k], &s.xn[..ne], 1, &mut s.acts, &mut s.mm, &mut outs[..2 * k]);
+    let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
+    activate(e, m.config.act, b.gate, b.up, k * ff);
+    matmul_each(e, &downs[..k], &s.gate[..k * ff], &mut s.acts, &mut s.moe.out[..k * ne]);
+    if let Some(sh) = &x.shared {
+        let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
+        mlp(m, e, &sh.mlp, m.config.act, &s.xn[..ne], 1, b, &mut s.moe.shared);
+    }
+    true
+}
+
+/// `s.y` for `n` tokens from their slots' expert outputs: each token's
+/// weighted sum, its experts in ascending order, then the gated shared
+/// expert.
+fn combine(s: &mut Scratch, x: &Experts, n: usize, k: usize, ne: usize) {
+    let bufs = &s.moe;
     for t in 0..n {
         let y = &mut s.y[t * ne..(t + 1) * ne];
         for slot in t * k..(t + 1) * k {

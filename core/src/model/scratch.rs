@@ -76,6 +76,9 @@ impl Scratch {
         let widest = c.n_embd.max(ff).max(c.q_dim());
         let n_expert = c.moe.as_ref().map_or(0, |m| m.n_expert);
         let mm_rows = (2 * ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd).max(n_expert) * b;
+        // a decode step runs a token's experts side by side
+        let experts = c.moe.as_ref().map_or(0, |m| m.n_expert_used * m.n_ff_exp);
+        let (ffs, mm_rows) = ((b * ff).max(experts), mm_rows.max(2 * experts));
         Scratch {
             n_batch,
             tok_seq: vec![0; b],
@@ -90,8 +93,8 @@ impl Scratch {
             v: vec![0.0; b * c.kv_dim()],
             att: vec![0.0; b * c.q_dim()],
             heads: vec![0.0; c.n_head * (b * c.head_dim + per_head_room(c, b))],
-            gate: vec![0.0; b * ff],
-            up: vec![0.0; b * ff],
+            gate: vec![0.0; ffs],
+            up: vec![0.0; ffs],
             y: vec![0.0; b * c.n_embd],
             mm: vec![0.0; mm_rows.max(c.n_vocab * HEAD_TOKENS.min(b))],
             rope: vec![0.0; b * c.n_rot],
