@@ -381,6 +381,22 @@ fn thirty_two_concurrent_streams_equal_their_single_runs() {
     assert_eq!(srv.metric("tern_completion_tokens_total"), 32.0 * 16.0 * 2.0);
 }
 
+/// A mixture of experts behind the server (the tiny Qwen3-MoE twin):
+/// continuous batching puts several streams' tokens in one step, grouped by
+/// expert across them; each stream's text is its single run's.
+#[test]
+fn a_mixture_of_experts_serves_concurrent_streams_as_their_single_runs() {
+    let moe = root().join("target/test-models/tiny-qwen3-moe.gguf");
+    assert!(moe.exists(), "{} is missing: run scripts/make-test-models.sh", moe.display());
+    let srv = Server::start_model(&moe.display().to_string(), &["--parallel", "4", "--queue", "8"]);
+    let r = python(&["load", &srv.base(), "8", "12"]);
+    let (alone, together) = (r["alone"].as_array().unwrap(), r["together"].as_array().unwrap());
+    assert_eq!(alone.len(), 8);
+    for (i, (a, t)) in alone.iter().zip(together).enumerate() {
+        assert_eq!(a, t, "stream {i}: concurrent text differs from its single run");
+    }
+}
+
 #[test]
 fn admission_limits_errors_and_hangups() {
     let srv = Server::start(&["--parallel", "1", "--queue", "0", "--max-body", "2000", "--api-key", "k"]);
