@@ -6,12 +6,13 @@
 
 use super::attention::attention;
 use super::engine::Engine;
-use super::ffn::ffn;
 use super::kv_cache::KvCache;
 use super::matmul::matmul;
+use super::mlp::{mlp, MlpBufs};
 use super::scratch::{Scratch, HEAD_TOKENS};
+use super::weights::Ffn;
 use super::weights::LayerWeights;
-use super::{hadamard, rope, View};
+use super::{experts, hadamard, rope, View};
 use crate::backend::quant;
 use crate::backend::scalar::{self, MAX_HEAD_DIM};
 use crate::error::Result;
@@ -212,7 +213,13 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
 
     // ffn rmsnorm, the feed-forward layer (an MLP or experts), residual
     rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
-    ffn(m, e, s, &lw.ffn, n);
+    match &lw.ffn {
+        Ffn::Dense(w) => {
+            let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
+            mlp(m, e, w, c.act, &s.xn, n, b, &mut s.y);
+        }
+        Ffn::Moe(x) => experts::ffn(m, e, s, x, n),
+    }
     residual(e, s, n, lw.post_ffn_norm.as_deref(), c.norm_eps);
 }
 

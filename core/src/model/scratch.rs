@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::config::Config;
 use super::matmul::ActBufs;
-use super::moe::MoeBufs;
+use super::moe::Moe;
 use crate::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
 use crate::backend::tiles;
 
@@ -127,5 +127,56 @@ impl Scratch {
             + self.acts.q8_1.len() * core::mem::size_of::<BlockQ8_1>()
             + self.acts.q8k.len() * core::mem::size_of::<BlockQ8K>()
             + self.moe.bytes()
+    }
+}
+
+/// The buffers an MoE layer works in, for up to `n_batch` tokens.
+pub(crate) struct MoeBufs {
+    /// (n_batch, n_expert) router logits
+    pub logits: alloc::vec::Vec<f32>,
+    /// (n_expert) one token's probabilities
+    pub probs: alloc::vec::Vec<f32>,
+    /// (n_batch, k) each token's experts and weights, ascending by expert
+    pub ids: alloc::vec::Vec<u32>,
+    pub weights: alloc::vec::Vec<f32>,
+    /// (n_expert + 1) where each expert's slots start in `order`
+    pub starts: alloc::vec::Vec<usize>,
+    /// (n_expert) filling cursor
+    pub fill: alloc::vec::Vec<usize>,
+    /// (n_batch · k) slots (token · k + i) grouped by expert
+    pub order: alloc::vec::Vec<usize>,
+    /// (n_batch, n_embd) one expert's tokens gathered
+    pub x: alloc::vec::Vec<f32>,
+    /// (n_batch · k, n_embd) each slot's expert output
+    pub out: alloc::vec::Vec<f32>,
+    /// (n_batch, n_embd) the shared expert's output
+    pub shared: alloc::vec::Vec<f32>,
+}
+
+impl MoeBufs {
+    /// None for a dense model (no buffers).
+    pub(crate) fn new(moe: Option<&Moe>, n_embd: usize, n_batch: usize) -> MoeBufs {
+        use alloc::vec;
+        let (n_x, k, sh) = moe.map_or((0, 0, false), |m| (m.n_expert, m.n_expert_used, m.n_ff_shared.is_some()));
+        let any = moe.is_some();
+        MoeBufs {
+            logits: vec![0.0; n_batch * n_x],
+            probs: vec![0.0; n_x],
+            ids: vec![0; n_batch * k],
+            weights: vec![0.0; n_batch * k],
+            starts: vec![0; if any { n_x + 1 } else { 0 }],
+            fill: vec![0; n_x],
+            order: vec![0; n_batch * k],
+            x: vec![0.0; if any { n_batch * n_embd } else { 0 }],
+            out: vec![0.0; n_batch * k * n_embd],
+            shared: vec![0.0; if sh { n_batch * n_embd } else { 0 }],
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        4 * (self.logits.len() + self.probs.len() + self.ids.len() + self.weights.len())
+            + 8 * (self.starts.len() + self.fill.len() + self.order.len())
+            + 4 * (self.x.len() + self.out.len() + self.shared.len())
     }
 }

@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::gguf::keys::GgufKeys;
 #[cfg(feature = "std")]
 use crate::hf::{fields::Fields, rope::rope, window::window};
+use crate::model::moe::Router;
 #[cfg(feature = "std")]
 use crate::model::parts::RopeSpec;
 use crate::model::parts::RopeStyle;
@@ -19,8 +20,9 @@ pub(crate) static FAMILY: Family = Family {
     // llama.cpp's converter permutes Llama's Q/K rows to pair (2i, 2i+1)
     gguf_rope: RopeStyle::Adjacent,
     hf_tensors: &[],
-    // a llama GGUF with `expert_count` is Mixtral, converted
-    router: Some(super::mixtral::ROUTER_DENSE_TOO),
+    // a llama GGUF with `expert_count` is Mixtral, converted: llama.cpp's
+    // rule for `llama` renormalises the top k
+    router: Some(Router { gguf_norm: true, hf_norm: None, shared_expert: false, dense_too: true }),
     chat_template: None,
     spm: SpmFlavor::Llama,
     gguf,

@@ -13,23 +13,17 @@ pub(crate) static FAMILY: Family = Family {
     hf_defaults: None,
     block: Block::LLAMA,
     gguf_rope: RopeStyle::Adjacent,
+    // transformers' `MixtralTopKRouter`: always renormalised
     hf_tensors: &[
         ("ffn_gate_inp.weight", "block_sparse_moe.gate.weight"),
         ("ffn_gate.*", "block_sparse_moe.experts.*.w1.weight"),
         ("ffn_up.*", "block_sparse_moe.experts.*.w3.weight"),
         ("ffn_down.*", "block_sparse_moe.experts.*.w2.weight"),
     ],
-    router: Some(ROUTER),
+    router: Some(Router { gguf_norm: true, hf_norm: None, shared_expert: false, dense_too: false }),
     chat_template: None,
     spm: SpmFlavor::Llama,
     gguf: super::llama::gguf,
     #[cfg(feature = "std")]
     hf: super::llama::hf,
 };
-
-/// Mixtral's rule (transformers' `MixtralTopKRouter`, llama.cpp's
-/// `norm_w = true` for `llama`): always renormalised.
-pub(crate) const ROUTER: Router = Router { gguf_norm: true, hf_norm: None, shared_expert: false, dense_too: false };
-
-/// The same for `llama` GGUF files, which are dense without `expert_count`.
-pub(crate) const ROUTER_DENSE_TOO: Router = Router { dense_too: true, ..ROUTER };

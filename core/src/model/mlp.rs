@@ -1,12 +1,11 @@
-//! The feed-forward sub-layer: a gated MLP, `down(act(gate(x)) · up(x))`,
-//! or a mixture of such experts (`super::moe`).
+//! A gated MLP, `down(act(gate(x)) · up(x))`: the feed-forward layer of a
+//! dense model, and each expert of a mixture (`super::experts`).
 
 use super::engine::Engine;
 use super::matmul::{matmul, ActBufs};
 use super::parts::Act;
-use super::scratch::Scratch;
-use super::weights::{Ffn, Mlp};
-use super::{moe, View};
+use super::weights::Mlp;
+use super::View;
 
 /// The buffers an MLP works in (borrowed from the scratch apart from its
 /// input and output).
@@ -15,17 +14,6 @@ pub(super) struct MlpBufs<'a> {
     pub up: &'a mut [f32],
     pub acts: &'a mut ActBufs,
     pub mm: &'a mut [f32],
-}
-
-/// `s.y = ffn(s.xn)` for the batch's `n` tokens.
-pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, w: &Ffn, n: usize) {
-    match w {
-        Ffn::Dense(w) => {
-            let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-            mlp(m, e, w, m.config.act, &s.xn, n, b, &mut s.y);
-        }
-        Ffn::Moe(x) => moe::ffn(m, e, s, x, n),
-    }
 }
 
 /// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`.
