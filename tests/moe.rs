@@ -126,3 +126,38 @@ fn a_mutated_router_fails_the_oracle() {
     println!("tiny-qwen2-moe without its shared expert: max |Δ| {d:.3}");
     assert!(far(d), "the shared expert skipped still meets the oracle ({d:e})");
 }
+
+/// Experts interleaved on their first use by a decode step (the tiny
+/// Qwen3-MoE quantized to Q8_0 at load, a type the AVX-512 kernels read
+/// interleaved): decoding token by token packs them, and gives the same
+/// bits as the file's layout (`no_repack`) and as one prompt over the same
+/// tokens, on both threads counts; none is packed before a decode step.
+#[test]
+fn experts_packed_on_first_use_give_the_same_bits() {
+    let seq: Vec<u32> = (0..24u32).map(|i| (i * 37 + 11) % 512).collect();
+    let load = |no_repack| {
+        let o = tern::LoadOptions {
+            quantize: Some(tern_core::backend::quant::GgmlType::Q8_0),
+            no_repack,
+            ..Default::default()
+        };
+        tern::load_with(&tiny("tiny-qwen3-moe"), &o).unwrap()
+    };
+    let (packed, plain) = (load(false), load(true));
+    let reads = tern::kernels::select().unwrap().reads_rows8(tern_core::backend::quant::GgmlType::Q8_0);
+    for n_threads in [1, 2] {
+        let par = tern::Threads::new(n_threads);
+        let e = Engine { kernels: tern::kernels::select().unwrap(), par: &par, exact: false };
+        let prompt_first = in_steps(&packed, &e, &seq, 24);
+        if n_threads == 1 {
+            assert_eq!(packed.model.experts_repacked_bytes(), 0, "a prompt packed experts");
+        }
+        let decoded = in_steps(&packed, &e, &seq, 1);
+        assert_eq!(packed.model.experts_repacked_bytes() > 0, reads, "decode packs what the kernels read");
+        let file_layout = in_steps(&plain, &e, &seq, 1);
+        assert!(bits_equal(&decoded, &file_layout), "threads={n_threads}: packed experts differ from the file's");
+        assert!(bits_equal(&decoded, &prompt_first), "threads={n_threads}: decode differs from the prompt");
+        assert!(bits_equal(&in_steps(&packed, &e, &seq, 24), &prompt_first), "a prompt over packed experts");
+    }
+    println!("experts packed: {} bytes", packed.model.experts_repacked_bytes());
+}

@@ -97,7 +97,13 @@ pub fn load_with(path: &Path, opts: &LoadOptions) -> Result<Loaded> {
             // the copy only where the memory is plainly there: half of what is free
             let room = usize::try_from(crate::limits::available_memory() / 2).unwrap_or(usize::MAX);
             let max = bundle.model.n_bytes().saturating_add(room);
-            bundle.map_model(|m| Ok(m.repack_rows8(|ty| kernels.reads_rows8(ty), max)))?
+            // a mixture's experts on their first use instead: a mapped file
+            // stays mapped, and only the experts tokens choose are read
+            bundle.map_model(|m| {
+                let (mut m, n) = m.repack_rows8(|ty| kernels.reads_rows8(ty), max);
+                m.repack_experts_lazily(|ty| kernels.reads_rows8(ty));
+                Ok((m, n))
+            })?
         }
     };
     Ok(Loaded { bundle, requantized, repacked, load_time: t0.elapsed() })

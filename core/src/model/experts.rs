@@ -5,18 +5,18 @@
 
 use super::engine::Engine;
 use super::matmul::{each_fits, matmul, matmul_each};
-use super::mlp::{activate, mlp, MlpBufs};
+use super::mlp::{activate, mlp, mlp_of, MlpBufs};
 use super::moe::route;
 use super::scratch::Scratch;
-use super::weights::Experts;
-use super::View;
+use super::weights::{Experts, TensorRef};
+use super::{ExpertPart, View};
 use crate::backend::QMatrix;
 
 /// `s.y = Σ w · expert(s.xn)` over each token's chosen experts (+ the
 /// gated shared expert), for the batch's `n` tokens. Tokens are grouped by
 /// expert: one matmul per expert over the tokens routed to it, and an
 /// expert no token chose is not read.
-pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize) {
+pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize, l: usize) {
     let moe = m.config.moe.as_ref().expect("an MoE layer in a model with an MoE config");
     let (ne, k, n_x) = (m.config.n_embd, moe.n_expert_used, moe.n_expert);
     let act = m.config.act;
@@ -30,7 +30,7 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize) {
         route(&bufs.logits[t * n_x..(t + 1) * n_x], k, moe.norm_topk, &mut bufs.probs, ids, w);
     }
 
-    if n == 1 && k <= MAX_FUSED && one_token(m, e, s, x, k) {
+    if n == 1 && k <= MAX_FUSED && one_token(m, e, s, x, k, l) {
         combine(s, x, 1, k, ne);
         return;
     }
@@ -63,7 +63,10 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize) {
         }
         let nt = group.len();
         let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-        mlp(m, e, w, act, &bufs.x[..nt * ne], nt, b, &mut s.y);
+        // (interleaved if a decode step has packed it; prompts do not pack)
+        let w = [(&w.gate, ExpertPart::Gate), (&w.up, ExpertPart::Up), (&w.down, ExpertPart::Down)]
+            .map(|(t, p)| m.expert(l, id, p, t, false));
+        mlp_of(e, w, act, &bufs.x[..nt * ne], nt, b, &mut s.y);
         for (j, &slot) in group.iter().enumerate() {
             bufs.out[slot * ne..(slot + 1) * ne].copy_from_slice(&s.y[j * ne..(j + 1) * ne]);
         }
@@ -85,13 +88,23 @@ const MAX_FUSED: usize = 16;
 /// gate and up (one input), their activations, every down (each its own
 /// input), into the token's slots; false (nothing done) if the experts'
 /// matrices differ in type or shape.
-fn one_token(m: View, e: &Engine, s: &mut Scratch, x: &Experts, k: usize) -> bool {
+fn one_token(m: View, e: &Engine, s: &mut Scratch, x: &Experts, k: usize, l: usize) -> bool {
     let ids = &s.moe.ids[..k];
-    let expert = |j: usize| &x.experts[ids[j.min(k - 1)] as usize];
-    let downs: [QMatrix; MAX_FUSED] = core::array::from_fn(|j| m.matrix(&expert(j).down));
+    let id = |j: usize| ids[j.min(k - 1)] as usize;
+    // (each interleaved on its first use here, when the model packs lazily:
+    // those not yet, shared among the workers)
+    let todo: [(usize, usize, ExpertPart, &TensorRef); 3 * MAX_FUSED] = core::array::from_fn(|i| {
+        let w = &x.experts[id(i / 3)];
+        let (t, p) = [(&w.gate, ExpertPart::Gate), (&w.up, ExpertPart::Up), (&w.down, ExpertPart::Down)][i % 3];
+        (l, id(i / 3), p, t)
+    });
+    m.pack_experts(e, &todo[..3 * k]);
+    let downs: [QMatrix; MAX_FUSED] =
+        core::array::from_fn(|j| m.expert(l, id(j), ExpertPart::Down, &x.experts[id(j)].down, j < k));
     let gate_up: [(QMatrix, Option<&[f32]>); 2 * MAX_FUSED] = core::array::from_fn(|i| {
-        let w = expert(i / 2);
-        (m.matrix(if i % 2 == 0 { &w.gate } else { &w.up }), None)
+        let (j, w) = (i / 2, &x.experts[id(i / 2)]);
+        let (t, p) = if i % 2 == 0 { (&w.gate, ExpertPart::Gate) } else { (&w.up, ExpertPart::Up) };
+        (m.expert(l, id(j), p, t, j < k), None)
     });
     let gu: [QMatrix; 2 * MAX_FUSED] = core::array::from_fn(|i| gate_up[i].0);
     if !each_fits(&gu[..2 * k]) || !each_fits(&downs[..k]) {

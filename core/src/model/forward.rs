@@ -218,7 +218,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
             let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
             mlp(m, e, w, c.act, &s.xn, n, b, &mut s.y);
         }
-        Ffn::Moe(x) => experts::ffn(m, e, s, x, n),
+        Ffn::Moe(x) => experts::ffn(m, e, s, x, n, l),
     }
     residual(e, s, n, lw.post_ffn_norm.as_deref(), c.norm_eps);
 }

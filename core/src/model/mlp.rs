@@ -6,6 +6,7 @@ use super::matmul::{matmul, ActBufs};
 use super::parts::Act;
 use super::weights::Mlp;
 use super::View;
+use crate::backend::QMatrix;
 
 /// The buffers an MLP works in (borrowed from the scratch apart from its
 /// input and output).
@@ -19,11 +20,17 @@ pub(super) struct MlpBufs<'a> {
 /// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn mlp(m: View, e: &Engine, w: &Mlp, act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
-    let gate_up = [(m.matrix(&w.gate), None), (m.matrix(&w.up), None)];
-    let nf = w.gate.n_rows;
-    matmul(e, &gate_up, x, n, b.acts, b.mm, &mut [&mut *b.gate, &mut *b.up]);
+    let w = [m.matrix(&w.gate), m.matrix(&w.up), m.matrix(&w.down)];
+    mlp_of(e, w, act, x, n, b, y);
+}
+
+/// The same, of matrices at hand: `[gate, up, down]`.
+pub(super) fn mlp_of(e: &Engine, w: [QMatrix; 3], act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
+    let [gate, up, down] = w;
+    let nf = gate.n_rows;
+    matmul(e, &[(gate, None), (up, None)], x, n, b.acts, b.mm, &mut [&mut *b.gate, &mut *b.up]);
     activate(e, act, b.gate, b.up, n * nf);
-    matmul(e, &[(m.matrix(&w.down), None)], b.gate, n, b.acts, b.mm, &mut [y]);
+    matmul(e, &[(down, None)], b.gate, n, b.acts, b.mm, &mut [y]);
 }
 
 /// `gate = act(gate) · up` over the first `len` elements: an equal share

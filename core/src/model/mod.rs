@@ -10,6 +10,8 @@ pub(crate) mod family;
 mod forward;
 mod hadamard;
 mod kv_cache;
+#[cfg(feature = "std")]
+mod lazy_rows8;
 pub(crate) mod matmul;
 mod mlp;
 pub(crate) mod moe;
@@ -53,6 +55,9 @@ pub struct Model<B> {
     scales: Vec<f32>,
     /// Matrices' 8-row groups interleaved for the kernels (`repack_rows8`).
     rows8: Vec<u8>,
+    /// Experts' interleaved on first use (`repack_experts_lazily`).
+    #[cfg(feature = "std")]
+    lazy_rows8: Option<lazy_rows8::LazyRows8>,
     /// Hyper-parameters.
     pub config: Config,
     /// Where each weight is in the buffers.
@@ -75,7 +80,15 @@ impl<B: AsRef<[u8]>> Model<B> {
                 });
             }
         }
-        Ok(Model { bufs, scales: Vec::new(), rows8: Vec::new(), config, weights })
+        Ok(Model {
+            bufs,
+            scales: Vec::new(),
+            rows8: Vec::new(),
+            #[cfg(feature = "std")]
+            lazy_rows8: None,
+            config,
+            weights,
+        })
     }
 
     /// The buffers the model reads (the GGUF file is the first and only
@@ -110,7 +123,15 @@ impl<B: AsRef<[u8]>> Model<B> {
             many = self.bufs.iter().map(AsRef::as_ref).collect();
             &many
         };
-        f(View { config: &self.config, weights: &self.weights, bufs, scales: &self.scales, rows8: &self.rows8 })
+        f(View {
+            config: &self.config,
+            weights: &self.weights,
+            bufs,
+            scales: &self.scales,
+            rows8: &self.rows8,
+            #[cfg(feature = "std")]
+            lazy_rows8: self.lazy_rows8.as_ref(),
+        })
     }
 
     /// Bytes `n_seqs` sessions of `n_ctx` positions and `n_batch`-token
@@ -277,6 +298,8 @@ struct View<'a> {
     bufs: &'a [&'a [u8]],
     scales: &'a [f32],
     rows8: &'a [u8],
+    #[cfg(feature = "std")]
+    lazy_rows8: Option<&'a lazy_rows8::LazyRows8>,
 }
 
 impl<'a> View<'a> {
@@ -286,6 +309,41 @@ impl<'a> View<'a> {
         let (scales, rows8) = (&self.scales[t.scales.clone()], &self.rows8[t.rows8.clone()]);
         QMatrix { ty: t.ty, data, n_cols: t.n_cols, n_rows: t.n_rows, scales, rows8 }
     }
+
+    /// Layer `l`'s expert `x`'s matrix `t` (`w` of it), its rows
+    /// interleaved when they have been (`pack`: now, if not yet).
+    #[cfg_attr(not(feature = "std"), allow(unused_variables))]
+    fn expert(&self, l: usize, x: usize, w: ExpertPart, t: &TensorRef, pack: bool) -> QMatrix<'a> {
+        let m = self.matrix(t);
+        #[cfg(feature = "std")]
+        if let Some(lazy) = self.lazy_rows8 {
+            return QMatrix { rows8: lazy.rows(l, x, w, t, m.data, pack), ..m };
+        }
+        m
+    }
+}
+
+impl View<'_> {
+    /// Interleave the experts of `todo` — (layer, expert, part, matrix) —
+    /// not yet interleaved, when the model packs lazily.
+    #[cfg_attr(not(feature = "std"), allow(unused_variables))]
+    fn pack_experts(&self, e: &Engine, todo: &[(usize, usize, ExpertPart, &TensorRef)]) {
+        #[cfg(feature = "std")]
+        if let Some(lazy) = self.lazy_rows8 {
+            lazy.pack(e.par, todo, &|t| self.matrix(t).data);
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+use lazy_rows8::Which as ExpertPart;
+/// An expert's matrix: its gate, up or down projection.
+#[cfg(not(feature = "std"))]
+#[derive(Clone, Copy)]
+enum ExpertPart {
+    Gate,
+    Up,
+    Down,
 }
 
 /// Which positions of a forward call get logits.
