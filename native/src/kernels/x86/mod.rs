@@ -9,7 +9,7 @@
 //! - `legacy` / `legacy_prefill` / `legacy_vnni` / `legacy_amx`: the
 //!   32-element formats (IQ4_NL's table looked up with `vpshufb`), AVX2 /
 //!   AVX2 prefill in 8-row tiles / VNNI / AMX tiles in prefill (`tiles`:
-//!   the tile registers); `rows8`: Q4_0, Q5_0 and Q8_0 from their 8-row
+//!   the tile registers); `rows8`: Q4_0, Q5_0, Q8_0 and IQ4_NL from their 8-row
 //!   interleaved copy made at load (VNNI);
 //! - `kunpack`, `kquant` / `kquant_prefill` / `kquant_vnni` / `kquant_amx`:
 //!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
@@ -119,7 +119,7 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
         (Acts::Q8_0(a), T::Q4_0) => offset_format::<Q4_0>(cpu, w, x, a, n_tok, rows, out),
         (Acts::Q8_0(a), T::Q5_0) => offset_format::<Q5_0>(cpu, w, x, a, n_tok, rows, out),
         (Acts::Q8_0(a), T::Q8_0) => offset_format::<Q8_0>(cpu, w, x, a, n_tok, rows, out),
-        (Acts::Q8_0(a), T::IQ4_NL) => file_format::<Iq4Nl>(cpu, w, x, a, n_tok, rows, out),
+        (Acts::Q8_0(a), T::IQ4_NL) => offset_format::<Iq4Nl>(cpu, w, x, a, n_tok, rows, out),
         // VNNI measured no better for the formats with a min (SmolLM2 pp
         // 308-355 vs 324-331 tok/s, by build): AVX2 for both backends
         (Acts::Q8_1(a), T::Q4_1) => legacy_avx2::<Q4_1, _>(avx2, w, x, a, n_tok, rows, out),
@@ -135,7 +135,7 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
 }
 
 /// A 32-element format without a min that has an interleaved copy at
-/// load (Q4_0, Q5_0, Q8_0): with AVX-512 from the copy where the model
+/// load (Q4_0, Q5_0, Q8_0, IQ4_NL): with AVX-512 from the copy where the model
 /// has one (Qwen pp128 +20 % for VNNI), but not where AMX tiles take a
 /// prefill; else as `file_format`.
 fn offset_format<T: rows8::Interleaved>(
@@ -154,8 +154,7 @@ fn offset_format<T: rows8::Interleaved>(
     }
 }
 
-/// A 32-element format without a min from the file's blocks (and IQ4_NL,
-/// which has no copy): AMX tiles in prefill if granted, VNNI if the CPU
+/// A 32-element format without a min from the file's blocks: AMX tiles in prefill if granted, VNNI if the CPU
 /// has it, else AVX2 (prefill in 8-row tiles first).
 fn file_format<T: Block32>(
     cpu: Cpu,
@@ -266,7 +265,7 @@ impl Kernels for Avx2 {
 
 /// The types whose 8-row interleaved copy the VNNI kernels read.
 fn reads_rows8(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0) || kquant_rows8::reads(ty)
+    matches!(ty, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::IQ4_NL) || kquant_rows8::reads(ty)
 }
 
 impl Kernels for Avx512 {

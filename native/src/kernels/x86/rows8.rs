@@ -1,4 +1,4 @@
-//! Q4_0, Q5_0 and Q8_0 read from their 8-row interleaved copy
+//! Q4_0, Q5_0, Q8_0 and IQ4_NL read from their 8-row interleaved copy
 //! (`quant::rows8`, made at load) with AVX-512 VNNI. A block of 8 rows is
 //! 4 or 8 loads, already one row per lane: no transpose, and one stream of
 //! bytes per 8 rows. Two groups share each 512-bit register; per token 8
@@ -15,11 +15,11 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
-use tern_core::backend::quant::{rows8, BlockQ8_0, GgmlType, QK8};
+use tern_core::backend::quant::{iq4_nl, rows8, BlockQ8_0, GgmlType, QK8};
 use tern_core::backend::{Acts, QMatrix};
 
 use super::cpu::Avx512;
-use super::legacy::{add_fifth_bits, u32_at, Block32, Q4_0, Q5_0, Q8_0};
+use super::legacy::{add_fifth_bits, u32_at, Block32, Iq4Nl, Q4_0, Q5_0, Q8_0};
 use super::legacy_vnni::{self, neg_offset_sums_in, NEG_SUMS_ON_STACK};
 use super::simd::{bcast, load16_at, load32_at, prefetch, scatter8, PREFETCH, ROWS};
 
@@ -86,6 +86,30 @@ impl Interleaved for Q5_0 {
     unsafe fn weights(b: &[u8]) -> [__m256i; ROWS] {
         // SAFETY: the caller guarantees AVX2 and AVX-512 BW/VL.
         unsafe { five_bit_vectors(b) }
+    }
+}
+
+/// IQ4_NL's vectors: the nibbles looked up as the table's values plus
+/// 128 (`legacy::Iq4Nl`'s unsigned bytes).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn table_vectors(b: &[u8]) -> [__m256i; ROWS] {
+    // SAFETY: the table has 16 bytes.
+    let table = unsafe { _mm_loadu_si128(iq4_nl::KVALUES_PLUS_128.as_ptr() as *const __m128i) };
+    let table = _mm256_broadcastsi128_si256(table);
+    let mut v = nibble_vectors(b, rows8::quants(GgmlType::IQ4_NL));
+    for v in v.iter_mut() {
+        *v = _mm256_shuffle_epi8(table, *v);
+    }
+    v
+}
+
+impl Interleaved for Iq4Nl {
+    const TY: GgmlType = GgmlType::IQ4_NL;
+    #[inline(always)]
+    unsafe fn weights(b: &[u8]) -> [__m256i; ROWS] {
+        // SAFETY: the caller guarantees AVX2.
+        unsafe { table_vectors(b) }
     }
 }
 

@@ -1,16 +1,16 @@
-//! The 32-element formats without a min (Q4_0, Q5_0, Q8_0), 8 rows
-//! interleaved. A group's block:
+//! The 32-element formats without a min (Q4_0, Q5_0, Q8_0, IQ4_NL), 8
+//! rows interleaved. A group's block:
 //!
 //! - `d`: the 8 rows' f16 scales (16 bytes);
 //! - Q5_0 only, `masks`: 8 u32, mask k's bit `4r + i` the fifth bit of
 //!   row r's element `4k + i` (32 bytes);
-//! - Q4_0 and Q5_0, `nibbles`: 4 vectors of 32 bytes, vector p's bytes
+//! - Q4_0, Q5_0 and IQ4_NL (its indices), `nibbles`: 4 vectors of 32 bytes, vector p's bytes
 //!   `4r..4r + 4` row r's packed bytes `4p..4p + 4` (low nibbles: elements
 //!   `4p..`, high nibbles: elements `16 + 4p..`);
 //! - Q8_0, `bytes`: 8 vectors of 32 bytes, vector k's bytes `4r..4r + 4`
 //!   row r's quants `4k..4k + 4` plus 128, as unsigned bytes.
 
-use super::super::{f16_at, q4_0, q5_0, q8_0, GgmlType, Unpacked32};
+use super::super::{f16_at, iq4_nl, q4_0, q5_0, q8_0, GgmlType, Unpacked32};
 use super::ROWS;
 
 /// Byte offset of the scales in a group's block.
@@ -28,7 +28,7 @@ pub const fn quants(ty: GgmlType) -> usize {
 /// Bytes of a group's block.
 pub(super) const fn bytes(ty: GgmlType) -> Option<usize> {
     match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 => Some(quants(ty) + 4 * 32),
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::IQ4_NL => Some(quants(ty) + 4 * 32),
         GgmlType::Q8_0 => Some(quants(ty) + 8 * 32),
         _ => None,
     }
@@ -81,11 +81,13 @@ pub(super) fn unpack(ty: GgmlType, o: &[u8], r: usize) -> Option<Unpacked32> {
                 let (p, i) = ((j % 16) / 4, j % 4);
                 let byte = o[q + 32 * p + 4 * r + i];
                 let nib = if j < 16 { byte & 0xF } else { byte >> 4 };
-                if ty == GgmlType::Q5_0 {
-                    let mask = u32_at(o, MASKS + 4 * (j / 4));
-                    (nib | (((mask >> (4 * r + i)) & 1) as u8) << 4) as i8 - 16
-                } else {
-                    nib as i8 - 8
+                match ty {
+                    GgmlType::Q5_0 => {
+                        let mask = u32_at(o, MASKS + 4 * (j / 4));
+                        (nib | (((mask >> (4 * r + i)) & 1) as u8) << 4) as i8 - 16
+                    }
+                    GgmlType::IQ4_NL => iq4_nl::KVALUES[nib as usize],
+                    _ => nib as i8 - 8,
                 }
             }
         };

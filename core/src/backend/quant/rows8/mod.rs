@@ -6,7 +6,7 @@
 //!
 //! Group g (rows 8g..8g + 8), block b (the file's block b of each of the 8
 //! rows) is at `(g · n_blocks + b) · bytes(ty)`. The layout of a group's
-//! block, per format: [`legacy`] (Q4_0, Q5_0, Q8_0), [`q4_k`], [`q6_k`].
+//! block, per format: [`legacy`] (Q4_0, Q5_0, Q8_0, IQ4_NL), [`q4_k`], [`q6_k`].
 
 pub mod legacy;
 pub mod q4_k;
@@ -25,7 +25,7 @@ pub const ROWS: usize = 8;
 /// without this layout.
 pub const fn bytes(ty: GgmlType) -> Option<usize> {
     match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => legacy::bytes(ty),
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::IQ4_NL => legacy::bytes(ty),
         GgmlType::Q4_K => Some(q4_k::BYTES),
         GgmlType::Q6_K => Some(q6_k::BYTES),
         _ => None,
@@ -118,7 +118,8 @@ mod tests {
     #[test]
     fn every_row_reads_back_as_its_file_block() {
         let mut s = 0x1234_5678_9abc_def0u64;
-        for ty in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+        let types = [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q6_K];
+        for ty in types {
             let (nb, n_rows) = (3, 19);
             let n_cols = nb * ty.block_size();
             let data = random(n_rows * nb * ty.type_size(), &mut s);
