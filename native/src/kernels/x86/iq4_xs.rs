@@ -3,7 +3,9 @@
 //! the sign trick (`|v| · ±a` in `vpmaddubsw`: |v| ≤ 127 and |a| ≤ 127,
 //! so no i16 pair saturates), times the run's scale in `vpmaddwd`, summed
 //! in i32 — the reference's `isum` — then its float update, the same
-//! expression: the same bits.
+//! expression: the same bits. Rows go 8 at a time: a token's activations
+//! loaded once for the 8, their 8 sums reduced together (`hsum8`) and the
+//! update done for the 8 in one vector, each lane the scalar expression.
 
 use core::arch::x86_64::*;
 use core::ops::Range;
@@ -13,7 +15,7 @@ use tern_core::backend::QMatrix;
 
 use super::cpu::Avx2;
 use super::legacy::nibbles;
-use super::simd::{hsum1, load32};
+use super::simd::{hsum1, hsum8, load32, scatter8, ROWS};
 
 /// Tokens whose sums a row's pass keeps (the row's blocks unpacked once
 /// for them).
@@ -27,6 +29,7 @@ pub(super) fn matmul_rows(_: Avx2, w: &QMatrix, a: &[BlockQ8K], n_tok: usize, ro
 
 /// A super-block's 8 runs: values, their magnitudes, each run's scale in
 /// every i16 lane.
+#[derive(Clone, Copy)]
 struct Runs {
     v: [__m256i; 8],
     abs: [__m256i; 8],
@@ -61,8 +64,72 @@ fn isum(r: &Runs, a: &BlockQ8K) -> i32 {
     hsum1(s)
 }
 
+/// Whole groups of 8 rows, then the rest one at a time.
 #[target_feature(enable = "avx2,fma,f16c")]
 fn rows_imp(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let n8 = rows.len() / ROWS * ROWS;
+    for (g, o) in (rows.start..rows.start + n8).step_by(ROWS).zip(out.chunks_exact_mut(ROWS * n_tok)) {
+        group(w, a, n_tok, g, o);
+    }
+    one_by_one(w, a, n_tok, rows.start + n8..rows.end, &mut out[n8 * n_tok..]);
+}
+
+/// Rows `g..g + 8` for every token.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn group(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, g: usize, out: &mut [f32]) {
+    let (nb, ts) = (w.n_cols / QK_K, iq4_xs::BLOCK_BYTES);
+    let rws: [&[u8]; ROWS] = core::array::from_fn(|r| w.row(g + r));
+    for t0 in (0..n_tok).step_by(TOKENS) {
+        let nt = TOKENS.min(n_tok - t0);
+        let mut acc = [_mm256_setzero_ps(); TOKENS];
+        for b in 0..nb {
+            // (loops, not closures: a closure does not inherit the target
+            // features, and its intrinsics would stay calls)
+            let z = _mm256_setzero_si256();
+            let mut runs = [Runs { v: [z; 8], abs: [z; 8], scale: [z; 8] }; ROWS];
+            let mut d = [0.0f32; ROWS];
+            for r in 0..ROWS {
+                let blk = &rws[r][b * ts..(b + 1) * ts];
+                (runs[r], d[r]) = (unpack(blk), f16_at(blk, iq4_xs::D));
+            }
+            // SAFETY: `d` holds 8 f32.
+            let d = unsafe { _mm256_loadu_ps(d.as_ptr()) };
+            for (j, acc) in acc.iter_mut().enumerate().take(nt) {
+                let ab = &a[(t0 + j) * nb + b];
+                let mut av = [z; 8];
+                for (k, av) in av.iter_mut().enumerate() {
+                    *av = load32(&ab.qs[32 * k..]);
+                }
+                let mut s = [_mm256_setzero_si256(); ROWS];
+                for (s, r) in s.iter_mut().zip(&runs) {
+                    *s = isum_vec(r, &av);
+                }
+                let isum = _mm256_cvtepi32_ps(hsum8(&s));
+                // the reference's update, lane by lane: acc + ((d·da)·isum − (0·da)·0)
+                let da = _mm256_set1_ps(ab.d);
+                let t = _mm256_mul_ps(_mm256_mul_ps(d, da), isum);
+                let m = _mm256_mul_ps(_mm256_mul_ps(_mm256_setzero_ps(), da), _mm256_setzero_ps());
+                *acc = _mm256_add_ps(*acc, _mm256_sub_ps(t, m));
+            }
+        }
+        scatter8(out, n_tok, t0, &acc[..nt]);
+    }
+}
+
+/// A row's `isum` with a token's runs `av`, before the horizontal sum.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn isum_vec(r: &Runs, av: &[__m256i; 8]) -> __m256i {
+    let mut s = _mm256_setzero_si256();
+    for k in 0..8 {
+        let p = _mm256_maddubs_epi16(r.abs[k], _mm256_sign_epi8(av[k], r.v[k]));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, r.scale[k]));
+    }
+    s
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+fn one_by_one(w: &QMatrix, a: &[BlockQ8K], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
     let (nb, ts) = (w.n_cols / QK_K, iq4_xs::BLOCK_BYTES);
     for (r, o) in rows.zip(out.chunks_exact_mut(n_tok)) {
         let row = w.row(r);
