@@ -15,7 +15,8 @@
 //!   the K-quants' unpacking, their AVX2 kernels / AVX2 and VNNI prefill
 //!   tiles / AMX tiles in prefill; `kquant_rows8`: Q4_K and Q6_K from their
 //!   8-row interleaved copy (VNNI);
-//! - `iq4_xs`: IQ4_XS, its table's values by the sign trick (AVX2);
+//! - `iq4_xs`: IQ4_XS, its table's values by the sign trick (AVX2), or
+//!   plus 128 in `vpdpbusd` (AVX-512 VNNI), 8 rows at a time;
 //! - `exact` / `exact512`: f32 activations (the oracle path), AVX2 / four
 //!   rows by four tokens in AVX-512 registers;
 //! - `attention`, `exp`: attention and the exponential (softmax, SiLU);
@@ -129,7 +130,10 @@ fn matmul(cpu: Cpu, w: &QMatrix, x: Acts, n_tok: usize, rows: Range<usize>, out:
         (Acts::Q8K(a), T::Q4_K) => k_quant::<Q4K>(cpu, w, a, n_tok, rows, out),
         (Acts::Q8K(a), T::Q5_K) => k_quant::<Q5K>(cpu, w, a, n_tok, rows, out),
         (Acts::Q8K(a), T::Q6_K) => k_quant::<Q6K>(cpu, w, a, n_tok, rows, out),
-        (Acts::Q8K(a), T::IQ4_XS) => iq4_xs::matmul_rows(avx2, w, a, n_tok, rows, out),
+        (Acts::Q8K(a), T::IQ4_XS) => match cpu.avx512() {
+            Some(vnni) => iq4_xs::matmul_rows_vnni(vnni, w, a, n_tok, rows, out),
+            None => iq4_xs::matmul_rows(avx2, w, a, n_tok, rows, out),
+        },
         _ => reference::matmul_rows(avx2, w, x, n_tok, rows, out),
     }
 }
