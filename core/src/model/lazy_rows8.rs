@@ -9,6 +9,7 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::weights::{Ffn, TensorRef, Weights};
+use super::Model;
 use crate::backend::quant::{rows8, GgmlType};
 use crate::parallel::Parallel;
 
@@ -93,5 +94,42 @@ impl LazyRows8 {
     /// Bytes packed so far.
     pub(crate) fn bytes(&self) -> usize {
         self.packed.load(Relaxed)
+    }
+}
+
+impl<B: AsRef<[u8]>> Model<B> {
+    /// Interleave each expert's 8-row groups (as `repack_rows8` does the
+    /// other matrices) on its first use by a decode step, for the types
+    /// `reads` accepts: nothing is read or held at load, and only the
+    /// experts tokens choose are packed. Returns whether any expert will be.
+    pub fn repack_experts_lazily(&mut self, reads: impl Fn(GgmlType) -> bool) -> bool {
+        self.lazy_rows8 = LazyRows8::new(&self.weights, reads);
+        self.lazy_rows8.is_some()
+    }
+
+    /// Interleave every expert now (as their first uses would), shared
+    /// among `par`'s workers: a benchmark's warm-up, to time the steady
+    /// state.
+    pub fn repack_experts_now(&self, par: &dyn Parallel) {
+        let Some(lazy) = &self.lazy_rows8 else { return };
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
+        let todo: Vec<_> = self
+            .weights
+            .layers
+            .iter()
+            .enumerate()
+            .filter_map(|(l, w)| if let Ffn::Moe(x) = &w.ffn { Some((l, x)) } else { None })
+            .flat_map(|(l, x)| {
+                x.experts.iter().enumerate().flat_map(move |(i, w)| {
+                    [(&w.gate, Which::Gate), (&w.up, Which::Up), (&w.down, Which::Down)].map(|(t, p)| (l, i, p, t))
+                })
+            })
+            .collect();
+        lazy.pack(par, &todo, &|t: &TensorRef| &bufs[t.buf][t.start..t.start + t.len]);
+    }
+
+    /// Bytes of experts packed so far (`repack_experts_lazily`).
+    pub fn experts_repacked_bytes(&self) -> usize {
+        self.lazy_rows8.as_ref().map_or(0, |l| l.bytes())
     }
 }

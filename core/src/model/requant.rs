@@ -139,47 +139,6 @@ impl<B: AsRef<[u8]>> Model<B> {
     }
 }
 
-#[cfg(feature = "std")]
-use super::lazy_rows8::Which;
-
-#[cfg(feature = "std")]
-impl<B: AsRef<[u8]>> Model<B> {
-    /// Interleave each expert's 8-row groups (as `repack_rows8` does the
-    /// other matrices) on its first use by a decode step, for the types
-    /// `reads` accepts: nothing is read or held at load, and only the
-    /// experts tokens choose are packed. Returns whether any expert will be.
-    pub fn repack_experts_lazily(&mut self, reads: impl Fn(GgmlType) -> bool) -> bool {
-        self.lazy_rows8 = super::lazy_rows8::LazyRows8::new(&self.weights, reads);
-        self.lazy_rows8.is_some()
-    }
-
-    /// Interleave every expert now (as their first uses would), shared
-    /// among `par`'s workers: a benchmark's warm-up, to time the steady
-    /// state.
-    pub fn repack_experts_now(&self, par: &dyn crate::parallel::Parallel) {
-        let Some(lazy) = &self.lazy_rows8 else { return };
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(AsRef::as_ref).collect();
-        let todo: Vec<_> = self
-            .weights
-            .layers
-            .iter()
-            .enumerate()
-            .filter_map(|(l, w)| if let super::Ffn::Moe(x) = &w.ffn { Some((l, x)) } else { None })
-            .flat_map(|(l, x)| {
-                x.experts.iter().enumerate().flat_map(move |(i, w)| {
-                    [(&w.gate, Which::Gate), (&w.up, Which::Up), (&w.down, Which::Down)].map(|(t, p)| (l, i, p, t))
-                })
-            })
-            .collect();
-        lazy.pack(par, &todo, &|t: &TensorRef| &bufs[t.buf][t.start..t.start + t.len]);
-    }
-
-    /// Bytes of experts packed so far (`repack_experts_lazily`).
-    pub fn experts_repacked_bytes(&self) -> usize {
-        self.lazy_rows8.as_ref().map_or(0, |l| l.bytes())
-    }
-}
-
 /// Weights whose matrices a rewrite visits: each once (a tensor bound
 /// twice, as a tied head, is visited once and its copies follow).
 pub(crate) trait Matrices {
