@@ -27,6 +27,7 @@ pub(crate) const MAX_EXPERTS: usize = 1024;
 /// kept, renormalised or not. The families differ only in that rule's
 /// default and where a file says it.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // the HF side needs std
 pub(crate) struct Router {
     /// Renormalise, for a GGUF file without `expert_weights_norm`
     /// (llama.cpp's rule for the architecture).
