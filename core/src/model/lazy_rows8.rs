@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::weights::{Ffn, TensorRef, Weights};
-use super::Model;
+use super::{ExpertPart as Which, Model};
 use crate::backend::quant::{rows8, GgmlType};
 use crate::parallel::Parallel;
 
@@ -19,14 +19,6 @@ pub(crate) struct LazyRows8 {
     n_expert: usize,
     slots: Vec<Option<OnceLock<Vec<u8>>>>,
     packed: AtomicUsize,
-}
-
-/// An expert's matrix: its gate, up or down projection.
-#[derive(Clone, Copy)]
-pub(crate) enum Which {
-    Gate = 0,
-    Up = 1,
-    Down = 2,
 }
 
 impl LazyRows8 {

@@ -335,15 +335,12 @@ impl View<'_> {
     }
 }
 
-#[cfg(feature = "std")]
-use lazy_rows8::Which as ExpertPart;
 /// An expert's matrix: its gate, up or down projection.
-#[cfg(not(feature = "std"))]
 #[derive(Clone, Copy)]
 enum ExpertPart {
-    Gate,
-    Up,
-    Down,
+    Gate = 0,
+    Up = 1,
+    Down = 2,
 }
 
 /// Which positions of a forward call get logits.
