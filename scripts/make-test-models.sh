@@ -8,6 +8,8 @@
 #   tiny-{qwen2-moe,qwen3-moe,mixtral,olmoe}.gguf  the mixtures of experts,
 #                           experts stacked as llama.cpp's converter does,
 #                           SmolLM2's tokenizer cut to their 512 tokens
+#   tiny-gemma3n.gguf       Gemma 3n as llama.cpp's converter writes it,
+#                           Gemma 3's SentencePiece vocabulary cut to 512
 #   qwen2.5-hf-f32/         the Qwen2.5 GGUF dequantized to an HF directory
 #   smollm2-hf-f32/         the same for SmolLM2 (llama: Q/K un-permuted)
 #   ggml-vocab-{llama-spm,phi-3}.gguf(.inp)  llama.cpp's vocabulary-only
@@ -41,6 +43,7 @@ models="${TERN_MODELS:-$HOME/.cache/tern/models}"
 for moe in tiny-qwen2-moe tiny-qwen3-moe tiny-mixtral tiny-olmoe; do
   tiny_gguf "tests/fixtures/tiny/$moe" "$moe" "$models/smollm2-135m-instruct-q4_1.gguf"
 done
+tiny_gguf tests/fixtures/tiny/tiny-gemma3n tiny-gemma3n "$models/gemma-3-270m-q4_k_m.gguf"
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return
   rm -rf "$out/$3" "$out/$3.part"

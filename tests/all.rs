@@ -4,6 +4,7 @@
 
 mod embed;
 mod embed_decoder;
+mod gemma3n;
 mod generation;
 mod grammar;
 mod hf;

@@ -140,7 +140,13 @@ impl Naming {
             _ => {}
         }
         let Some((layer, part)) = gguf.strip_prefix("blk.").and_then(|s| s.split_once('.')) else {
-            return gguf.to_string();
+            // the model's own tensors a family names (`*` a stream number)
+            let numbered = gguf.split('.').find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let pattern = numbered.map_or_else(|| gguf.to_string(), |k| gguf.replacen(&format!(".{k}."), ".*.", 1));
+            return match renames.iter().find(|(g, _)| *g == pattern) {
+                Some((_, hf)) => format!("{model}{}", hf.replacen('*', numbered.unwrap_or(""), 1)),
+                None => gguf.to_string(),
+            };
         };
         // one expert's matrix, `ffn_gate.E.weight`: the family's name for
         // `ffn_gate.*` (or the usual `mlp.experts.*.gate_proj.weight`), E for *
@@ -186,7 +192,8 @@ impl Naming {
     /// RoPE buffers; a multimodal checkpoint's vision tower and projector.
     pub(crate) fn ignorable(self, name: &str) -> bool {
         let Naming::Hf { layout, .. } = self else { return false };
-        let vision = ["vision_tower.", "multi_modal_projector."];
+        // Gemma 3n's are the vision and audio towers and their embedders
+        let vision = ["vision_tower.", "multi_modal_projector.", "audio_tower.", "embed_vision.", "embed_audio."];
         let unused_part = match layout {
             HfLayout::CausalLm => false,
             HfLayout::LanguageModel => {

@@ -16,13 +16,19 @@ Qwen3-MoE, OLMoE, and Mixtral as `llama`) as llama.cpp's converter writes
 them: each layer's experts stacked into `ffn_{gate,up,down}_exps`, the
 router as `ffn_gate_inp`, Qwen2-MoE's shared expert as `ffn_*_shexp` and
 its gate as the vector `ffn_gate_inp_shexp`, the counts and widths as
-`expert_*` keys; no tokenizer (the oracle models have none).
+`expert_*` keys; Gemma 3n as llama.cpp's Gemma3NModel converter writes it
+(norms as w, AltUp's projections stacked into `altup_proj` and
+`altup_unembd_proj`, the per-layer widths, sliding-window pattern and
+Φ⁻¹(sparsity) as arrays, `shared_kv_layers` as a float as the published
+files have it, the windowed layers' RoPE base as `rope.freq_base_swa`); no
+tokenizer (the oracle models have none).
 
     python tiny_to_gguf.py HF_DIR OUT.gguf [VOCAB.gguf]
 
-With VOCAB.gguf (SmolLM2's byte-level BPE), its tokenizer cut to the
-model's vocabulary size (the first tokens, the merges among them) goes in
-too, for the packages that want one (npm's tests of the mixtures).
+With VOCAB.gguf (SmolLM2's byte-level BPE, Gemma 3's SentencePiece), its
+tokenizer cut to the model's vocabulary size (the first tokens, the merges
+among them) goes in too, for the packages that want one (npm's tests of the
+mixtures and of Gemma 3n).
 """
 import json
 import math
@@ -76,6 +82,28 @@ GEMMA_LAYER = {
 }
 
 
+# Gemma 3n's own tensors: the model's, and a layer's (after `layers.N.`)
+GEMMA3N = {
+    "model.embed_tokens_per_layer.weight": "per_layer_token_embd.weight",
+    "model.per_layer_model_projection.weight": "per_layer_model_proj.weight",
+    "model.per_layer_projection_norm.weight": "per_layer_proj_norm.weight",
+}
+GEMMA3N_LAYER = dict(GEMMA_LAYER, **{
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "altup.modality_router.weight": "altup_router.weight",
+    "altup.router_norm.weight": "altup_router_norm.weight",
+    "altup.prediction_coefs.weight": "altup_predict_coef.weight",
+    "altup.correction_coefs.weight": "altup_correct_coef.weight",
+    "altup.correct_output_scale": "altup_correct_scale.weight",
+    "laurel.linear_left.weight": "laurel_l.weight",
+    "laurel.linear_right.weight": "laurel_r.weight",
+    "laurel.post_laurel_norm.weight": "laurel_post_norm.weight",
+    "per_layer_input_gate.weight": "inp_gate.weight",
+    "per_layer_projection.weight": "proj.weight",
+    "post_per_layer_input_norm.weight": "post_norm.weight",
+})
+
+
 # llama.cpp's Gemma converters store norm weights as 1 + w
 GEMMAS = ("gemma", "gemma2")
 
@@ -83,8 +111,10 @@ GEMMAS = ("gemma", "gemma2")
 def gguf_name(hf: str, arch: str) -> str:
     if hf in NAMES:
         return NAMES[hf]
+    if hf in GEMMA3N:
+        return GEMMA3N[hf]
     _, _, i, rest = hf.split(".", 3)
-    layer = dict(LAYER, **GEMMA_LAYER) if arch == "gemma2" else LAYER
+    layer = dict(LAYER, **GEMMA_LAYER) if arch == "gemma2" else dict(LAYER, **GEMMA3N_LAYER) if arch == "gemma3n" else LAYER
     return f"blk.{i}.{layer[rest]}"
 
 
@@ -117,7 +147,7 @@ def copy_vocab(w, vocab_path: str, n_vocab: int) -> None:
         v = field.contents()
         if name == "tokenizer.ggml.tokens":
             v = tokens
-        elif name == "tokenizer.ggml.token_type":
+        elif name in ("tokenizer.ggml.token_type", "tokenizer.ggml.scores"):
             v = v[:n_vocab]
         elif name == "tokenizer.ggml.merges":
             v = [m for m in v if all(p in kept for p in m.split(" ")) and m.replace(" ", "") in kept]
@@ -131,7 +161,7 @@ def main(src: str, out: str, vocab: str | None = None) -> None:
     arch = {"Qwen3ForCausalLM": "qwen3", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2",
             "GemmaForCausalLM": "gemma", "MistralForCausalLM": "llama", "MixtralForCausalLM": "llama",
             "Qwen2MoeForCausalLM": "qwen2moe", "Qwen3MoeForCausalLM": "qwen3moe",
-            "OlmoeForCausalLM": "olmoe"}[cfg["architectures"][0]]
+            "OlmoeForCausalLM": "olmoe", "Gemma3nForCausalLM": "gemma3n"}[cfg["architectures"][0]]
     w = gguf.GGUFWriter(out, arch)
     w.add_name(src.name)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -149,7 +179,20 @@ def main(src: str, out: str, vocab: str | None = None) -> None:
             w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
         if "shared_expert_intermediate_size" in cfg:
             w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
-    if arch in ("qwen3", "qwen3moe", "gemma", "gemma2"):
+    if arch == "gemma3n":  # llama.cpp's Gemma3NModel converter
+        from statistics import NormalDist
+        w.add_sliding_window(cfg["sliding_window"])
+        w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
+        w.add_altup_active_idx(cfg["altup_active_idx"])
+        w.add_altup_num_inputs(cfg["altup_num_inputs"])
+        w.add_embedding_length_per_layer_input(cfg["hidden_size_per_layer_input"])
+        w.add_float32(f"{arch}.attention.shared_kv_layers", float(cfg["num_kv_shared_layers"]))
+        w.add_activation_sparsity_scale([NormalDist().inv_cdf(p) if p > 0 else -math.inf
+                                         for p in cfg["activation_sparsity_pattern"]])
+        w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg["layer_types"]])
+        w.add_rope_freq_base_swa(cfg["rope_parameters"]["sliding_attention"]["rope_theta"])
+        cfg = dict(cfg, rope_parameters=cfg["rope_parameters"]["full_attention"])
+    if arch in ("qwen3", "qwen3moe", "gemma", "gemma2", "gemma3n"):
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     if arch == "gemma2":  # llama.cpp's Gemma2 converter: window and softcaps as keys
@@ -183,8 +226,14 @@ def main(src: str, out: str, vocab: str | None = None) -> None:
     f32 = cfg.get("dtype", cfg.get("torch_dtype")) == "float32"
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if f32 else gguf.LlamaFileType.MOSTLY_BF16)
     experts = {}  # (layer, which) -> {expert: array}
+    altup = {}  # (gguf name, stream) -> array
     for name, dtype, shape, data in read_safetensors(src / "model.safetensors"):
         assert dtype == ("F32" if f32 else "BF16"), (name, dtype)
+        if ".altup_projections." in name or ".altup_unembed_projections." in name:  # stacked below
+            assert f32, "AltUp's projections are written from float32 checkpoints"
+            stacked = "altup_proj.weight" if ".altup_projections." in name else "altup_unembd_proj.weight"
+            altup[(stacked, int(name.split(".")[2]))] = np.frombuffer(data, dtype=np.float32).reshape(shape)
+            continue
         if ".experts." in name:  # stacked below, as llama.cpp's converter does
             assert f32, "experts are written from float32 checkpoints"
             layer, rest = name.split(".layers.")[1].split(".", 1)
@@ -211,6 +260,8 @@ def main(src: str, out: str, vocab: str | None = None) -> None:
             # raw bytes, one row per row; the writer derives the element shape
             w.add_tensor(gguf_name(name, arch), bits.view(np.uint8).reshape(shape[0], -1),
                          raw_dtype=gguf.GGMLQuantizationType.BF16)
+    for stacked in sorted({n for n, _ in altup}):
+        w.add_tensor(stacked, np.stack([altup[(stacked, k)] for k in range(len(altup) // 2)]))
     for (layer, which), by_expert in sorted(experts.items()):
         stacked = np.stack([by_expert[e] for e in range(len(by_expert))])
         w.add_tensor(f"blk.{layer}.ffn_{which}_exps.weight", stacked)

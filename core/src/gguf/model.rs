@@ -60,7 +60,17 @@ impl Config {
         let dims = Dims { n_layer, n_embd, n_head, head_dim, n_rot, n_ctx_train };
         let attention = (family.gguf)(&keys, &dims)?;
         let block = family.block;
-        let n_ff = keys.usize("feed_forward_length")?;
+        let gemma3n = match block.altup {
+            true => {
+                let windowed = attention.window.as_ref().map_or(&[][..], |w| &w.layers);
+                Some(crate::model::family::gemma3n::from_gguf(&keys, n_layer, windowed)?)
+            }
+            false => None,
+        };
+        let n_ff = match &gemma3n {
+            Some(g) => g.n_ff.iter().copied().max().unwrap_or(0),
+            None => keys.usize("feed_forward_length")?,
+        };
         let moe = moe(&keys, family, n_ff)?;
         Ok(Config {
             arch: family.arch(),
@@ -90,6 +100,7 @@ impl Config {
             window: attention.window,
             qk_norm_whole: block.qk_norm_whole,
             moe,
+            gemma3n,
         })
     }
 }

@@ -135,7 +135,17 @@ impl HfConfig {
         let n_layer = f.usize("num_hidden_layers")?;
         let dims = Dims { n_layer, n_embd, n_head, head_dim, n_rot, n_ctx_train };
         let (rope, attention) = (family.hf)(&f, &dims)?;
-        let n_ff = f.usize("intermediate_size")?;
+        let gemma3n = match family.block.altup {
+            true => {
+                let windowed = attention.window.as_ref().map_or(&[][..], |w| &w.layers);
+                Some(crate::model::family::gemma3n::from_hf(&f, n_layer, windowed)?)
+            }
+            false => None,
+        };
+        let n_ff = match &gemma3n {
+            Some(g) => g.n_ff.iter().copied().max().unwrap_or(0),
+            None => f.usize("intermediate_size")?,
+        };
         let moe = moe(&f, family, n_ff)?;
         let block = family.block;
         let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor, long } = rope;
@@ -173,6 +183,7 @@ impl HfConfig {
             window: attention.window,
             qk_norm_whole: block.qk_norm_whole,
             moe,
+            gemma3n,
         };
         let qkv_bias = block.qkv_bias || f.opt_bool("attention_bias")?.unwrap_or(false);
         Ok(HfConfig {

@@ -7,6 +7,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::family::Arch;
+use super::gemma3n::Gemma3n;
 use super::moe::{Moe, MAX_EXPERTS};
 use super::parts::{Act, LongRope, RopeStyle, Window};
 use crate::error::{Error, Result};
@@ -73,6 +74,9 @@ pub struct Config {
     pub qk_norm_whole: bool,
     /// The feed-forward layers are mixtures of experts.
     pub moe: Option<Moe>,
+    /// Gemma 3n's block: AltUp's streams, LAuReL, per-layer inputs, shared
+    /// K/V, per-layer widths (`n_ff` is the widest).
+    pub gemma3n: Option<Gemma3n>,
 }
 
 /// Limits no real checkpoint comes near (the largest have ~128 layers,
@@ -205,6 +209,10 @@ impl Config {
                 return Err(bad(Param::Window, w.size.to_string(), &why));
             }
         }
+        if let Some(g) = &self.gemma3n {
+            let windowed = self.window.as_ref().map_or(&[][..], |w| &w.layers);
+            g.check(self.n_layer, windowed)?;
+        }
         let local = self.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()).unwrap_or(&[]);
         let long = self.rope_long.as_ref().map_or(&[][..], |l| &l.inv_freq);
         if let Some(f) = self.rope_inv_freq.iter().chain(local).chain(long).find(|f| !(f.is_finite() && **f > 0.0)) {
@@ -224,7 +232,14 @@ impl Config {
             Some(m) => m.layer_params(self.n_embd).1 as u128,
         };
         let layer = 2 * e * q + 2 * e * kv + ffn;
-        let elements = self.n_layer as u128 * layer + self.n_vocab as u128 * e;
+        let mut elements = self.n_layer as u128 * layer + self.n_vocab as u128 * e;
+        if let Some(g) = &self.gemma3n {
+            // per-layer widths; the layers that share K/V have none
+            let ffs: u128 = g.n_ff.iter().map(|&f| 3 * e * f as u128).sum();
+            let shared = g.kv_source.iter().enumerate().filter(|(l, s)| l != *s).count() as u128;
+            elements =
+                self.n_layer as u128 * (2 * e * q + 2 * e * kv) - shared * 2 * e * kv + ffs + self.n_vocab as u128 * e;
+        }
         elements * MIN_WEIGHT_BYTES.0 / MIN_WEIGHT_BYTES.1
     }
 
@@ -267,10 +282,23 @@ impl Config {
     /// The widest feed-forward layer a token runs: the dense one, or the
     /// widest of an expert and the shared expert.
     pub fn ff_widest(&self) -> usize {
+        if let Some(g) = &self.gemma3n {
+            return g.n_ff.iter().copied().max().unwrap_or(self.n_ff);
+        }
         match &self.moe {
             None => self.n_ff,
             Some(m) => m.n_ff_exp.max(m.n_ff_shared.unwrap_or(0)),
         }
+    }
+
+    /// Layer `l`'s feed-forward width.
+    pub fn n_ff_of(&self, l: usize) -> usize {
+        self.gemma3n.as_ref().map_or(self.n_ff, |g| g.n_ff[l])
+    }
+
+    /// The layer whose keys and values layer `l` attends to.
+    pub fn kv_source(&self, l: usize) -> usize {
+        self.gemma3n.as_ref().map_or(l, |g| g.kv_source[l])
     }
 
     /// Width of all query heads together.

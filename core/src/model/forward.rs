@@ -12,7 +12,7 @@ use super::mlp::{mlp, MlpBufs};
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::weights::Ffn;
 use super::weights::LayerWeights;
-use super::{experts, hadamard, rope, View};
+use super::{altup, experts, hadamard, laurel, per_layer, rope, View};
 use crate::backend::quant;
 use crate::backend::scalar::{self, MAX_HEAD_DIM};
 use crate::error::Result;
@@ -60,8 +60,11 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
     let ne = c.n_embd;
     let n: usize = seqs.iter().map(|q| q.tokens.len()).sum();
 
-    // token embeddings; which sequence and position each token has
+    // token embeddings (Gemma 3n: and per-layer ones); which sequence and
+    // position each token has
     let emb = m.matrix(&w.token_embd);
+    let g3n = w.gemma3n.as_ref();
+    let per_layer = s.g3n.embd.len() / s.n_batch;
     let mut t = 0;
     for (i, q) in seqs.iter().enumerate() {
         for (j, &id) in q.tokens.iter().enumerate() {
@@ -70,9 +73,16 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
             if let Some(scale) = c.embd_scale {
                 x.iter_mut().for_each(|v| *v *= scale);
             }
+            if let Some(g) = g3n {
+                per_layer::embed(m, g, id, &mut s.g3n.embd[t * per_layer..(t + 1) * per_layer])?;
+            }
             (s.tok_seq[t], s.tok_pos[t]) = (i, q.pos0 + j);
             t += 1;
         }
+    }
+    if let Some(g) = g3n {
+        per_layer::inputs(m, e, s, g, n);
+        altup::spread(m, e, s, g, n);
     }
     // each sequence's RoPE tables (LongRoPE picks its frequencies by the
     // sequence's context size)
@@ -96,7 +106,17 @@ fn run(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], out_rows: &[usize
             spans(s, n, window);
             spans_of = Some(window);
         }
+        if let Some(a) = &lw.gemma3n {
+            altup::predict(m, e, s, a, n);
+        }
         layer(m, e, s, seqs, l, lw, n, window.is_some());
+        if let Some(a) = &lw.gemma3n {
+            altup::correct(m, e, s, a, n);
+            per_layer::inject(m, e, s, a, l, n);
+        }
+    }
+    if let Some(g) = g3n {
+        altup::gather(m, e, s, g, out_rows);
     }
 
     // final norm and output head, for the requested rows only
@@ -142,17 +162,33 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
     let k = e.kernels;
 
-    // attention rmsnorm
+    // attention rmsnorm (Gemma 3n: LAuReL beside the attention, from it)
     rms_norm_rows(e, &s.x[..n * ne], &lw.attn_norm, c.norm_eps, &mut s.xn);
+    if let Some(a) = &lw.gemma3n {
+        laurel::run(m, e, s, a, n);
+    }
 
-    // qkv matmuls (+ bias for qwen2)
+    // qkv matmuls (+ bias for qwen2); a layer reading another's K/V
+    // (Gemma 3n's last ones) has Q only
     let (xn, acts, mm) = (&s.xn[..], &mut s.acts, &mut s.mm[..]);
-    let qkv = [
-        (m.matrix(&lw.wq), lw.bq.as_deref()),
-        (m.matrix(&lw.wk), lw.bk.as_deref()),
-        (m.matrix(&lw.wv), lw.bv.as_deref()),
-    ];
-    matmul(e, &qkv, xn, n, acts, mm, &mut [&mut s.q, &mut s.k, &mut s.v]);
+    let q = (m.matrix(&lw.wq), lw.bq.as_deref());
+    let own_kv = if let (Some(wk), Some(wv)) = (&lw.wk, &lw.wv) {
+        let qkv = [q, (m.matrix(wk), lw.bk.as_deref()), (m.matrix(wv), lw.bv.as_deref())];
+        matmul(e, &qkv, xn, n, acts, mm, &mut [&mut s.q, &mut s.k, &mut s.v]);
+        true
+    } else {
+        matmul(e, &[q], xn, n, acts, mm, &mut [&mut s.q]);
+        false
+    };
+    // Gemma 3n: V normalised per head, unweighted
+    if c.gemma3n.is_some() && own_kv {
+        let ones = [1.0f32; MAX_HEAD_DIM];
+        for head in s.v[..n * kvd].chunks_exact_mut(hd) {
+            let mut tmp = [0.0f32; MAX_HEAD_DIM];
+            tmp[..hd].copy_from_slice(head);
+            k.rms_norm(&tmp[..hd], &ones[..hd], c.norm_eps, head);
+        }
+    }
 
     // OLMoE: RMSNorm of all of Q and all of K; qwen3, gemma: of each head
     // of them; then RoPE (a windowed layer's own, if it has one)
@@ -166,7 +202,8 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
         }
     }
     let table = if local && !s.rope_local.is_empty() { &s.rope_local } else { &s.rope };
-    for (buf, norm) in [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)] {
+    let heads = [(&mut s.q[..n * qd], &lw.q_norm), (&mut s.k[..n * kvd], &lw.k_norm)];
+    for (buf, norm) in heads.into_iter().take(if own_kv { 2 } else { 1 }) {
         let norm = norm.as_ref().filter(|_| !whole);
         let row = buf.len() / n;
         par_rows(e, buf, hd, n, &|first, run| {
@@ -188,14 +225,17 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     for t in 0..n {
         if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
             hadamard::rotate(&mut s.q[t * qd..(t + 1) * qd], r.k);
-            hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
-            hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
+            if own_kv {
+                hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
+                hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
+            }
         }
     }
 
     // the new K/V go to the caches; attention reads them back from there
+    // (a layer sharing another's K/V reads that layer's rows: `KvCache`)
     let mut t = 0;
-    for q in seqs.iter_mut() {
+    for q in seqs.iter_mut().filter(|_| own_kv) {
         let r = t * kvd..(t + q.tokens.len()) * kvd;
         q.kv.write(l, q.pos0, &s.k[r.clone()], &s.v[r]);
         t += q.tokens.len();
@@ -210,13 +250,17 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     // output projection (gemma: normed) and residual
     matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
     residual(e, s, n, lw.post_attn_norm.as_deref(), c.norm_eps);
+    if lw.gemma3n.is_some() {
+        laurel::join(s, n);
+    }
 
     // ffn rmsnorm, the feed-forward layer (an MLP or experts), residual
     rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
     match &lw.ffn {
         Ffn::Dense(w) => {
             let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-            mlp(m, e, w, c.act, &s.xn, n, b, &mut s.y);
+            let sparsity = c.gemma3n.as_ref().and_then(|g| g.sparsity[l]);
+            mlp(m, e, w, c.act, sparsity, &s.xn, n, b, &mut s.y);
         }
         Ffn::Moe(x) => experts::ffn(m, e, s, x, n, l),
     }

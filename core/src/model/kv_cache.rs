@@ -68,8 +68,8 @@ impl KvCache {
         let ty = if ty.fits(c.head_dim, c.kv_dim()) { ty } else { KvType::F16 };
         let window = c.window.as_ref().map_or(0, |w| w.size);
         let layers = geometry(c, n_ctx, max_step);
-        let n = layers.iter().map(|l| ring_rows(*l)).sum::<usize>() * c.kv_dim();
-        let n_paged = layers.iter().filter(|l| matches!(l, Layer::Paged(_))).count();
+        let n = owned(c, layers.clone()).map(ring_rows).sum::<usize>() * c.kv_dim();
+        let n_paged = owned(c, layers.clone()).filter(|l| matches!(l, Layer::Paged(_))).count();
         KvCache {
             n_ctx,
             kv_dim: c.kv_dim(),
@@ -224,22 +224,32 @@ fn round(ty: KvType) -> fn(f32) -> f32 {
 }
 
 /// Where each layer's rows are: blocks, or a ring of W + B − 1 positions
-/// when a windowed layer's two copies of it are smaller than the context.
+/// when a windowed layer's two copies of it are smaller than the context;
+/// a layer attending to an earlier one's keys (Gemma 3n) where that
+/// layer's are.
 fn geometry(c: &Config, n_ctx: usize, max_step: usize) -> Vec<Layer> {
     let ring = c.window.as_ref().map_or(0, |w| w.size + max_step.max(1) - 1);
     let (mut rows, mut paged) = (0usize, 0usize);
-    (0..c.n_layer)
-        .map(|l| {
-            let windowed = c.window.as_ref().is_some_and(|w| w.layers[l]);
-            if windowed && 2 * ring < n_ctx {
-                rows += 2 * ring;
-                Layer::Ring { start: rows - 2 * ring, ring }
-            } else {
-                paged += 1;
-                Layer::Paged(paged - 1)
-            }
-        })
-        .collect()
+    let mut layers = Vec::with_capacity(c.n_layer);
+    for l in 0..c.n_layer {
+        let windowed = c.window.as_ref().is_some_and(|w| w.layers[l]);
+        let src = c.kv_source(l);
+        layers.push(if src < l {
+            layers[src]
+        } else if windowed && 2 * ring < n_ctx {
+            rows += 2 * ring;
+            Layer::Ring { start: rows - 2 * ring, ring }
+        } else {
+            paged += 1;
+            Layer::Paged(paged - 1)
+        });
+    }
+    layers
+}
+
+/// The layers that keep rows of their own.
+fn owned(c: &Config, layers: Vec<Layer>) -> impl Iterator<Item = Layer> + '_ {
+    layers.into_iter().enumerate().filter(move |(l, _)| c.kv_source(*l) == *l).map(|(_, g)| g)
 }
 
 /// Rows a layer holds in the rings.
@@ -254,14 +264,13 @@ fn ring_rows(l: Layer) -> usize {
 /// time holds at most, all layers together.
 pub fn rows(c: &Config, n_ctx: usize, max_step: usize) -> usize {
     let paged_rows = n_ctx.div_ceil(KV_BLOCK).saturating_mul(KV_BLOCK);
-    geometry(c, n_ctx, max_step)
-        .iter()
-        .fold(0usize, |a, &l| a.saturating_add(if let Layer::Paged(_) = l { paged_rows } else { ring_rows(l) }))
+    owned(c, geometry(c, n_ctx, max_step))
+        .fold(0usize, |a, l| a.saturating_add(if let Layer::Paged(_) = l { paged_rows } else { ring_rows(l) }))
 }
 
 /// Bytes of one KV block of a cache of `n_ctx` positions written
 /// `max_step` at a time (0 when every layer keeps a ring).
 pub fn block_bytes(c: &Config, n_ctx: usize, max_step: usize, ty: KvType) -> usize {
-    let paged = geometry(c, n_ctx, max_step).iter().filter(|l| matches!(l, Layer::Paged(_))).count();
+    let paged = owned(c, geometry(c, n_ctx, max_step)).filter(|l| matches!(l, Layer::Paged(_))).count();
     2 * paged * ty.bytes(KV_BLOCK * c.kv_dim())
 }

@@ -1,5 +1,6 @@
 //! A gated MLP, `down(act(gate(x)) · up(x))`: the feed-forward layer of a
-//! dense model, and each expert of a mixture (`super::experts`).
+//! dense model (Gemma 3n's first layers' through a Gaussian top-k), and
+//! each expert of a mixture (`super::experts`).
 
 use super::engine::Engine;
 use super::matmul::{matmul, ActBufs};
@@ -17,20 +18,50 @@ pub(super) struct MlpBufs<'a> {
     pub mm: &'a mut [f32],
 }
 
-/// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`.
+/// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`; with a
+/// `sparsity` multiplier, the gate through the Gaussian top-k first.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn mlp(m: View, e: &Engine, w: &Mlp, act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
+pub(super) fn mlp(
+    m: View,
+    e: &Engine,
+    w: &Mlp,
+    act: Act,
+    sparsity: Option<f32>,
+    x: &[f32],
+    n: usize,
+    b: MlpBufs,
+    y: &mut [f32],
+) {
     let w = [m.matrix(&w.gate), m.matrix(&w.up), m.matrix(&w.down)];
-    mlp_of(e, w, act, x, n, b, y);
+    run(e, w, act, sparsity, x, n, b, y);
 }
 
 /// The same, of matrices at hand: `[gate, up, down]`.
 pub(super) fn mlp_of(e: &Engine, w: [QMatrix; 3], act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
+    run(e, w, act, None, x, n, b, y);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(e: &Engine, w: [QMatrix; 3], act: Act, sparsity: Option<f32>, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
     let [gate, up, down] = w;
     let nf = gate.n_rows;
     matmul(e, &[(gate, None), (up, None)], x, n, b.acts, b.mm, &mut [&mut *b.gate, &mut *b.up]);
+    if let Some(k) = sparsity {
+        b.gate[..n * nf].chunks_exact_mut(nf).for_each(|g| gaussian_top_k(g, k));
+    }
     activate(e, act, b.gate, b.up, n * nf);
     matmul(e, &[(down, None)], b.gate, n, b.acts, b.mm, &mut [y]);
+}
+
+/// Gemma 3n's activation sparsity: `g = relu(g − (mean + std · k))` over
+/// one token's gate, the standard deviation the population's, `k` =
+/// Φ⁻¹(sparsity) (so about that share of a normal gate is cut to zero).
+fn gaussian_top_k(g: &mut [f32], k: f32) {
+    let len = g.len() as f64;
+    let mean = g.iter().map(|&v| v as f64).sum::<f64>() / len;
+    let var = g.iter().map(|&v| (v as f64 - mean) * (v as f64 - mean)).sum::<f64>() / len;
+    let cutoff = mean as f32 + libm::sqrt(var) as f32 * k;
+    g.iter_mut().for_each(|v| *v = (*v - cutoff).max(0.0));
 }
 
 /// `gate = act(gate) · up` over the first `len` elements: an equal share

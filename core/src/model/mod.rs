@@ -1,6 +1,7 @@
 //! The model (immutable, shareable) and the session (KV cache, position,
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
+mod altup;
 mod attention;
 pub(crate) mod binder;
 pub(crate) mod config;
@@ -8,14 +9,18 @@ mod engine;
 mod experts;
 pub(crate) mod family;
 mod forward;
+pub(crate) mod gemma3n;
+mod gemma3n_weights;
 mod hadamard;
 mod kv_cache;
+mod laurel;
 #[cfg(feature = "std")]
 mod lazy_rows8;
 pub(crate) mod matmul;
 mod mlp;
 pub(crate) mod moe;
 pub(crate) mod parts;
+mod per_layer;
 mod prefix_cache;
 pub(crate) mod requant;
 mod rope;
@@ -29,6 +34,7 @@ use alloc::vec::Vec;
 pub use config::Config;
 pub use engine::Engine;
 pub use family::Arch;
+pub use gemma3n::Gemma3n;
 pub use moe::Moe;
 pub use parts::{Act, LongRope, RopeStyle, Window};
 pub use requant::{Requantized, Widened};

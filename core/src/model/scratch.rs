@@ -67,6 +67,8 @@ pub struct Scratch {
     pub(crate) acts: ActBufs,
     /// a mixture of experts' routing and gathering (empty for a dense model)
     pub(crate) moe: MoeBufs,
+    /// Gemma 3n's streams and per-layer inputs (empty for other models)
+    pub(crate) g3n: Gemma3nBufs,
 }
 
 impl Scratch {
@@ -75,7 +77,8 @@ impl Scratch {
         let ff = c.ff_widest();
         let widest = c.n_embd.max(ff).max(c.q_dim());
         let n_expert = c.moe.as_ref().map_or(0, |m| m.n_expert);
-        let mm_rows = (2 * ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd).max(n_expert) * b;
+        let per_layer = c.gemma3n.as_ref().map_or(0, |g| c.n_layer * g.n_embd_per_layer);
+        let mm_rows = (2 * ff).max(c.q_dim() + 2 * c.kv_dim()).max(c.n_embd).max(n_expert).max(per_layer) * b;
         // a decode step runs a token's experts side by side
         let experts = c.moe.as_ref().map_or(0, |m| m.n_expert_used * m.n_ff_exp);
         let (ffs, mm_rows) = ((b * ff).max(experts), mm_rows.max(2 * experts));
@@ -104,6 +107,7 @@ impl Scratch {
             },
             acts: ActBufs::new(b, widest),
             moe: MoeBufs::new(c.moe.as_ref(), c.n_embd, b),
+            g3n: Gemma3nBufs::new(c, b),
         }
     }
 
@@ -127,6 +131,47 @@ impl Scratch {
             + self.acts.q8_1.len() * core::mem::size_of::<BlockQ8_1>()
             + self.acts.q8k.len() * core::mem::size_of::<BlockQ8K>()
             + self.moe.bytes()
+            + self.g3n.bytes()
+    }
+}
+
+/// The buffers Gemma 3n's streams and per-layer inputs work in, for up to
+/// `n_batch` tokens (empty for other models).
+pub(crate) struct Gemma3nBufs {
+    /// (n_altup, n_batch, n_embd) the streams between layers
+    pub streams: Vec<f32>,
+    /// (n_altup, n_batch, n_embd) a layer's predictions of them
+    pub preds: Vec<f32>,
+    /// (n_batch, n_layer · width) the per-layer inputs
+    pub inputs: Vec<f32>,
+    /// (n_batch, n_layer · width) the per-layer embedding's rows
+    pub embd: Vec<f32>,
+    /// (n_batch, n_altup) AltUp's router outputs
+    pub modal: Vec<f32>,
+    /// (n_batch, max(width, rank)) LAuReL's and the per-layer gate's middle
+    pub narrow: Vec<f32>,
+    /// (n_batch, n_embd) LAuReL's output
+    pub laurel: Vec<f32>,
+}
+
+impl Gemma3nBufs {
+    fn new(c: &Config, b: usize) -> Gemma3nBufs {
+        let (a, p, r) = c.gemma3n.as_ref().map_or((0, 0, 0), |g| (g.n_altup, g.n_embd_per_layer, g.laurel_rank));
+        let e = if a > 0 { c.n_embd } else { 0 };
+        Gemma3nBufs {
+            streams: vec![0.0; a * b * e],
+            preds: vec![0.0; a * b * e],
+            inputs: vec![0.0; b * c.n_layer * p],
+            embd: vec![0.0; b * c.n_layer * p],
+            modal: vec![0.0; b * a],
+            narrow: vec![0.0; b * p.max(r)],
+            laurel: vec![0.0; b * e],
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let f = [&self.streams, &self.preds, &self.inputs, &self.embd, &self.modal, &self.narrow, &self.laurel];
+        4 * f.iter().map(|v| v.len()).sum::<usize>()
     }
 }
 

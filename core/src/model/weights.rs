@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 
 use super::binder::Binder;
 use super::config::Config;
+use super::gemma3n_weights::{self, Gemma3nLayer, Gemma3nWeights};
 use super::moe::Moe;
 pub use super::tensor_ref::TensorRef;
 use crate::error::{Error, Result};
@@ -18,10 +19,10 @@ pub struct LayerWeights {
     pub attn_norm: Vec<f32>,
     /// Query projection.
     pub wq: TensorRef,
-    /// Key projection.
-    pub wk: TensorRef,
-    /// Value projection.
-    pub wv: TensorRef,
+    /// Key projection (none in a layer that attends to another's keys).
+    pub wk: Option<TensorRef>,
+    /// Value projection (likewise).
+    pub wv: Option<TensorRef>,
     /// Attention output projection.
     pub wo: TensorRef,
     /// Query bias (Qwen2).
@@ -42,6 +43,8 @@ pub struct LayerWeights {
     pub post_ffn_norm: Option<Vec<f32>>,
     /// The feed-forward layer.
     pub ffn: Ffn,
+    /// Gemma 3n: AltUp, LAuReL and the per-layer input.
+    pub gemma3n: Option<Gemma3nLayer>,
 }
 
 /// A feed-forward layer: one MLP, or a mixture of experts.
@@ -96,7 +99,9 @@ impl Mlp {
 impl LayerWeights {
     /// The layer's matrices, an expert's with `true`.
     fn matrices(&self) -> Vec<(&TensorRef, bool)> {
-        let mut v: Vec<(&TensorRef, bool)> = [&self.wq, &self.wk, &self.wv, &self.wo].map(|t| (t, false)).into();
+        let attn = [Some(&self.wq), self.wk.as_ref(), self.wv.as_ref(), Some(&self.wo)].into_iter().flatten();
+        let mut v: Vec<(&TensorRef, bool)> = attn.map(|t| (t, false)).collect();
+        v.extend(self.gemma3n.iter().flat_map(|g| g.matrices().map(|t| (t, false))));
         match &self.ffn {
             Ffn::Dense(m) => v.extend(m.matrices().map(|t| (t, false))),
             Ffn::Moe(x) => {
@@ -108,8 +113,9 @@ impl LayerWeights {
         v
     }
     fn matrices_mut(&mut self) -> Vec<(&mut TensorRef, bool)> {
-        let mut v: Vec<(&mut TensorRef, bool)> =
-            [&mut self.wq, &mut self.wk, &mut self.wv, &mut self.wo].map(|t| (t, false)).into();
+        let attn = [Some(&mut self.wq), self.wk.as_mut(), self.wv.as_mut(), Some(&mut self.wo)].into_iter().flatten();
+        let mut v: Vec<(&mut TensorRef, bool)> = attn.map(|t| (t, false)).collect();
+        v.extend(self.gemma3n.iter_mut().flat_map(|g| g.matrices_mut().map(|t| (t, false))));
         match &mut self.ffn {
             Ffn::Dense(m) => v.extend(m.matrices_mut().map(|t| (t, false))),
             Ffn::Moe(x) => {
@@ -135,6 +141,8 @@ pub struct Weights {
     pub tied_output: bool,
     /// The transformer blocks.
     pub layers: Vec<LayerWeights>,
+    /// Gemma 3n: the per-layer embedding and AltUp's projections.
+    pub gemma3n: Option<Gemma3nWeights>,
 }
 
 /// What the weights hold and what a token reads of them.
@@ -152,7 +160,7 @@ pub struct Footprint {
 
 /// Rows `r` of a bound matrix, as a matrix of its own (rows are whole
 /// blocks, so any range of them is a contiguous run of bytes).
-fn rows(t: &TensorRef, r: core::ops::Range<usize>) -> TensorRef {
+pub(super) fn rows(t: &TensorRef, r: core::ops::Range<usize>) -> TensorRef {
     let row_bytes = if t.n_rows == 0 { 0 } else { t.len / t.n_rows };
     TensorRef {
         name: format!("{}[{}..{}]", t.name, r.start, r.end),
@@ -252,14 +260,25 @@ impl Weights {
                 let (rows_qkv, rows_gu) = (|r| rows(&qkv, r), |r| rows(&gate_up, r));
                 let mlp =
                     Mlp { gate: rows_gu(0..ff), up: rows_gu(ff..2 * ff), down: b.matrix(&n("ffn_down.weight"), ff, e) };
-                (rows_qkv(0..q), rows_qkv(q..q + kv), rows_qkv(q + kv..q + 2 * kv), Ffn::Dense(mlp))
+                (rows_qkv(0..q), Some(rows_qkv(q..q + kv)), Some(rows_qkv(q + kv..q + 2 * kv)), Ffn::Dense(mlp))
             } else {
                 let ffn = match &c.moe {
-                    None => Ffn::Dense(mlp(&b, &n(""), "", e, ff)),
+                    None => Ffn::Dense(mlp(&b, &n(""), "", e, c.n_ff_of(i))),
                     Some(moe) => Ffn::Moe(experts(&b, i, moe, e)),
                 };
                 let wq = b.matrix(&n("attn_q.weight"), e, q);
-                (wq, b.matrix(&n("attn_k.weight"), e, kv), b.matrix(&n("attn_v.weight"), e, kv), ffn)
+                // a layer attending to another's keys has none of its own (a
+                // GGUF file may still carry them: unused)
+                let (wk, wv) = match c.kv_source(i) == i {
+                    true => (Some(b.matrix(&n("attn_k.weight"), e, kv)), Some(b.matrix(&n("attn_v.weight"), e, kv))),
+                    false => {
+                        for s in ["attn_k.weight", "attn_v.weight", "attn_k_norm.weight"] {
+                            b.mark_used(&n(s));
+                        }
+                        (None, None)
+                    }
+                };
+                (wq, wk, wv, ffn)
             };
             // OLMoE normalises all of Q and K at once, the others each head
             let (q_len, k_len) = if c.qk_norm_whole { (q, kv) } else { (c.head_dim, c.head_dim) };
@@ -273,16 +292,21 @@ impl Weights {
                 bk: bias("attn_k.bias", kv),
                 bv: bias("attn_v.bias", kv),
                 q_norm: qk_norm("attn_q_norm.weight", q_len),
-                k_norm: qk_norm("attn_k_norm.weight", k_len),
+                k_norm: match c.kv_source(i) == i {
+                    true => qk_norm("attn_k_norm.weight", k_len),
+                    false => None,
+                },
                 post_attn_norm: post_norm("post_attention_norm.weight"),
                 ffn_norm: norm("ffn_norm.weight", e),
                 post_ffn_norm: post_norm("post_ffw_norm.weight"),
                 ffn,
+                gemma3n: c.gemma3n.as_ref().map(|g| gemma3n_weights::layer(&b, i, g, e)),
             });
         }
         let output_norm = b.norm("output_norm.weight", e, x.norm_plus_one);
+        let gemma3n = c.gemma3n.as_ref().map(|g| gemma3n_weights::model(&b, g, e, c.n_layer));
         b.finish(x.strict)?;
-        Ok(Weights { token_embd, output_norm, output, tied_output: tied, layers })
+        Ok(Weights { token_embd, output_norm, output, tied_output: tied, layers, gemma3n })
     }
 
     /// Every matrix, for reporting.
@@ -314,10 +338,14 @@ impl Weights {
             experts = (0, 0, 0);
         }
         let head = [&self.token_embd].into_iter().chain((!self.tied_output).then_some(&self.output));
-        for t in head {
+        let lookup = self.gemma3n.as_ref().map(|g| &g.per_layer_embd);
+        for t in head.chain(self.gemma3n.iter().flat_map(|g| g.matrices())) {
             let (p, b) = ((t.n_rows * t.n_cols) as u64, t.len as u64);
             f.params += p;
             f.bytes += b;
+            // a token reads one row of the per-layer embedding
+            let lookup = lookup.is_some_and(|l| core::ptr::eq(l, t));
+            let (p, b) = if lookup { (t.n_cols as u64, b / t.n_rows.max(1) as u64) } else { (p, b) };
             f.active_params += p;
             f.active_bytes += b;
         }
@@ -327,6 +355,7 @@ impl Weights {
     /// Every matrix but the experts'.
     pub(crate) fn matrices_of(&self, experts: bool) -> impl Iterator<Item = &TensorRef> {
         let head = [&self.token_embd].into_iter().chain((!self.tied_output).then_some(&self.output));
+        let head = head.chain(self.gemma3n.iter().flat_map(|g| g.matrices()));
         let layers = self.layers.iter().flat_map(|l| l.matrices());
         head.chain(layers.filter(move |(_, x)| experts || !*x).map(|(t, _)| t))
     }
@@ -344,6 +373,7 @@ impl Weights {
     pub(crate) fn each_once(&mut self, experts: bool, f: &mut dyn FnMut(&mut TensorRef) -> Result<()>) -> Result<()> {
         let mut done: Vec<((usize, usize), TensorRef)> = Vec::new();
         let head = [&mut self.token_embd].into_iter().chain((!self.tied_output).then_some(&mut self.output));
+        let head = head.chain(self.gemma3n.iter_mut().flat_map(|g| g.matrices_mut()));
         let layers = self.layers.iter_mut().flat_map(|l| l.matrices_mut());
         let layers = layers.filter(|(_, x)| experts || !*x).map(|(t, _)| t);
         for t in head.chain(layers) {

@@ -59,9 +59,8 @@ fn gguf(k: &GgufKeys, d: &Dims) -> Result<Attention> {
     })
 }
 
-/// The windowed layers (`layer_types`, else every
-/// `sliding_window_pattern`-th layer global), their RoPE, the global
-/// layers' RoPE (which alone takes `rope_scaling`), the score scale.
+/// The windowed layers, their RoPE and the global layers', the score
+/// scale; no softcaps.
 #[cfg(feature = "std")]
 fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
     for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
@@ -70,6 +69,18 @@ fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
         }
     }
     gemma::causal(f)?;
+    let (global, window) = rope_window(f, d)?;
+    Ok((
+        global,
+        Attention { window: Some(window), scale: gemma::pre_attn_scale(f)?, softcap: None, final_softcap: None },
+    ))
+}
+
+/// The windowed layers (`layer_types`, else every
+/// `sliding_window_pattern`-th layer global) and their RoPE, and the global
+/// layers' RoPE (which alone takes `rope_scaling`): Gemma 3's and 3n's.
+#[cfg(feature = "std")]
+pub(super) fn rope_window(f: &Fields, d: &Dims) -> Result<(RopeSpec, Window)> {
     let layers = match layer_types(f, d.n_layer)? {
         Some(l) => l,
         None => every_nth_global(d.n_layer, f.usize("sliding_window_pattern")?),
@@ -105,11 +116,5 @@ fn hf(f: &Fields, d: &Dims) -> Result<(RopeSpec, Attention)> {
             what: alloc::format!("{FILE}: position scaling of the sliding layers' RoPE"),
         });
     }
-    let attention = Attention {
-        window: Some(Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: Some(local.inv_freq) }),
-        scale: gemma::pre_attn_scale(f)?,
-        softcap: None,
-        final_softcap: None,
-    };
-    Ok((global, attention))
+    Ok((global, Window { size: f.usize("sliding_window")?, layers, rope_inv_freq: Some(local.inv_freq) }))
 }

@@ -10,6 +10,7 @@ mod gemma;
 mod gemma1;
 mod gemma2;
 mod gemma3;
+pub(crate) mod gemma3n;
 mod llama;
 mod mistral;
 mod mixtral;
@@ -34,7 +35,7 @@ use crate::model::parts::RopeSpec;
 
 /// Every family, in lookup order (the first with a name wins: Llama's
 /// GGUF name before Mistral's, which llama.cpp writes as `llama` too).
-pub(crate) const FAMILIES: [&Family; 12] = [
+pub(crate) const FAMILIES: [&Family; 13] = [
     &llama::FAMILY,
     &mistral::FAMILY,
     &mixtral::FAMILY,
@@ -46,6 +47,7 @@ pub(crate) const FAMILIES: [&Family; 12] = [
     &gemma1::FAMILY,
     &gemma2::FAMILY,
     &gemma3::FAMILY,
+    &gemma3n::FAMILY,
     &phi3::FAMILY,
 ];
 
@@ -122,6 +124,9 @@ pub(crate) struct Block {
     pub fused: bool,
     /// The Q and K norms span all heads at once (OLMoE), not each head.
     pub qk_norm_whole: bool,
+    /// Gemma 3n's block (`crate::model::gemma3n`): AltUp's streams,
+    /// LAuReL, per-layer inputs, shared K/V, V normalised.
+    pub altup: bool,
 }
 
 impl Block {
@@ -135,6 +140,7 @@ impl Block {
         qkv_bias: false,
         fused: false,
         qk_norm_whole: false,
+        altup: false,
     };
 }
 
@@ -281,7 +287,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "unsupported architecture \"gpt2\" (tern runs the Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, \
-             Qwen3-MoE, OLMoE, Gemma, Gemma 2, Gemma 3 and Phi-3 families)"
+             Qwen3-MoE, OLMoE, Gemma, Gemma 2, Gemma 3, Gemma 3n and Phi-3 families)"
         );
     }
 }
