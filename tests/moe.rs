@@ -5,8 +5,7 @@
 //! same bits whatever the threads, the batch and the backend; and the
 //! router's rules each shown to matter — a mutated router fails the oracle.
 
-use tern::Loaded;
-use tern_core::{Engine, Ffn, Logits};
+use tern_core::{Engine, Ffn};
 use tern_tests::hfdir::tiny;
 use tern_tests::tiny_oracle::*;
 use tern_tests::*;
@@ -54,45 +53,9 @@ fn moe_gguf_twins_equal_the_oracle_and_the_hf_directory() {
 /// the same bits (tokens grouped by expert differently each time).
 #[test]
 fn moe_logits_are_the_same_bits_whatever_the_batch_threads_and_backend() {
-    let seq: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % 512).collect();
     for (name, _) in MOE {
-        let lm = load_path(&tiny(name));
-        for exact in [false, true] {
-            let mut want: Option<Vec<f32>> = None;
-            for backend in tern::kernels::available() {
-                for n_threads in [1, 2] {
-                    let par = tern::Threads::new(n_threads);
-                    let e = Engine { kernels: tern::kernels::by_name(backend).unwrap(), par: &par, exact };
-                    for step in [40, 7, 1] {
-                        let got = in_steps(&lm, &e, &seq, step);
-                        let label = format!("{name} exact={exact} {backend} threads={n_threads} step={step}");
-                        match &want {
-                            None => want = Some(got),
-                            Some(w) => assert!(bits_equal(&got, w), "{label}: differs"),
-                        }
-                    }
-                }
-            }
-        }
+        same_bits_whatever_the_batch_threads_and_backend(&load_path(&tiny(name)), name);
     }
-}
-
-/// Every row's logits of `seq`, fed `step` tokens a call.
-fn in_steps(lm: &Loaded, e: &Engine, seq: &[u32], step: usize) -> Vec<f32> {
-    let mut s = lm.model.session_kv(seq.len(), step, e.kv_type());
-    let mut out = Vec::new();
-    for chunk in seq.chunks(step) {
-        out.extend_from_slice(s.forward(&lm.model, e, chunk, Logits::All).unwrap());
-    }
-    out
-}
-
-/// Max |Δ| to the oracle of tiny model `name` once `mutate` has changed it.
-fn mutated(name: &str, mutate: impl Fn(&mut Loaded)) -> f64 {
-    let o = oracle(name);
-    let mut lm = load_path(&tiny(name));
-    mutate(&mut lm);
-    max_abs_diff(&all_logits(&lm, &engine(true), &o.input), &o.logits)
 }
 
 /// Each rule of the router matters: one expert fewer or more, the

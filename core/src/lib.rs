@@ -86,8 +86,8 @@ pub use hf::{CheckpointInfo, GenerationDefaults};
 #[cfg(feature = "std")]
 pub use infill::{ExtraFile, FimTokens, Infill, MAX_EXTRA_FILES};
 pub use model::{
-    Act, Arch, Config, Engine, Experts, Ffn, Footprint, Gemma3n, KvType, Logits, LongRope, Mlp, Model, Moe,
-    Requantized, RopeStyle, Session, SharedExpert, Widened, Window, MAX_CTX,
+    Act, Arch, Config, Engine, Experts, Ffn, Footprint, Gemma3n, Gemma3nLayer, Gemma3nWeights, KvType, Logits,
+    LongRope, Mlp, Model, Moe, Requantized, RopeStyle, Session, SharedExpert, Widened, Window, MAX_CTX,
 };
 pub use perplexity::{perplexity, Perplexity};
 #[cfg(feature = "std")]

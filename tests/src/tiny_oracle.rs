@@ -111,3 +111,45 @@ pub fn gguf_twin_within(name: &str, arch: &str, within: f64) -> Loaded {
     }
     gguf
 }
+
+/// One forward over 40 tokens, in one batch, in steps of 7 and one token
+/// at a time, on 1 and 2 threads, on every backend, exact and quantized:
+/// the same bits, or a panic naming the run that differs.
+pub fn same_bits_whatever_the_batch_threads_and_backend(lm: &Loaded, name: &str) {
+    let seq: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % 512).collect();
+    for exact in [false, true] {
+        let mut want: Option<Vec<f32>> = None;
+        for backend in tern::kernels::available() {
+            for n_threads in [1, 2] {
+                let par = tern::Threads::new(n_threads);
+                let e = Engine { kernels: tern::kernels::by_name(backend).unwrap(), par: &par, exact };
+                for step in [40, 7, 1] {
+                    let got = in_steps(lm, &e, &seq, step);
+                    let label = format!("{name} exact={exact} {backend} threads={n_threads} step={step}");
+                    match &want {
+                        None => want = Some(got),
+                        Some(w) => assert!(bits_equal(&got, w), "{label}: differs"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every row's logits of `seq`, fed `step` tokens a call.
+pub fn in_steps(lm: &Loaded, e: &Engine, seq: &[u32], step: usize) -> Vec<f32> {
+    let mut s = lm.model.session_kv(seq.len(), step, e.kv_type());
+    let mut out = Vec::new();
+    for chunk in seq.chunks(step) {
+        out.extend_from_slice(s.forward(&lm.model, e, chunk, Logits::All).unwrap());
+    }
+    out
+}
+
+/// Max |Δ| to the oracle of tiny model `name` once `mutate` has changed it.
+pub fn mutated(name: &str, mutate: impl Fn(&mut Loaded)) -> f64 {
+    let o = oracle(name);
+    let mut lm = load_path(&tiny(name));
+    mutate(&mut lm);
+    max_abs_diff(&all_logits(&lm, &engine(true), &o.input), &o.logits)
+}

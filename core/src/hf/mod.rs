@@ -25,6 +25,7 @@ pub use shards::{Index, Shards, INDEX};
 
 use crate::error::{Error, Result};
 use crate::model::{Model, Weights};
+use crate::tensors::TensorDir;
 
 /// What a loaded checkpoint was, for reporting.
 #[derive(Debug, Clone)]
@@ -37,6 +38,9 @@ pub struct CheckpointInfo {
     pub dtypes: BTreeMap<String, usize>,
     /// End-of-sequence ids.
     pub eos_token_ids: Vec<u32>,
+    /// The parts of a multimodal checkpoint not loaded (tern runs its text
+    /// stack): `model.vision_tower`, `model.audio_tower`, ….
+    pub not_loaded: Vec<String>,
 }
 
 /// The shard files to open: the index's, else `model.safetensors`.
@@ -53,6 +57,18 @@ pub(crate) fn flatten(e: Error, into: &mut Vec<Error>) {
         Error::Tensors { problems } => into.extend(problems),
         e => into.push(e),
     }
+}
+
+/// The parts (a tensor name's first two components) of the tensors the
+/// language model leaves out: a multimodal checkpoint's towers.
+fn not_loaded(dir: &dyn TensorDir) -> Vec<String> {
+    let naming = dir.naming();
+    let mut parts = alloc::collections::BTreeSet::new();
+    for name in dir.names().into_iter().filter(|n| naming.ignorable(n) && !n.ends_with(".inv_freq")) {
+        let end = name.match_indices('.').nth(1).map_or(name.len(), |(i, _)| i);
+        parts.insert(String::from(&name[..end]));
+    }
+    parts.into_iter().collect()
 }
 
 /// Load a checkpoint: parse `config.json`, read every shard's header,
@@ -83,6 +99,7 @@ pub fn load<B: AsRef<[u8]>>(
             shards: shards.iter().map(|s| s.0.clone()).collect(),
             dtypes: dir.dtypes(),
             eos_token_ids: hc.eos_token_ids.clone(),
+            not_loaded: not_loaded(&dir),
         };
         (Weights::bind(&dir, &hc.config, hc.expect)?, info)
     };

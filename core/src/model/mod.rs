@@ -35,6 +35,7 @@ pub use config::Config;
 pub use engine::Engine;
 pub use family::Arch;
 pub use gemma3n::Gemma3n;
+pub use gemma3n_weights::{Gemma3nLayer, Gemma3nWeights};
 pub use moe::Moe;
 pub use parts::{Act, LongRope, RopeStyle, Window};
 pub use requant::{Requantized, Widened};

@@ -35,6 +35,9 @@ pub fn run(a: Args) -> Result<()> {
             line!(out, "directory   {} ({n_bytes} bytes of safetensors, {})", path.display(), h.architecture);
             let dtypes: Vec<String> = h.dtypes.iter().map(|(k, n)| format!("{k}: {n}")).collect();
             line!(out, "shards      {} — {}; saved as {}", h.shards.len(), h.shards.join(", "), dtypes.join(", "));
+            if !h.not_loaded.is_empty() {
+                line!(out, "not loaded  {} (tern runs the text stack)", h.not_loaded.join(", "));
+            }
         }
     }
     line!(out, "name        {}", c.name);
@@ -99,6 +102,22 @@ pub fn run(a: Args) -> Result<()> {
             m.n_expert_used,
             if m.norm_topk { " renormalised" } else { "" }
         );
+    }
+    if let Some(g) = &c.gemma3n {
+        let (lo, hi) = (g.n_ff.iter().min().unwrap_or(&0), g.n_ff.iter().max().unwrap_or(&0));
+        line!(
+            out,
+            "gemma 3n    AltUp {} streams (active {}), LAuReL rank {}, per-layer inputs {} wide ({} ids), ffn widths {lo}..{hi}",
+            g.n_altup,
+            g.active,
+            g.laurel_rank,
+            g.n_embd_per_layer,
+            g.n_vocab_per_layer
+        );
+        let shared: Vec<String> =
+            g.kv_source.iter().enumerate().filter(|(l, s)| l != *s).map(|(l, s)| format!("{l}→{s}")).collect();
+        let sparse = g.sparsity.iter().filter(|s| s.is_some()).count();
+        line!(out, "            K/V read from earlier layers: {}; Gaussian top-k on {sparse} layers", shared.join(" "));
     }
     line!(
         out,
