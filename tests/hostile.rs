@@ -70,6 +70,23 @@ fn tiny_with(key: &str, v: Value<'static>) -> Vec<u8> {
     Tiny::default().with(key, v).gguf()
 }
 
+/// The tiny Gemma 3n GGUF with `key` set to `v` (None: removed) and
+/// tensor `drop` left out.
+fn gemma3n_with(key: &str, v: Option<Value<'static>>, drop: &str) -> Vec<u8> {
+    let file = std::fs::read(tern_tests::tiny_oracle::test_model("tiny-gemma3n.gguf")).unwrap();
+    let g = Gguf::parse(&file).unwrap();
+    let mut meta: Vec<(&str, Value)> =
+        g.metadata.iter().filter(|(k, _)| *k != key).map(|(k, v)| (*k, v.clone())).collect();
+    meta.extend(v.map(|v| (key, v)));
+    let ts: Vec<TensorData> = g
+        .tensors
+        .iter()
+        .filter(|t| t.name != drop)
+        .map(|t| TensorData { name: t.name, dims: t.dims.clone(), ty: t.ty, data: t.data.to_vec() })
+        .collect();
+    tern_core::runtime::write::gguf(&meta, &ts)
+}
+
 fn load_tiny(bytes: Vec<u8>) -> Result<(), Error> {
     Model::load_gguf_with(bytes, Tokenizer::from_gguf).map(drop)
 }
@@ -111,6 +128,32 @@ fn hostile_inputs_are_typed_errors_in_bounded_time_and_memory() {
     case(r, "D2 expert_gating_func sigmoid", || {
         load_tiny(experts(4, 2).with("llama.expert_gating_func", Value::U32(2)).gguf())
     });
+    // Gemma 3n: its block's counts, lists and K/V sharing
+    let g3n = |key: &str, v: Value<'static>| gemma3n_with(&format!("gemma3n.{key}"), Some(v), "");
+    let flags = |n: usize| Value::Array(vec![Value::Bool(true); n].into());
+    let cases: [(&'static str, Vec<u8>); 9] = [
+        ("G1 altup.num_inputs 2^31-1", g3n("altup.num_inputs", Value::U32((1 << 31) - 1))),
+        ("G1 altup.active_idx past the streams", g3n("altup.active_idx", Value::U32(7))),
+        (
+            "G1 embedding_length_per_layer_input 2^31-1",
+            g3n("embedding_length_per_layer_input", Value::U32((1 << 31) - 1)),
+        ),
+        ("G1 shared_kv_layers = every layer", g3n("attention.shared_kv_layers", Value::F32(6.0))),
+        ("G1 shared_kv_layers 1e30", g3n("attention.shared_kv_layers", Value::F32(1e30))),
+        (
+            "G1 activation_sparsity_scale NaN",
+            g3n("activation_sparsity_scale", Value::Array(vec![Value::F32(f32::NAN); 6].into())),
+        ),
+        ("G1 sliding_window_pattern of 3 for 6 layers", g3n("attention.sliding_window_pattern", flags(3))),
+        (
+            "G1 feed_forward_length of 5 for 6 layers",
+            g3n("feed_forward_length", Value::Array(vec![Value::U32(64); 5].into())),
+        ),
+        ("G1 per_layer_token_embd missing", gemma3n_with("", None, "per_layer_token_embd.weight")),
+    ];
+    for (name, file) in cases {
+        case(r, name, || load_tiny(file));
+    }
     case(r, "D3 [2^62] F32 rope_freqs", || {
         let mut md = Tiny::default().gguf();
         let g = Gguf::parse(&md).map_err(|e| e)?;

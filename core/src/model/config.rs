@@ -211,7 +211,7 @@ impl Config {
         }
         if let Some(g) = &self.gemma3n {
             let windowed = self.window.as_ref().map_or(&[][..], |w| &w.layers);
-            g.check(self.n_layer, windowed)?;
+            g.check(hf, self.n_layer, windowed)?;
         }
         let local = self.window.as_ref().and_then(|w| w.rope_inv_freq.as_deref()).unwrap_or(&[]);
         let long = self.rope_long.as_ref().map_or(&[][..], |l| &l.inv_freq);

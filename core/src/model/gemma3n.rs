@@ -6,7 +6,7 @@
 //! inputs) and `super::laurel`.
 
 use alloc::format;
-use alloc::string::ToString;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::config::{MAX_EMBD, MAX_FF, MAX_VOCAB};
@@ -47,44 +47,66 @@ fn bad(key: &str, value: impl ToString, why: &str) -> Error {
     Error::Hyperparameter { key: key.into(), value: value.to_string(), why: why.into() }
 }
 
+/// Each setting's key: GGUF's (after `gemma3n.`) and config.json's.
+const KEYS: [(&str, &str); 8] = [
+    ("altup.num_inputs", "altup_num_inputs"),
+    ("altup.active_idx", "altup_active_idx"),
+    ("embedding_length_per_layer_input", "hidden_size_per_layer_input"),
+    ("per_layer_token_embd.weight rows", "vocab_size_per_layer_input"),
+    ("blk.0.laurel_l.weight rows", "laurel_rank"),
+    ("feed_forward_length", "intermediate_size"),
+    ("activation_sparsity_scale", "activation_sparsity_pattern"),
+    ("attention.shared_kv_layers", "num_kv_shared_layers"),
+];
+
+/// How the file names setting `i` of [`KEYS`].
+pub(crate) fn key(hf: bool, i: usize) -> String {
+    match (hf, KEYS[i]) {
+        (true, (_, k)) => k.into(),
+        (false, (k, _)) if k.contains(".weight") => k.into(),
+        (false, (k, _)) => format!("gemma3n.{k}"),
+    }
+}
+
 impl Gemma3n {
     /// Refuse what no model has: sizes past the limits, per-layer lists of
     /// the wrong length, a K/V source that is not an earlier layer of the
     /// same kind keeping its own.
-    pub(crate) fn check(&self, n_layer: usize, windowed: &[bool]) -> Result<()> {
+    /// `hf`: name config.json's keys, else GGUF's.
+    pub(crate) fn check(&self, hf: bool, n_layer: usize, windowed: &[bool]) -> Result<()> {
+        let key = |i| key(hf, i);
         let sizes = [
-            ("altup_num_inputs", self.n_altup, MAX_ALTUP),
-            ("hidden_size_per_layer_input", self.n_embd_per_layer, MAX_EMBD),
-            ("vocab_size_per_layer_input", self.n_vocab_per_layer, MAX_VOCAB),
-            ("laurel_rank", self.laurel_rank, MAX_EMBD),
+            (0, self.n_altup, MAX_ALTUP),
+            (2, self.n_embd_per_layer, MAX_EMBD),
+            (3, self.n_vocab_per_layer, MAX_VOCAB),
+            (4, self.laurel_rank, MAX_EMBD),
         ];
-        for (key, v, max) in sizes {
+        for (i, v, max) in sizes {
             if v == 0 || v > max {
-                return Err(bad(key, v, &format!("must be in 1..={max}")));
+                return Err(bad(&key(i), v, &format!("must be in 1..={max}")));
             }
         }
         if self.n_embd_per_layer.saturating_mul(n_layer) > MAX_FF {
-            return Err(bad("hidden_size_per_layer_input", self.n_embd_per_layer, "times the layers is too wide"));
+            return Err(bad(&key(2), self.n_embd_per_layer, "times the layers is too wide"));
         }
         if self.active >= self.n_altup {
-            return Err(bad("altup_active_idx", self.active, &format!("must be below {} streams", self.n_altup)));
+            return Err(bad(&key(1), self.active, &format!("must be below {} streams", self.n_altup)));
         }
-        let lens = [("intermediate_size", self.n_ff.len()), ("activation_sparsity", self.sparsity.len())];
-        for (key, len) in lens.into_iter().chain([("kv_sharing", self.kv_source.len())]) {
+        for (i, len) in [(5, self.n_ff.len()), (6, self.sparsity.len()), (7, self.kv_source.len())] {
             if len != n_layer {
-                return Err(bad(key, len, &format!("entries for {n_layer} layers")));
+                return Err(bad(&key(i), len, &format!("entries for {n_layer} layers")));
             }
         }
         if let Some(&f) = self.n_ff.iter().find(|&&f| f == 0 || f > MAX_FF) {
-            return Err(bad("intermediate_size", f, &format!("must be in 1..={MAX_FF}")));
+            return Err(bad(&key(5), f, &format!("must be in 1..={MAX_FF}")));
         }
         if let Some(s) = self.sparsity.iter().flatten().find(|s| !s.is_finite()) {
-            return Err(bad("activation_sparsity", s, "must be finite"));
+            return Err(bad(&key(6), s, "must be finite"));
         }
         for (l, &src) in self.kv_source.iter().enumerate() {
             let kind = |i: usize| windowed.get(i).copied().unwrap_or(false);
             if src > l || self.kv_source[src] != src || kind(src) != kind(l) {
-                return Err(bad("num_kv_shared_layers", src, &format!("is no source of K/V for layer {l}")));
+                return Err(bad(&key(7), src, &format!("is no source of K/V for layer {l}")));
             }
         }
         Ok(())
@@ -99,18 +121,20 @@ impl Gemma3n {
 /// Each layer's K/V source when the last `n_shared` of `windowed.len()`
 /// layers reuse the last earlier layer of their kind (transformers'
 /// `kv_sharing_modes`, llama.cpp's `n_layer_kv_from_start`).
-pub(crate) fn kv_sources(n_shared: usize, windowed: &[bool]) -> Result<Vec<usize>> {
+/// `hf`: errors name config.json's key, else GGUF's.
+pub(crate) fn kv_sources(hf: bool, n_shared: usize, windowed: &[bool]) -> Result<Vec<usize>> {
     let n = windowed.len();
     if n_shared >= n {
-        return Err(bad("num_kv_shared_layers", n_shared, &format!("must be below the {n} layers")));
+        return Err(bad(&key(hf, 7), n_shared, &format!("must be below the {n} layers")));
     }
     let first = n - n_shared;
     (0..n)
         .map(|l| match l < first {
             true => Ok(l),
-            false => (0..first).rev().find(|&j| windowed[j] == windowed[l]).ok_or_else(|| {
-                bad("num_kv_shared_layers", n_shared, &format!("leaves layer {l} no earlier layer of its kind"))
-            }),
+            false => (0..first)
+                .rev()
+                .find(|&j| windowed[j] == windowed[l])
+                .ok_or_else(|| bad(&key(hf, 7), n_shared, &format!("leaves layer {l} no earlier layer of its kind"))),
         })
         .collect()
 }
@@ -179,10 +203,10 @@ mod tests {
     #[test]
     fn shared_layers_read_the_last_of_their_kind() {
         let w = [true, true, false, true, true, false];
-        assert_eq!(kv_sources(2, &w).unwrap(), [0, 1, 2, 3, 3, 2]);
-        assert_eq!(kv_sources(0, &w).unwrap(), [0, 1, 2, 3, 4, 5]);
-        assert!(kv_sources(6, &w).is_err());
+        assert_eq!(kv_sources(false, 2, &w).unwrap(), [0, 1, 2, 3, 3, 2]);
+        assert_eq!(kv_sources(false, 0, &w).unwrap(), [0, 1, 2, 3, 4, 5]);
+        assert!(kv_sources(false, 6, &w).is_err());
         // no global layer before the shared ones
-        assert!(kv_sources(3, &[true, true, true, false]).is_err());
+        assert!(kv_sources(false, 3, &[true, true, true, false]).is_err());
     }
 }

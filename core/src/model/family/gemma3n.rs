@@ -133,10 +133,18 @@ pub(crate) fn from_gguf(k: &GgufKeys, n_layer: usize, windowed: &[bool]) -> Resu
     // the multipliers themselves; a dense layer's is −inf (Φ⁻¹(0)) or absent
     let sparse_key = k.key("activation_sparsity_scale");
     let sparsity = match k.g.get_array(&sparse_key)? {
-        Some(a) => a.iter().map(|v| v.as_f32().map(|x| x.is_finite().then_some(x))).collect(),
+        Some(a) => a
+            .iter()
+            .map(|v| match v.as_f32() {
+                Some(x) if x == f32::NEG_INFINITY => Some(None),
+                Some(x) if x.is_finite() => Some(Some(x)),
+                _ => None,
+            })
+            .collect(),
         None => Some(alloc::vec![None; n_layer]),
     };
-    let sparsity = sparsity.ok_or(Error::KeyType { key: sparse_key, expected: "an array of floats" })?;
+    let expected = "an array of finite floats (−inf for a dense layer)";
+    let sparsity = sparsity.ok_or(Error::KeyType { key: sparse_key, expected })?;
     let dims = |name: &str, i: usize| -> Result<usize> {
         let t = k.g.tensor(name).ok_or_else(|| Error::MissingTensor { name: name.into() })?;
         Ok(t.dims.get(i).copied().unwrap_or(0).min(1 << 31) as usize)
@@ -150,7 +158,7 @@ pub(crate) fn from_gguf(k: &GgufKeys, n_layer: usize, windowed: &[bool]) -> Resu
         laurel_rank: dims("blk.0.laurel_l.weight", 1)?,
         n_ff,
         sparsity,
-        kv_source: kv_sources(shared, windowed)?,
+        kv_source: kv_sources(false, shared, windowed)?,
     })
 }
 
@@ -202,6 +210,6 @@ pub(crate) fn from_hf(f: &Fields, n_layer: usize, windowed: &[bool]) -> Result<G
         laurel_rank: f.usize("laurel_rank")?,
         n_ff,
         sparsity,
-        kv_source: kv_sources(shared, windowed).map_err(|e| bad("num_kv_shared_layers", e.to_string()))?,
+        kv_source: kv_sources(true, shared, windowed)?,
     })
 }
