@@ -16,7 +16,7 @@ use tern_tests::hfdir::{self, tiny};
 use tern_tests::tiny_oracle::*;
 use tern_tests::*;
 
-const TINY: [&str; 19] = [
+const TINY: [&str; 21] = [
     "tiny-qwen2",
     "tiny-qwen3",
     "tiny-llama",
@@ -36,6 +36,8 @@ const TINY: [&str; 19] = [
     "tiny-qwen3-moe",
     "tiny-mixtral",
     "tiny-olmoe",
+    "tiny-gemma3n",
+    "tiny-gemma3n-mm",
 ];
 
 #[test]

@@ -88,9 +88,9 @@ fn shards_and_index_must_agree() {
 #[test]
 fn bad_files_name_the_file_and_field() {
     let d = copy("tiny-llama", "arch");
-    edit_json(&d.join("config.json"), |v| v["architectures"] = serde_json::json!(["Gemma3nForCausalLM"]));
+    edit_json(&d.join("config.json"), |v| v["architectures"] = serde_json::json!(["DeepseekV3ForCausalLM"]));
     let msg = load_err(&d);
-    assert!(msg.contains("unsupported architecture \"Gemma3nForCausalLM\""), "{msg}");
+    assert!(msg.contains("unsupported architecture \"DeepseekV3ForCausalLM\""), "{msg}");
 
     let d = copy("tiny-gemma2", "softcap");
     edit_json(&d.join("config.json"), |v| v["attn_logit_softcapping"] = 0.0.into());

@@ -381,19 +381,22 @@ fn thirty_two_concurrent_streams_equal_their_single_runs() {
     assert_eq!(srv.metric("tern_completion_tokens_total"), 32.0 * 16.0 * 2.0);
 }
 
-/// A mixture of experts behind the server (the tiny Qwen3-MoE twin):
-/// continuous batching puts several streams' tokens in one step, grouped by
-/// expert across them; each stream's text is its single run's.
+/// A mixture of experts and Gemma 3n behind the server (the tiny Qwen3-MoE
+/// and Gemma 3n twins): continuous batching puts several streams' tokens in
+/// one step (grouped by expert across them; Gemma 3n's last layers reading
+/// each stream's earlier layers' K/V); each stream's text is its single run's.
 #[test]
-fn a_mixture_of_experts_serves_concurrent_streams_as_their_single_runs() {
-    let moe = root().join("target/test-models/tiny-qwen3-moe.gguf");
-    assert!(moe.exists(), "{} is missing: run scripts/make-test-models.sh", moe.display());
-    let srv = Server::start_model(&moe.display().to_string(), &["--parallel", "4", "--queue", "8"]);
-    let r = python(&["load", &srv.base(), "8", "12"]);
-    let (alone, together) = (r["alone"].as_array().unwrap(), r["together"].as_array().unwrap());
-    assert_eq!(alone.len(), 8);
-    for (i, (a, t)) in alone.iter().zip(together).enumerate() {
-        assert_eq!(a, t, "stream {i}: concurrent text differs from its single run");
+fn moe_and_gemma3n_serve_concurrent_streams_as_their_single_runs() {
+    for name in ["tiny-qwen3-moe", "tiny-gemma3n"] {
+        let path = root().join(format!("target/test-models/{name}.gguf"));
+        assert!(path.exists(), "{} is missing: run scripts/make-test-models.sh", path.display());
+        let srv = Server::start_model(&path.display().to_string(), &["--parallel", "4", "--queue", "8"]);
+        let r = python(&["load", &srv.base(), "8", "12"]);
+        let (alone, together) = (r["alone"].as_array().unwrap(), r["together"].as_array().unwrap());
+        assert_eq!(alone.len(), 8, "{name}");
+        for (i, (a, t)) in alone.iter().zip(together).enumerate() {
+            assert_eq!(a, t, "{name} stream {i}: concurrent text differs from its single run");
+        }
     }
 }
 

@@ -60,8 +60,8 @@ fn gemma2_softcaps_default_and_null() {
 
 #[test]
 fn what_tern_cannot_run_is_refused_by_name() {
-    let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "Gemma3nForCausalLM").as_bytes());
-    assert!(matches!(arch.unwrap_err(), Error::UnsupportedArch { arch, .. } if arch == "Gemma3nForCausalLM"));
+    let arch = HfConfig::parse(config("").replace("LlamaForCausalLM", "DeepseekV3ForCausalLM").as_bytes());
+    assert!(matches!(arch.unwrap_err(), Error::UnsupportedArch { arch, .. } if arch == "DeepseekV3ForCausalLM"));
     let longrope =
         r#", "original_max_position_embeddings": 16, "rope_scaling": {"rope_type": "longrope", "factor": 4.0}"#;
     let longrope = parse(longrope).unwrap_err();
