@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::hf::fields::{bad, Fields};
-use crate::model::config::{MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
+use crate::model::limits::{MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
 
 /// What tern runs as an encoder, for the error naming another.
 pub(crate) const ENCODERS: &str = "BERT encoders (bert, BertModel, BertForSequenceClassification)";

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use super::family::Arch;
 use super::gemma3n::Gemma3n;
+use super::limits::{MAX_CTX_TRAIN, MAX_EMBD, MAX_FF, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
 use super::moe::{Moe, MAX_EXPERTS};
 use super::parts::{Act, LongRope, RopeStyle, Window};
 use crate::error::{Error, Result};
@@ -78,21 +79,6 @@ pub struct Config {
     /// K/V, per-layer widths (`n_ff` is the widest).
     pub gemma3n: Option<Gemma3n>,
 }
-
-/// Limits no real checkpoint comes near (the largest have ~128 layers,
-/// 16k-wide embeddings, 53k-wide feed-forwards, 262k vocabularies): a file
-/// past them is refused before anything is sized by it.
-pub(crate) const MAX_LAYERS: usize = 1024;
-/// Most embedding width a file may declare.
-pub(crate) const MAX_EMBD: usize = 1 << 16;
-/// Most feed-forward width.
-pub(crate) const MAX_FF: usize = 1 << 18;
-/// Most heads.
-pub(crate) const MAX_HEADS: usize = 1024;
-/// Most tokens in a vocabulary.
-pub(crate) const MAX_VOCAB: usize = 1 << 21;
-/// Most training context.
-pub(crate) const MAX_CTX_TRAIN: usize = 1 << 26;
 
 /// The fewest bytes a weight can take among the types with a kernel
 /// (Q2_K: 84 bytes per 256), as a fraction.

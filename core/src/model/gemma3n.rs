@@ -9,7 +9,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::config::{MAX_EMBD, MAX_FF, MAX_VOCAB};
+use super::limits::{MAX_EMBD, MAX_FF, MAX_VOCAB};
 use crate::error::{Error, Result};
 
 /// Most AltUp streams a file may declare (the released models have 4).
@@ -142,6 +142,7 @@ pub(crate) fn kv_sources(hf: bool, n_shared: usize, windowed: &[bool]) -> Result
 /// Φ⁻¹(p), the standard normal's quantile, for 0 < p < 1 (Acklam's
 /// rational approximation, then one Halley step on erfc: f64-accurate),
 /// rounded to f32 as transformers' `Normal(0, 1).icdf` is.
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // config.json's sparsity needs std
 pub(crate) fn std_multiplier(p: f64) -> Option<f32> {
     if !(p > 0.0 && p < 1.0) {
         return None;

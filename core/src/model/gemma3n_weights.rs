@@ -103,7 +103,7 @@ pub(crate) fn model<D: TensorDir + ?Sized>(b: &Binder<D>, g: &Gemma3n, e: usize,
         match b.has(&format!("{name}.weight")) {
             true => {
                 let all = b.stacked(&format!("{name}.weight"), e, e, streams);
-                (0..streams).map(|k| super::weights::rows(&all, k * e..(k + 1) * e)).collect()
+                (0..streams).map(|k| all.rows(k * e..(k + 1) * e)).collect()
             }
             false => (0..streams).map(|k| b.matrix(&format!("{name}.{k}.weight"), e, e)).collect(),
         }

@@ -16,6 +16,7 @@ mod kv_cache;
 mod laurel;
 #[cfg(feature = "std")]
 mod lazy_rows8;
+pub(crate) mod limits;
 pub(crate) mod matmul;
 mod mlp;
 pub(crate) mod moe;

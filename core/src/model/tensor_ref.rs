@@ -1,6 +1,7 @@
 //! Where a weight matrix is: a view (buffer, byte range, type, shape)
 //! into a model's bytes.
 
+use alloc::format;
 use alloc::string::String;
 
 use crate::backend::quant::GgmlType;
@@ -29,4 +30,19 @@ pub struct TensorRef {
     /// Where its whole 8-row groups, interleaved (`quant::rows8`), are in
     /// the model's (`Model::repack_rows8`); empty: none.
     pub rows8: core::ops::Range<usize>,
+}
+
+impl TensorRef {
+    /// Rows `r` of the matrix, as a matrix of its own (rows are whole
+    /// blocks, so any range of them is a contiguous run of bytes).
+    pub(crate) fn rows(&self, r: core::ops::Range<usize>) -> TensorRef {
+        let row_bytes = if self.n_rows == 0 { 0 } else { self.len / self.n_rows };
+        TensorRef {
+            name: format!("{}[{}..{}]", self.name, r.start, r.end),
+            start: self.start + r.start * row_bytes,
+            len: r.len() * row_bytes,
+            n_rows: r.len(),
+            ..self.clone()
+        }
+    }
 }

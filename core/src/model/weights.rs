@@ -158,19 +158,6 @@ pub struct Footprint {
     pub active_bytes: u64,
 }
 
-/// Rows `r` of a bound matrix, as a matrix of its own (rows are whole
-/// blocks, so any range of them is a contiguous run of bytes).
-pub(super) fn rows(t: &TensorRef, r: core::ops::Range<usize>) -> TensorRef {
-    let row_bytes = if t.n_rows == 0 { 0 } else { t.len / t.n_rows };
-    TensorRef {
-        name: format!("{}[{}..{}]", t.name, r.start, r.end),
-        start: t.start + r.start * row_bytes,
-        len: r.len() * row_bytes,
-        n_rows: r.len(),
-        ..t.clone()
-    }
-}
-
 /// Llama-3 style RoPE frequency factors, if the file has them.
 pub(crate) fn rope_freq_factors(dir: &dyn TensorDir) -> Result<Option<Vec<f32>>> {
     rope_factors(dir, "rope_freqs.weight")
@@ -257,7 +244,7 @@ impl Weights {
             let (wq, wk, wv, ffn) = if block.fused {
                 let qkv = b.matrix(&n("attn_qkv.weight"), e, q + 2 * kv);
                 let gate_up = b.matrix(&n("ffn_up.weight"), e, 2 * ff);
-                let (rows_qkv, rows_gu) = (|r| rows(&qkv, r), |r| rows(&gate_up, r));
+                let (rows_qkv, rows_gu) = (|r| qkv.rows(r), |r| gate_up.rows(r));
                 let mlp =
                     Mlp { gate: rows_gu(0..ff), up: rows_gu(ff..2 * ff), down: b.matrix(&n("ffn_down.weight"), ff, e) };
                 (rows_qkv(0..q), Some(rows_qkv(q..q + kv)), Some(rows_qkv(q + kv..q + 2 * kv)), Ffn::Dense(mlp))
@@ -411,7 +398,7 @@ fn experts<D: TensorDir + ?Sized>(b: &Binder<D>, i: usize, moe: &Moe, e: usize) 
     let experts = if b.has(&format!("{p}ffn_gate_exps.weight")) {
         let stacked = |w: &str, cols, rows_| b.stacked(&format!("{p}ffn_{w}_exps.weight"), cols, rows_, n);
         let (gate, up, down) = (stacked("gate", e, ff), stacked("up", e, ff), stacked("down", ff, e));
-        let rows_of = |t: &TensorRef, r: usize, x: usize| rows(t, x * r..(x + 1) * r);
+        let rows_of = |t: &TensorRef, r: usize, x: usize| t.rows(x * r..(x + 1) * r);
         (0..n)
             .map(|x| Mlp { gate: rows_of(&gate, ff, x), up: rows_of(&up, ff, x), down: rows_of(&down, e, x) })
             .collect()

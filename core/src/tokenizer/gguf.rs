@@ -15,8 +15,8 @@ use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
 use super::{byte_chars, ends_turns, spm, tok_err, Tokenizer};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
-use crate::model::config::MAX_VOCAB;
 use crate::model::family::Family;
+use crate::model::limits::MAX_VOCAB;
 
 /// Split regexes of the pre-tokenizers tern knows (as llama.cpp names them).
 const QWEN2_REGEX: &str =

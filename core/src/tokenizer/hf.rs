@@ -29,7 +29,7 @@ use tokenizers::{AddedToken, NormalizerWrapper, PreTokenizerWrapper, SplitDelimi
 
 use super::{byte_chars, ends_turns, tok_err, Tokenizer};
 use crate::error::{Error, Result};
-use crate::model::config::MAX_VOCAB;
+use crate::model::limits::MAX_VOCAB;
 
 const FILE: &str = "tokenizer.json";
 

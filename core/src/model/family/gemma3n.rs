@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 use crate::gguf::keys::GgufKeys;
 #[cfg(feature = "std")]
 use crate::hf::fields::{bad, Fields, FILE};
-use crate::model::gemma3n::{kv_sources, std_multiplier, Gemma3n};
+#[cfg(feature = "std")]
+use crate::model::gemma3n::std_multiplier;
+use crate::model::gemma3n::{kv_sources, Gemma3n};
 #[cfg(feature = "std")]
 use crate::model::parts::RopeSpec;
 use crate::model::parts::{inv_freq, RopeStyle, Window};
@@ -126,7 +128,7 @@ pub(crate) fn from_gguf(k: &GgufKeys, n_layer: usize, windowed: &[bool]) -> Resu
         None => 0,
         Some(v) => match (v.as_u64(), v.as_f32()) {
             (Some(n), _) => n as usize,
-            (None, Some(x)) if x >= 0.0 && x.fract() == 0.0 && x < 1024.0 => x as usize,
+            (None, Some(x)) if (0.0..1024.0).contains(&x) && x == (x as usize) as f32 => x as usize,
             _ => return Err(Error::KeyType { key: shared_key, expected: "a whole number of layers" }),
         },
     };
