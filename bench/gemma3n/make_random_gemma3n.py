@@ -5,8 +5,8 @@ weights learned): Gemma 3n E2B's shapes (30 layers, 2048 wide, 8/2 heads of
 4 streams, LAuReL of rank 64, the last 10 layers sharing K/V, the first 10
 sparse), with the keys llama.cpp's Gemma3NModel converter writes
 (`shared_kv_layers` a float, as the published files). Written in f16 with
-gguf-py, streamed tensor by tensor; bench/gemma3n/make.sh then quantizes it
-with the peer build's llama-quantize.
+gguf-py, streamed tensor by tensor; `bench/moe/make.sh gemma3n-e2b` then
+quantizes it with the peer build's llama-quantize.
 
     python make_random_gemma3n.py OUT.gguf VOCAB.gguf
 
@@ -14,32 +14,19 @@ VOCAB.gguf: Gemma 3 270M's (its 262144-token SentencePiece vocabulary).
 Weights are slices of one pool of N(0, 0.02) values at varying offsets;
 norms are ones; AltUp's coefficients N(0, 0.1).
 """
+import os
 import sys
 from statistics import NormalDist
 
 import numpy as np
 import gguf
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from random_gguf import copy_tokenizer, pool  # noqa: E402
+
 L, E, H, HKV, D, FF, P, R, A, SHARED, SPARSE = 30, 2048, 8, 2, 256, 8192, 256, 64, 4, 10, 10
 
-POOL = np.random.default_rng(0).normal(0.0, 0.02, 1 << 26).astype(np.float16)
-
-
-def pool(shape, seed):
-    """A tensor of `shape` from the pool, at an offset `seed` picks."""
-    n = int(np.prod(shape))
-    out = np.empty(n, dtype=np.float16)
-    at, done = (seed * 7919 * 4099) % (POOL.size - 1), 0
-    while done < n:
-        take = min(n - done, POOL.size - at)
-        out[done:done + take] = POOL[at:at + take]
-        done, at = done + take, 0
-    return out.reshape(shape)
-
-
 def main(out, vocab_path):
-    vocab = gguf.GGUFReader(vocab_path)
-    n_vocab = len(vocab.fields["tokenizer.ggml.tokens"].data)
     w = gguf.GGUFWriter(out, "gemma3n")
     w.add_name("random gemma-3n-e2b shape")
     w.add_context_length(32768)
@@ -60,11 +47,7 @@ def main(out, vocab_path):
     w.add_activation_sparsity_scale([NormalDist().inv_cdf(0.95) if l < SPARSE else -float("inf") for l in range(L)])
     w.add_sliding_window_pattern([(l + 1) % 5 != 0 for l in range(L)])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    for name, field in vocab.fields.items():
-        if name.startswith("tokenizer."):
-            vtype = field.types[0]
-            sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-            w.add_key_value(name, field.contents(), vtype, sub)
+    n_vocab = copy_tokenizer(w, vocab_path)
 
     f16, f32 = np.float16, np.float32
     # (name, numpy shape (ggml's reversed), dtype, kind): kind "w" pool, "1" ones, "c" N(0, 0.1)

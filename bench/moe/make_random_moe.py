@@ -14,10 +14,14 @@ sets the vocabulary size. Weights are slices of one pool of N(0, 0.02)
 values at varying offsets; the routers N(0, 1) so that tokens spread over
 the experts as a trained router's do.
 """
+import os
 import sys
 
 import numpy as np
 import gguf
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from random_gguf import copy_tokenizer, pool  # noqa: E402
 
 SHAPES = {
     "olmoe-1b-7b": dict(arch="olmoe", n_layer=16, n_embd=2048, n_head=16, n_head_kv=16, head_dim=128,
@@ -28,26 +32,8 @@ SHAPES = {
                           rope_base=1000000.0),
 }
 
-POOL = np.random.default_rng(0).normal(0.0, 0.02, 1 << 26).astype(np.float16)
-
-
-def pool(shape, seed):
-    """A tensor of `shape` from the pool, at an offset `seed` picks."""
-    n = int(np.prod(shape))
-    out = np.empty(n, dtype=np.float16)
-    at, done = (seed * 7919 * 4099) % (POOL.size - 1), 0
-    while done < n:
-        take = min(n - done, POOL.size - at)
-        out[done:done + take] = POOL[at:at + take]
-        done, at = done + take, 0
-    return out.reshape(shape)
-
-
 def main(shape_name, out, vocab_path):
     s = SHAPES[shape_name]
-    vocab = gguf.GGUFReader(vocab_path)
-    tokens = vocab.fields["tokenizer.ggml.tokens"]
-    n_vocab = len(tokens.data)
     w = gguf.GGUFWriter(out, s["arch"])
     w.add_name(f"random {shape_name}")
     w.add_context_length(s["ctx"])
@@ -64,11 +50,7 @@ def main(shape_name, out, vocab_path):
     w.add_expert_count(s["n_expert"])
     w.add_expert_used_count(s["n_used"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    for name, field in vocab.fields.items():
-        if name.startswith("tokenizer."):
-            vtype = field.types[0]
-            sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-            w.add_key_value(name, field.contents(), vtype, sub)
+    n_vocab = copy_tokenizer(w, vocab_path)
 
     e, q, kv, f, x = s["n_embd"], s["n_head"] * s["head_dim"], s["n_head_kv"] * s["head_dim"], s["n_ff_exp"], s["n_expert"]
     qn, kn = (q, kv) if s["qk_norm"] == "whole" else (s["head_dim"], s["head_dim"])

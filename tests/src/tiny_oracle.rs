@@ -153,3 +153,16 @@ pub fn mutated(name: &str, mutate: impl Fn(&mut Loaded)) -> f64 {
     mutate(&mut lm);
     max_abs_diff(&all_logits(&lm, &engine(true), &o.input), &o.logits)
 }
+
+/// Tiny model `name`'s exact path within `rel`·max|logit| of the oracle
+/// and its greedy ids equal (printing the figure); the model.
+pub fn exact_within(name: &str, rel: f64) -> Loaded {
+    let o = oracle(name);
+    let lm = load_path(&tiny(name));
+    let e = engine(true);
+    let got = crate::rel_err(&all_logits(&lm, &e, &o.input), &o.logits);
+    println!("{name}: max |Δ| / max |logit| {got:.2e}");
+    assert!(got <= rel, "{name}: {got:e}");
+    assert_eq!(greedy(&lm, &e, &o.input, 8), o.generated, "{name}");
+    lm
+}

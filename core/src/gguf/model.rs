@@ -8,7 +8,7 @@ use super::rope::rope;
 use super::Gguf;
 use crate::error::{Error, Result};
 use crate::model::config::{check_heads, embd_scale, Config};
-use crate::model::family::{Dims, Family};
+use crate::model::family::{gemma3n, Dims, Family};
 use crate::model::moe::Moe;
 use crate::model::weights::{self, Expect, Weights};
 use crate::model::Model;
@@ -60,17 +60,9 @@ impl Config {
         let dims = Dims { n_layer, n_embd, n_head, head_dim, n_rot, n_ctx_train };
         let attention = (family.gguf)(&keys, &dims)?;
         let block = family.block;
-        let gemma3n = match block.altup {
-            true => {
-                let windowed = attention.window.as_ref().map_or(&[][..], |w| &w.layers);
-                Some(crate::model::family::gemma3n::from_gguf(&keys, n_layer, windowed)?)
-            }
-            false => None,
-        };
-        let n_ff = match &gemma3n {
-            Some(g) => g.n_ff.iter().copied().max().unwrap_or(0),
-            None => keys.usize("feed_forward_length")?,
-        };
+        let windowed = attention.window.as_ref().map_or(&[][..], |w| &w.layers);
+        let gemma3n = block.altup.then(|| gemma3n::from_gguf(&keys, n_layer, windowed)).transpose()?;
+        let n_ff = gemma3n.as_ref().map_or_else(|| keys.usize("feed_forward_length"), |g| Ok(g.widest_ff()))?;
         let moe = moe(&keys, family, n_ff)?;
         Ok(Config {
             arch: family.arch(),

@@ -10,7 +10,7 @@ use super::fields::{bad, ids, Fields, FILE};
 use crate::backend::quant::GgmlType;
 use crate::error::{Error, Result};
 use crate::model::config::{check_heads, embd_scale, Config};
-use crate::model::family::{Dims, Family};
+use crate::model::family::{gemma3n, Dims, Family};
 use crate::model::moe::Moe;
 use crate::model::parts::{Act, RopeSpec, RopeStyle};
 use crate::model::weights::Expect;
@@ -135,17 +135,9 @@ impl HfConfig {
         let n_layer = f.usize("num_hidden_layers")?;
         let dims = Dims { n_layer, n_embd, n_head, head_dim, n_rot, n_ctx_train };
         let (rope, attention) = (family.hf)(&f, &dims)?;
-        let gemma3n = match family.block.altup {
-            true => {
-                let windowed = attention.window.as_ref().map_or(&[][..], |w| &w.layers);
-                Some(crate::model::family::gemma3n::from_hf(&f, n_layer, windowed)?)
-            }
-            false => None,
-        };
-        let n_ff = match &gemma3n {
-            Some(g) => g.n_ff.iter().copied().max().unwrap_or(0),
-            None => f.usize("intermediate_size")?,
-        };
+        let windowed = attention.window.as_ref().map_or(&[][..], |w| &w.layers);
+        let gemma3n = family.block.altup.then(|| gemma3n::from_hf(&f, n_layer, windowed)).transpose()?;
+        let n_ff = gemma3n.as_ref().map_or_else(|| f.usize("intermediate_size"), |g| Ok(g.widest_ff()))?;
         let moe = moe(&f, family, n_ff)?;
         let block = family.block;
         let RopeSpec { base: rope_base, inv_freq: rope_inv_freq, pos_scale: rope_pos_scale, attn_factor, long } = rope;

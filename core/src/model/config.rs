@@ -269,7 +269,7 @@ impl Config {
     /// widest of an expert and the shared expert.
     pub fn ff_widest(&self) -> usize {
         if let Some(g) = &self.gemma3n {
-            return g.n_ff.iter().copied().max().unwrap_or(self.n_ff);
+            return g.widest_ff();
         }
         match &self.moe {
             None => self.n_ff,

@@ -112,9 +112,9 @@ impl Gemma3n {
         Ok(())
     }
 
-    /// Whether layer `l` keeps keys and values of its own.
-    pub fn owns_kv(&self, l: usize) -> bool {
-        self.kv_source[l] == l
+    /// The widest layer's feed-forward width.
+    pub fn widest_ff(&self) -> usize {
+        self.n_ff.iter().copied().max().unwrap_or(0)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Quantizing float weights at load (an HF checkpoint's f32/bf16 matrices
 //! to Q8_0), so they run on the integer fast path.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{Model, TensorRef};
@@ -109,13 +110,16 @@ impl<B: AsRef<[u8]>> Model<B> {
     /// (`Kernels::reads_rows8`). The same numbers, so the same logits.
     /// Only if the model stays within `max_bytes` and the memory can be
     /// had; returns the bytes added.
-    /// An embedding table that is not also the head is only looked up by
-    /// row, never multiplied: it stays as it is; so do experts (a decode
-    /// step reads only the ones it chose, which repacking them at load
-    /// would defeat).
+    /// An embedding table that is not also the head (and Gemma 3n's
+    /// per-layer table) is only looked up by row, never multiplied: it stays
+    /// as it is; so do experts (a decode step reads only the ones it chose,
+    /// which repacking them at load would defeat).
     pub fn repack_rows8(mut self, reads: impl Fn(GgmlType) -> bool, max_bytes: usize) -> (Model<B>, usize) {
-        let lookup_only = (!self.weights.tied_output).then(|| self.weights.token_embd.name.clone());
-        let size = |t: &TensorRef| match reads(t.ty) && lookup_only.as_ref() != Some(&t.name) {
+        let w = &self.weights;
+        let embd = (!w.tied_output).then(|| w.token_embd.name.clone());
+        let lookup_only: Vec<String> =
+            embd.into_iter().chain(w.gemma3n.as_ref().map(|g| g.per_layer_embd.name.clone())).collect();
+        let size = |t: &TensorRef| match reads(t.ty) && !lookup_only.contains(&t.name) {
             true => rows8::matrix_bytes(t.ty, t.n_cols, t.n_rows).unwrap_or(0),
             false => 0,
         };

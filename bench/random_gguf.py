@@ -1,0 +1,32 @@
+"""What the real-shape random-weight GGUF writers share (bench/moe,
+bench/gemma3n): a pool of N(0, 0.02) f16 values that tensors are sliced
+from at varying offsets (fast, and a matmul's speed does not depend on
+what its weights learned), and a vocabulary's tokenizer keys copied over
+(llama.cpp's loader wants one)."""
+import numpy as np
+import gguf
+
+POOL = np.random.default_rng(0).normal(0.0, 0.02, 1 << 26).astype(np.float16)
+
+
+def pool(shape, seed):
+    """A tensor of `shape` from the pool, at an offset `seed` picks."""
+    n = int(np.prod(shape))
+    out = np.empty(n, dtype=np.float16)
+    at, done = (seed * 7919 * 4099) % (POOL.size - 1), 0
+    while done < n:
+        take = min(n - done, POOL.size - at)
+        out[done:done + take] = POOL[at:at + take]
+        done, at = done + take, 0
+    return out.reshape(shape)
+
+
+def copy_tokenizer(w, vocab_path):
+    """The `tokenizer.*` keys of `vocab_path` written to `w`; its size."""
+    vocab = gguf.GGUFReader(vocab_path)
+    for name, field in vocab.fields.items():
+        if name.startswith("tokenizer."):
+            vtype = field.types[0]
+            sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+            w.add_key_value(name, field.contents(), vtype, sub)
+    return len(vocab.fields["tokenizer.ggml.tokens"].data)
