@@ -159,14 +159,71 @@ fn spans(s: &mut Scratch, n: usize, window: Option<usize>) {
 #[allow(clippy::too_many_arguments)]
 fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &LayerWeights, n: usize, local: bool) {
     let c = m.config;
-    let (ne, hd, qd, kvd) = (c.n_embd, c.head_dim, c.q_dim(), c.kv_dim());
-    let k = e.kernels;
+    let (ne, qd, kvd) = (c.n_embd, c.q_dim(), c.kv_dim());
 
     // attention rmsnorm (Gemma 3n: LAuReL beside the attention, from it)
     rms_norm_rows(e, &s.x[..n * ne], &lw.attn_norm, c.norm_eps, &mut s.xn);
     if let Some(a) = &lw.gemma3n {
         laurel::run(m, e, s, a, n);
     }
+
+    // Q, K, V (a layer reading another's K/V: Q only), normed, rotated
+    let own_kv = qkv(m, e, s, lw, n, local);
+
+    // a cache storing its rows rotated (Q8_0): its tokens' queries, keys
+    // and values turn into that basis, and their attention output back
+    for t in 0..n {
+        if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
+            hadamard::rotate(&mut s.q[t * qd..(t + 1) * qd], r.k);
+            if own_kv {
+                hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
+                hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
+            }
+        }
+    }
+
+    // the new K/V go to the caches; attention reads them back from there
+    // (a layer sharing another's K/V reads that layer's rows: `KvCache`)
+    let mut t = 0;
+    for q in seqs.iter_mut().filter(|_| own_kv) {
+        let r = t * kvd..(t + q.tokens.len()) * kvd;
+        q.kv.write(l, q.pos0, &s.k[r.clone()], &s.v[r]);
+        t += q.tokens.len();
+    }
+    attention(c, e, s, n, &|i, first| seqs[i].kv.rows(l, first));
+    for t in 0..n {
+        if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
+            hadamard::rotate(&mut s.att[t * qd..(t + 1) * qd], r.v);
+        }
+    }
+
+    // output projection (gemma: normed) and residual
+    matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
+    residual(e, s, n, lw.post_attn_norm.as_deref(), c.norm_eps);
+    if lw.gemma3n.is_some() {
+        laurel::join(s, n);
+    }
+
+    // ffn rmsnorm, the feed-forward layer (an MLP or experts), residual
+    rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
+    match &lw.ffn {
+        Ffn::Dense(w) => {
+            let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
+            let sparsity = c.gemma3n.as_ref().and_then(|g| g.sparsity[l]);
+            mlp(m, e, w, c.act, sparsity, &s.xn, n, b, &mut s.y);
+        }
+        Ffn::Moe(x) => experts::ffn(m, e, s, x, n, l),
+    }
+    residual(e, s, n, lw.post_ffn_norm.as_deref(), c.norm_eps);
+}
+
+/// The layer's queries, keys and values of the `n` normed rows in `s.xn`,
+/// normalised and rotated as the family does, into `s.q`, `s.k`, `s.v`;
+/// whether the layer has keys and values of its own.
+fn qkv(m: View, e: &Engine, s: &mut Scratch, lw: &LayerWeights, n: usize, local: bool) -> bool {
+    let c = m.config;
+    let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
+    let k = e.kernels;
 
     // qkv matmuls (+ bias for qwen2); a layer reading another's K/V
     // (Gemma 3n's last ones) has Q only
@@ -219,52 +276,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
             }
         });
     }
-
-    // a cache storing its rows rotated (Q8_0): its tokens' queries, keys
-    // and values turn into that basis, and their attention output back
-    for t in 0..n {
-        if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
-            hadamard::rotate(&mut s.q[t * qd..(t + 1) * qd], r.k);
-            if own_kv {
-                hadamard::rotate(&mut s.k[t * kvd..(t + 1) * kvd], r.k);
-                hadamard::rotate(&mut s.v[t * kvd..(t + 1) * kvd], r.v);
-            }
-        }
-    }
-
-    // the new K/V go to the caches; attention reads them back from there
-    // (a layer sharing another's K/V reads that layer's rows: `KvCache`)
-    let mut t = 0;
-    for q in seqs.iter_mut().filter(|_| own_kv) {
-        let r = t * kvd..(t + q.tokens.len()) * kvd;
-        q.kv.write(l, q.pos0, &s.k[r.clone()], &s.v[r]);
-        t += q.tokens.len();
-    }
-    attention(c, e, s, n, &|i, first| seqs[i].kv.rows(l, first));
-    for t in 0..n {
-        if let Some(r) = seqs[s.tok_seq[t]].kv.rotation() {
-            hadamard::rotate(&mut s.att[t * qd..(t + 1) * qd], r.v);
-        }
-    }
-
-    // output projection (gemma: normed) and residual
-    matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
-    residual(e, s, n, lw.post_attn_norm.as_deref(), c.norm_eps);
-    if lw.gemma3n.is_some() {
-        laurel::join(s, n);
-    }
-
-    // ffn rmsnorm, the feed-forward layer (an MLP or experts), residual
-    rms_norm_rows(e, &s.x[..n * ne], &lw.ffn_norm, c.norm_eps, &mut s.xn);
-    match &lw.ffn {
-        Ffn::Dense(w) => {
-            let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-            let sparsity = c.gemma3n.as_ref().and_then(|g| g.sparsity[l]);
-            mlp(m, e, w, c.act, sparsity, &s.xn, n, b, &mut s.y);
-        }
-        Ffn::Moe(x) => experts::ffn(m, e, s, x, n, l),
-    }
-    residual(e, s, n, lw.post_ffn_norm.as_deref(), c.norm_eps);
+    own_kv
 }
 
 /// `x += y`, or `x += rms_norm(y)` with a post-norm.
