@@ -182,7 +182,7 @@ pub(crate) fn from_hf(f: &Fields, n_layer: usize, windowed: &[bool]) -> Result<G
         Some(Value::Array(a)) => a
             .iter()
             .map(|v| match v.as_f64() {
-                Some(p) if p == 0.0 => Ok(None),
+                Some(0.0) => Ok(None),
                 Some(p) => std_multiplier(p)
                     .map(Some)
                     .ok_or_else(|| bad("activation_sparsity_pattern", alloc::format!("{p} is not in [0, 1)"))),
