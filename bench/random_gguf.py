@@ -30,3 +30,27 @@ def copy_tokenizer(w, vocab_path):
             sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
             w.add_key_value(name, field.contents(), vtype, sub)
     return len(vocab.fields["tokenizer.ggml.tokens"].data)
+
+
+BYTES = np.random.default_rng(2).integers(0, 256, 1 << 26, dtype=np.uint8)
+Q4_K_BLOCK = 144  # bytes per 256 weights: f16 d, f16 dmin, 12 bytes of scales, 128 of nibbles
+
+
+def q4_k(shape, seed):
+    """Random Q4_K blocks for a float tensor of `shape` (its last dimension
+    a multiple of 256), as bytes `(..., rows, blocks · 144)`: nibbles and
+    6-bit scales from a byte pool, each block's d and dmin small f16s — the
+    way to write a model too large to write in f16 first."""
+    *lead, cols = shape
+    row = cols // 256 * Q4_K_BLOCK
+    n = int(np.prod(lead)) * row
+    out = np.empty(n, dtype=np.uint8)
+    at, done = (seed * 7919 * 4099) % (BYTES.size - 1), 0
+    while done < n:
+        take = min(n - done, BYTES.size - at)
+        out[done:done + take] = BYTES[at:at + take]
+        done, at = done + take, 0
+    blocks = out.reshape(-1, Q4_K_BLOCK)
+    blocks[:, 0:2] = np.frombuffer(np.float16(4e-5).tobytes(), dtype=np.uint8)
+    blocks[:, 2:4] = np.frombuffer(np.float16(2e-4).tobytes(), dtype=np.uint8)
+    return out.reshape(*lead, row)

@@ -13,6 +13,7 @@
 //   /tjs/…             → bench/transformers-js/node_modules/ (transformers.js
 //                        for the embeddings bench, installed by it)
 //   /models/…          → $TERN_MODELS (default ~/.cache/tern/models)
+//   /test-models/…     → target/test-models/ (the tests' tiny GGUF twins)
 
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -28,6 +29,7 @@ const MOUNTS = [
   ['/node_modules/', join(root, 'npm/test-browser/node_modules')],
   ['/tjs/', join(root, 'bench/transformers-js/node_modules')],
   ['/models/', process.env.TERN_MODELS || join(homedir(), '.cache/tern/models')],
+  ['/test-models/', join(root, 'target/test-models')],
   ['/', join(root, 'web-demo')],
 ];
 const TYPES = {

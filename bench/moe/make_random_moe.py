@@ -4,7 +4,11 @@ written in f16 with gguf-py, streamed tensor by tensor (never the whole
 model in memory), then `llama-quantize` from the peer build makes the
 Q4_K_M that both engines run (bench/moe/make.sh).
 
-    python make_random_moe.py SHAPE OUT.gguf VOCAB.gguf
+    python make_random_moe.py SHAPE OUT.gguf VOCAB.gguf [q4_k]
+
+With `q4_k`, every matrix is written as random Q4_K blocks directly (no
+f16, no llama-quantize): Qwen3-30B-A3B's f16 would take 61 GB, its Q4_K
+17 GB (the routers stay f32, as the converter keeps them).
 
 SHAPE: olmoe-1b-7b (OLMoE-1B-7B-0924: 16 layers, 2048 wide, 64 experts of
 1024, 8 a token) or qwen3-30b-a3b (48 layers, 2048 wide, 128 experts of
@@ -21,7 +25,7 @@ import numpy as np
 import gguf
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from random_gguf import copy_tokenizer, pool  # noqa: E402
+from random_gguf import copy_tokenizer, pool, q4_k  # noqa: E402
 
 SHAPES = {
     "olmoe-1b-7b": dict(arch="olmoe", n_layer=16, n_embd=2048, n_head=16, n_head_kv=16, head_dim=128,
@@ -32,7 +36,7 @@ SHAPES = {
                           rope_base=1000000.0),
 }
 
-def main(shape_name, out, vocab_path):
+def main(shape_name, out, vocab_path, kind="f16"):
     s = SHAPES[shape_name]
     w = gguf.GGUFWriter(out, s["arch"])
     w.add_name(f"random {shape_name}")
@@ -49,7 +53,8 @@ def main(shape_name, out, vocab_path):
     w.add_layer_norm_rms_eps(s["eps"])
     w.add_expert_count(s["n_expert"])
     w.add_expert_used_count(s["n_used"])
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    quant = kind == "q4_k"
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_S if quant else gguf.LlamaFileType.MOSTLY_F16)
     n_vocab = copy_tokenizer(w, vocab_path)
 
     e, q, kv, f, x = s["n_embd"], s["n_head"] * s["head_dim"], s["n_head_kv"] * s["head_dim"], s["n_ff_exp"], s["n_expert"]
@@ -74,7 +79,12 @@ def main(shape_name, out, vocab_path):
         ]
     tensors += [("output_norm.weight", (e,), np.float32, None), ("output.weight", (n_vocab, e), np.float16, 0.02)]
     for name, shape, dtype, _ in tensors:
-        w.add_tensor_info(name, shape, np.dtype(dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
+        if quant and dtype == np.float16:
+            byte_shape = (*shape[:-1], shape[-1] // 256 * 144)
+            nbytes = int(np.prod(byte_shape))
+            w.add_tensor_info(name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+        else:
+            w.add_tensor_info(name, shape, np.dtype(dtype), int(np.prod(shape)) * np.dtype(dtype).itemsize)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
@@ -85,7 +95,7 @@ def main(shape_name, out, vocab_path):
         elif dtype == np.float32:  # routers: their own random values
             t = rng.normal(0.0, std, shape).astype(np.float32)
         else:
-            t = pool(shape, k)
+            t = q4_k(shape, k) if quant else pool(shape, k)
         w.write_tensor_data(t)
         print(f"\r{k + 1}/{len(tensors)} {name}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)

@@ -3,12 +3,15 @@
 // greedy ids equal the native build's on the recorded prompts, for SmolLM2,
 // Qwen and Gemma 3; without them the single-thread build is chosen, same
 // ids. With `cache: true` a second load comes from the Cache API. Speculative
-// (n-gram) decoding gives plain decoding's ids there too.
+// (n-gram) decoding gives plain decoding's ids there too. The tiny Gemma 3n
+// and Qwen3-MoE GGUF twins give transformers' greedy ids there.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { fixture, GEMMA3, nativeGreedy, QWEN, SMOLLM2 } from '../test/helpers.js';
+import { fixture, GEMMA3, nativeGreedy, QWEN, root, SMOLLM2 } from '../test/helpers.js';
 import { start } from './browser.js';
 
 let env;
@@ -21,7 +24,8 @@ async function greedyInPage(file, prompts, n, e = env) {
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`${e.base}/npm/test-browser/greedy.html`);
   await page.waitForFunction(() => window.ready === true);
-  const r = await page.evaluate(([url, p, k]) => window.greedy(url, p, k), [`/models/${file}`, prompts, n]);
+  const url = file.startsWith('/') ? file : `/models/${file}`;
+  const r = await page.evaluate(([u, p, k]) => window.greedy(u, p, k), [url, prompts, n]);
   await page.close();
   assert.deepEqual(errors, []);
   return r;
@@ -49,6 +53,15 @@ for (const [name, path, file, n, which, records] of [
       assert.deepEqual(r.out[i].ids, native.ids, `${name} ${which[i]}`);
       assert.equal(r.out[i].text, native.text);
     });
+  });
+}
+
+for (const name of ['tiny-gemma3n', 'tiny-qwen3-moe']) {
+  test(`${name}.gguf: transformers' greedy ids in Chromium (threaded)`, async () => {
+    const o = JSON.parse(readFileSync(join(root, 'tests/fixtures/tiny', name, 'oracle.json'), 'utf8'));
+    const r = await greedyInPage(`/test-models/${name}.gguf`, [o.input_ids], 8);
+    assert.equal(r.info.threaded, true);
+    assert.deepEqual(r.out[0].ids, o.generated_ids);
   });
 }
 
