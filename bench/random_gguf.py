@@ -11,14 +11,18 @@ POOL = np.random.default_rng(0).normal(0.0, 0.02, 1 << 26).astype(np.float16)
 
 def pool(shape, seed):
     """A tensor of `shape` from the pool, at an offset `seed` picks."""
-    n = int(np.prod(shape))
-    out = np.empty(n, dtype=np.float16)
-    at, done = (seed * 7919 * 4099) % (POOL.size - 1), 0
+    return _from(POOL, int(np.prod(shape)), seed).reshape(shape)
+
+
+def _from(source, n, seed):
+    """`n` values of `source`, read on from an offset `seed` picks (wrapping)."""
+    out = np.empty(n, dtype=source.dtype)
+    at, done = (seed * 7919 * 4099) % (source.size - 1), 0
     while done < n:
-        take = min(n - done, POOL.size - at)
-        out[done:done + take] = POOL[at:at + take]
+        take = min(n - done, source.size - at)
+        out[done:done + take] = source[at:at + take]
         done, at = done + take, 0
-    return out.reshape(shape)
+    return out
 
 
 def copy_tokenizer(w, vocab_path):
@@ -43,13 +47,7 @@ def q4_k(shape, seed):
     way to write a model too large to write in f16 first."""
     *lead, cols = shape
     row = cols // 256 * Q4_K_BLOCK
-    n = int(np.prod(lead)) * row
-    out = np.empty(n, dtype=np.uint8)
-    at, done = (seed * 7919 * 4099) % (BYTES.size - 1), 0
-    while done < n:
-        take = min(n - done, BYTES.size - at)
-        out[done:done + take] = BYTES[at:at + take]
-        done, at = done + take, 0
+    out = _from(BYTES, int(np.prod(lead)) * row, seed)
     blocks = out.reshape(-1, Q4_K_BLOCK)
     blocks[:, 0:2] = np.frombuffer(np.float16(4e-5).tobytes(), dtype=np.uint8)
     blocks[:, 2:4] = np.frombuffer(np.float16(2e-4).tobytes(), dtype=np.uint8)

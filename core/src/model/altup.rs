@@ -83,11 +83,13 @@ pub(super) fn predict(m: View, e: &Engine, s: &mut Scratch, w: &Gemma3nLayer, n:
         for (o, c) in coef[..a * a].iter_mut().enumerate() {
             *c = w.predict[o * a..(o + 1) * a].iter().zip(modal).map(|(p, m)| p * m).sum();
         }
+        // where each stream's row of token t starts
+        let mut row = [0usize; MAX_ALTUP];
+        row[..a].iter_mut().enumerate().for_each(|(j, r)| *r = at(s, j, t).start);
         for k in 0..a {
-            let out = at(s, k, t);
             for d in 0..ne {
-                let mix: f32 = (0..a).map(|j| coef[k * a + j] * s.g3n.streams[at(s, j, t).start + d]).sum();
-                s.g3n.preds[out.start + d] = mix + s.g3n.streams[out.start + d];
+                let mix: f32 = (0..a).map(|j| coef[k * a + j] * s.g3n.streams[row[j] + d]).sum();
+                s.g3n.preds[row[k] + d] = mix + s.g3n.streams[row[k] + d];
             }
         }
         let active = at(s, g.active, t);
