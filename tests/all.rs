@@ -10,6 +10,7 @@ mod grammar;
 mod hf;
 mod hf_errors;
 mod hostile;
+mod lora;
 mod moe;
 mod parity_exact;
 mod parity_gemma3;

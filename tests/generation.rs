@@ -10,8 +10,8 @@ use tern::Threads;
 use tern_core::runtime::messages_from_json;
 use tern_core::SamplerConfig;
 use tern_core::{generate_batch, BatchItem, Event, FinishReason, GenerateConfig, Generator};
+use tern_core::{AdapterSet, Error, Logits};
 use tern_core::{Conversation, Overflow};
-use tern_core::{Error, Logits};
 use tern_tests::*;
 
 fn greedy(n: usize) -> GenerateConfig {
@@ -321,7 +321,7 @@ fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
     let mut held = Vec::new();
     let (b, c, d) = (ask(2 * KV_BLOCK + 60, " When do you open?"), ask(KV_BLOCK, " Why?"), ask(100, " Hi?"));
     for (p, want_n) in [(b, 2 * KV_BLOCK + 60), (c, KV_BLOCK), (d, 100)] {
-        assert_eq!(cache.longest(&p), want_n);
+        assert_eq!(cache.longest(&AdapterSet::new(), &p), want_n);
         let mut s = lm.model.session(1024, 64);
         assert_eq!(cache.attach(&mut s, &p, p.len() - 1), want_n);
         assert_eq!((s.n_past(), s.tokens()), (want_n, &p[..want_n]));
@@ -335,10 +335,10 @@ fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
     assert_eq!(cache.counts(&held), BlockCounts { in_use: 5, shared: 1, cached: 1 });
     assert!(cache.evict(), "the third block: no session holds it now");
     assert!(!cache.evict(), "the rest are held");
-    assert_eq!(cache.longest(&a), 2 * KV_BLOCK);
+    assert_eq!(cache.longest(&AdapterSet::new(), &a), 2 * KV_BLOCK);
     held.clear();
     assert!(cache.evict() && cache.evict() && !cache.evict());
-    assert_eq!((cache.blocks(), cache.evictions(), cache.longest(&a)), (0, 3, 0));
+    assert_eq!((cache.blocks(), cache.evictions(), cache.longest(&AdapterSet::new(), &a)), (0, 3, 0));
 
     // least recently used first: an older prompt's last block, then its
     // first, before a newer prompt's
@@ -349,9 +349,9 @@ fn a_prefix_from_the_prefix_cache_equals_a_fresh_prefill() {
         cache.insert(&s, p.len());
     }
     assert!(cache.evict());
-    assert_eq!((cache.longest(&a), cache.longest(&c)), (KV_BLOCK, c.len()));
+    assert_eq!((cache.longest(&AdapterSet::new(), &a), cache.longest(&AdapterSet::new(), &c)), (KV_BLOCK, c.len()));
     assert!(cache.evict());
-    assert_eq!((cache.longest(&a), cache.longest(&c)), (0, c.len()));
+    assert_eq!((cache.longest(&AdapterSet::new(), &a), cache.longest(&AdapterSet::new(), &c)), (0, c.len()));
     assert!(cache.evict() && !cache.evict());
 
     // another element type, and a model with window rings: nothing shared

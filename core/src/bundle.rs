@@ -4,6 +4,7 @@
 //! wasm one receives them from JavaScript).
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::chat::ChatTemplate;
@@ -11,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::generate::Vocab;
 use crate::grammar::{GrammarCompiler, LazyCompiler};
 use crate::hf::{self, CheckpointInfo, GenerationDefaults};
-use crate::model::Model;
+use crate::model::{Adapter, AdapterSet, Applied, Model};
 use crate::tokenizer::Tokenizer;
 
 /// Which format the model came in.
@@ -37,6 +38,9 @@ pub struct Bundle<B> {
     pub defaults: GenerationDefaults,
     /// Which format the files were.
     pub source: Source,
+    /// LoRA adapters loaded beside it, by id (their index), each at its
+    /// default scale: what a request that lists none runs with.
+    pub adapters: Vec<Applied>,
     /// The compiled chat template, or why there is none.
     template: core::result::Result<ChatTemplate, Error>,
     /// The grammar compiler, once a constrained generation asked for it.
@@ -69,7 +73,16 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             Some(t) => ChatTemplate::of(t),
             None => Err(Error::Template { detail: "the model has no tokenizer, so no chat template".into() }),
         };
-        Bundle { model, tokenizer, defaults, source, template, grammar: LazyCompiler::default() }
+        Bundle { model, tokenizer, defaults, source, template, grammar: LazyCompiler::default(), adapters: Vec::new() }
+    }
+
+    /// Keep `adapter` (loaded for this model) beside it at default scale
+    /// `scale`; its id.
+    pub fn add_adapter(&mut self, adapter: Arc<Adapter>, scale: f32) -> Result<usize> {
+        self.model.check_adapter(&adapter)?;
+        AdapterSet::new().with(adapter.clone(), scale)?;
+        self.adapters.push(Applied { adapter, scale });
+        Ok(self.adapters.len() - 1)
     }
 
     /// The tokenizer, or an error saying the model has none.
@@ -120,9 +133,9 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// The bundle with its model rewritten by `f` (quantized or widened
     /// at load), and what `f` reported.
     pub fn map_model<T>(self, f: impl FnOnce(Model<B>) -> Result<(Model<B>, T)>) -> Result<(Bundle<B>, T)> {
-        let Bundle { model, tokenizer, defaults, source, template, grammar } = self;
+        let Bundle { model, tokenizer, defaults, source, template, grammar, adapters } = self;
         let (model, t) = f(model)?;
-        Ok((Bundle { model, tokenizer, defaults, source, template, grammar }, t))
+        Ok((Bundle { model, tokenizer, defaults, source, template, grammar, adapters }, t))
     }
 }
 

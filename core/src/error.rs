@@ -212,6 +212,14 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// A LoRA adapter that cannot be applied to this model, or a file
+    /// that is not one: `what` names the check it failed.
+    Adapter {
+        /// The adapter (its path or name).
+        adapter: String,
+        /// What is wrong.
+        what: String,
+    },
     /// A field of a request (`tools[2]`, `tool_choice`, ...) that is wrong.
     InvalidField {
         /// The field, as the request names it.
@@ -286,6 +294,7 @@ impl fmt::Display for Error {
                 write!(f, "context full: {needed} positions needed, the session holds {n_ctx}")
             }
             InvalidArgument { what } => write!(f, "invalid argument: {what}"),
+            Adapter { adapter, what } => write!(f, "LoRA adapter {adapter}: {what}"),
             InvalidField { field, what } => write!(f, "{field}: {what}"),
         }
     }

@@ -41,10 +41,12 @@ mod generate;
 mod gguf;
 #[cfg(feature = "std")]
 mod grammar;
+mod hash;
 #[cfg(feature = "std")]
 mod hf;
 #[cfg(feature = "std")]
 mod infill;
+mod lora;
 mod model;
 mod parallel;
 mod perplexity;
@@ -85,15 +87,17 @@ pub use grammar::{Grammar, MAX_GRAMMAR_BYTES, MAX_GRAMMAR_DEPTH};
 pub use hf::{CheckpointInfo, GenerationDefaults};
 #[cfg(feature = "std")]
 pub use infill::{ExtraFile, FimTokens, Infill, MAX_EXTRA_FILES};
+pub use lora::MAX_RANK;
 pub use model::{
-    Act, Arch, Config, Engine, Experts, Ffn, Footprint, Gemma3n, Gemma3nLayer, Gemma3nWeights, KvType, Logits,
-    LongRope, Mlp, Model, Moe, Requantized, RopeStyle, Session, SharedExpert, Widened, Window, MAX_CTX,
+    Act, Adapter, AdapterSet, Applied, Arch, Config, Engine, Experts, Ffn, Footprint, Gemma3n, Gemma3nLayer,
+    Gemma3nWeights, KvType, Logits, LongRope, Mlp, Model, Moe, Proj, Requantized, RopeStyle, Session, SharedExpert,
+    Widened, Window, MAX_ADAPTERS, MAX_CTX, MAX_SCALE,
 };
 pub use perplexity::{perplexity, Perplexity};
 #[cfg(feature = "std")]
 pub use reasoning::{Parts, Reasoning, ReasoningFormat, ReasoningSplit, ThinkMarkers, THINK_MARKERS};
 #[cfg(feature = "std")]
-pub use request::{Prepared, Prompt, Request, MAX_STOPS};
+pub use request::{LoraScale, Prepared, Prompt, Request, MAX_STOPS};
 pub use sampler::{SamplerConfig, Sampling, Stage};
 pub use speculative::{DraftModel, Drafter, Evidence, Ngram, SpecConfig, Speculation, Speculative, MAX_DRAFT};
 #[cfg(feature = "std")]

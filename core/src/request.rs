@@ -27,6 +27,7 @@ use crate::generate::{Clock, Constraint, GenerateConfig, Generation, MAX_TOP_LOG
 use crate::grammar::Grammar;
 use crate::hf::GenerationDefaults;
 use crate::infill::Infill;
+use crate::model::AdapterSet;
 use crate::reasoning::{Reasoning, ReasoningFormat};
 pub use crate::sampler::Sampling;
 use crate::speculative::{Drafter, Ngram, SpecConfig, Speculation, Speculative};
@@ -114,6 +115,21 @@ pub struct Request {
     /// lookup) verified several tokens a forward pass.
     #[serde(default)]
     pub speculative: Option<Speculative>,
+    /// The LoRA adapters to run with, by id (the bundle's, in the order
+    /// they were loaded) and scale, as llama-server takes them; None: the
+    /// bundle's adapters at their own scales.
+    #[serde(default)]
+    pub lora: Option<Vec<LoraScale>>,
+}
+
+/// A loaded adapter by id, at a scale (llama-server's `lora` entries).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraScale {
+    /// The adapter's id: its index among the bundle's.
+    pub id: usize,
+    /// Its scale (0: not applied).
+    pub scale: f32,
 }
 
 /// The values `reasoning_effort` takes (OpenAI's).
@@ -141,6 +157,7 @@ impl Request {
             reasoning_effort: None,
             reasoning_format: ReasoningFormat::Auto,
             speculative: None,
+            lora: None,
         }
     }
 
@@ -217,6 +234,15 @@ impl Request {
         }
         if let Some(s) = &self.speculative {
             s.over(SpecConfig::default())?;
+        }
+        if let Some(l) = &self.lora {
+            if l.len() > crate::model::MAX_ADAPTERS {
+                let what = alloc::format!("{} adapters (at most {})", l.len(), crate::model::MAX_ADAPTERS);
+                return Err(field("lora", what));
+            }
+            if let Some(d) = l.iter().enumerate().find(|(i, x)| l[..*i].iter().any(|y| y.id == x.id)) {
+                return Err(field("lora", alloc::format!("adapter id {} is listed twice", d.1.id)));
+            }
         }
         let tools = self.tool_request()?;
         if tools.as_ref().is_some_and(|t| t.forced().is_some()) && self.grammar.is_some() {
@@ -411,11 +437,28 @@ impl<B: AsRef<[u8]>> Bundle<B> {
             min_tokens: req.min_tokens,
             end_ids,
             max_predict_ms: req.t_max_predict_ms.filter(|&ms| ms > 0),
+            adapters: self.adapter_set(req.lora.as_deref())?,
         };
         let spec = match &req.speculative {
             Some(s) => s.over(SpecConfig::default())?,
             None => None,
         };
         Ok(Prepared { prompt, cfg, constraint, tools, reasoning: None, spec })
+    }
+
+    /// The adapters a request runs with: those it lists, by id, at its
+    /// scales; else the bundle's at their own.
+    pub fn adapter_set(&self, lora: Option<&[LoraScale]>) -> Result<AdapterSet> {
+        let n = self.adapters.len();
+        let Some(list) = lora else {
+            return self.adapters.iter().try_fold(AdapterSet::new(), |s, a| s.with(a.adapter.clone(), a.scale));
+        };
+        list.iter().try_fold(AdapterSet::new(), |set, l| {
+            let Some(a) = self.adapters.get(l.id) else {
+                let loaded = if n == 0 { "none is loaded".into() } else { alloc::format!("ids 0..{n} are loaded") };
+                return Err(field("lora", alloc::format!("no adapter with id {} ({loaded})", l.id)));
+            };
+            set.with(a.adapter.clone(), l.scale).map_err(|e| field("lora", e.to_string()))
+        })
     }
 }

@@ -35,6 +35,7 @@
 //! [`runtime`]'s `Session`, `Generator` and `Engine` run it.
 #![warn(missing_docs)]
 
+mod adapter;
 mod draft;
 mod embed;
 pub mod error;
@@ -48,6 +49,7 @@ pub mod serve;
 
 use std::time::Instant;
 
+pub use adapter::load_adapter;
 pub use draft::Draft;
 pub use embed::Embedder;
 pub use error::{Error, Result};
@@ -59,6 +61,7 @@ pub use tern_core::Message;
 pub use tern_core::SamplerConfig;
 pub use tern_core::Speculative;
 pub use tern_core::Tokenizer;
+pub use tern_core::{Adapter, AdapterSet};
 pub use tern_core::{CancelFlag, Event, FinishReason, GenerationResult, Timings, TokenLogprob, Usage};
 pub use tern_core::{Infill, Parts, Reasoning, ReasoningFormat, ReasoningSplit, TemplateKwargs};
 pub use tern_core::{Tool, ToolCall, ToolChoice, ToolFormat};

@@ -151,6 +151,7 @@ impl Generation {
                 return Err(crate::Error::InvalidArgument { what: "an empty prompt".into() });
             }
             self.cfg.validate()?;
+            p.session.set_adapters(&self.cfg.adapters);
             let keep = prefill_start(p.session, &self.prompt);
             let mut q = Sequence::new(&self.cfg, self.prompt.len(), keep, self.clock);
             if let Some(c) = self.constraint.take() {
@@ -369,6 +370,7 @@ pub fn generate_batch_constrained<B: AsRef<[u8]>>(
             return Err(crate::Error::InvalidArgument { what: alloc::format!("batch item {i} has an empty prompt") });
         }
         it.cfg.validate()?;
+        sess.set_adapters(&it.cfg.adapters);
         let keep = prefill_start(sess, &it.prompt);
         let mut q = Sequence::new(&it.cfg, it.prompt.len(), keep, clock);
         if let Some(c) = c {

@@ -2,6 +2,7 @@
 //! events, the result with usage and timings, the text output with stop
 //! strings held back, and the stopwatch.
 
+use crate::model::AdapterSet;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -45,6 +46,9 @@ pub struct GenerateConfig {
     /// holding a newline once this many milliseconds have passed since
     /// the first token.
     pub max_predict_ms: Option<u64>,
+    /// The LoRA adapters the sequence runs with (its session takes them
+    /// before the prefill; a cache computed with others is dropped).
+    pub adapters: AdapterSet,
 }
 
 impl Default for GenerateConfig {
@@ -59,6 +63,7 @@ impl Default for GenerateConfig {
             min_tokens: 0,
             end_ids: Vec::new(),
             max_predict_ms: None,
+            adapters: AdapterSet::new(),
         }
     }
 }

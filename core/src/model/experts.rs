@@ -75,7 +75,7 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize, l
     // the shared expert, gated by sigmoid(x · g)
     if let Some(sh) = &x.shared {
         let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-        mlp(m, e, &sh.mlp, act, None, &s.xn[..n * ne], n, b, &mut bufs.shared);
+        mlp(m, e, &sh.mlp, act, None, &s.xn[..n * ne], n, b, &mut bufs.shared, None);
     }
 
     combine(s, x, n, k, ne);
@@ -122,7 +122,7 @@ fn one_token(m: View, e: &Engine, s: &mut Scratch, x: &Experts, k: usize, l: usi
     matmul_each(e, &downs[..k], &s.gate[..k * ff], &mut s.acts, &mut s.moe.out[..k * ne]);
     if let Some(sh) = &x.shared {
         let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-        mlp(m, e, &sh.mlp, m.config.act, None, &s.xn[..ne], 1, b, &mut s.moe.shared);
+        mlp(m, e, &sh.mlp, m.config.act, None, &s.xn[..ne], 1, b, &mut s.moe.shared, None);
     }
     true
 }

@@ -4,9 +4,11 @@
 //! sequence's own cache. Every token's arithmetic is the same whatever else
 //! is in the batch, so results are batch-invariant bit for bit.
 
+use super::adapter::{Applied, Proj};
 use super::attention::attention;
 use super::engine::Engine;
 use super::kv_cache::KvCache;
+use super::lora;
 use super::matmul::matmul;
 use super::mlp::{mlp, MlpBufs};
 use super::scratch::{Scratch, HEAD_TOKENS};
@@ -23,6 +25,8 @@ pub(super) struct Seq<'a> {
     /// Position of the first token (tokens before it are in `kv`).
     pub pos0: usize,
     pub tokens: &'a [u32],
+    /// The LoRA adapters its tokens run with.
+    pub lora: &'a [Applied],
 }
 
 /// What a batch's requested rows give.
@@ -168,7 +172,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
     }
 
     // Q, K, V (a layer reading another's K/V: Q only), normed, rotated
-    let own_kv = qkv(m, e, s, lw, n, local);
+    let own_kv = qkv(m, e, s, seqs, l, n, local);
 
     // a cache storing its rows rotated (Q8_0): its tokens' queries, keys
     // and values turn into that basis, and their attention output back
@@ -199,6 +203,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
 
     // output projection (gemma: normed) and residual
     matmul(e, &[(m.matrix(&lw.wo), None)], &s.att, n, &mut s.acts, &mut s.mm, &mut [&mut s.y]);
+    lora::add(e, seqs, l, Proj::O, &s.att[..n * qd], &mut s.y[..n * ne], &mut s.lora);
     residual(e, s, n, lw.post_attn_norm.as_deref(), c.norm_eps);
     if lw.gemma3n.is_some() {
         laurel::join(s, n);
@@ -210,7 +215,9 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
         Ffn::Dense(w) => {
             let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
             let sparsity = c.gemma3n.as_ref().and_then(|g| g.sparsity[l]);
-            mlp(m, e, w, c.act, sparsity, &s.xn, n, b, &mut s.y);
+            let (seqs, bufs) = (&*seqs, &mut s.lora);
+            let mut delta = |p: Proj, x: &[f32], out: &mut [f32]| lora::add(e, seqs, l, p, x, out, bufs);
+            mlp(m, e, w, c.act, sparsity, &s.xn, n, b, &mut s.y, Some(&mut delta));
         }
         Ffn::Moe(x) => experts::ffn(m, e, s, x, n, l),
     }
@@ -220,8 +227,9 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
 /// The layer's queries, keys and values of the `n` normed rows in `s.xn`,
 /// normalised and rotated as the family does, into `s.q`, `s.k`, `s.v`;
 /// whether the layer has keys and values of its own.
-fn qkv(m: View, e: &Engine, s: &mut Scratch, lw: &LayerWeights, n: usize, local: bool) -> bool {
-    let c = m.config;
+#[allow(clippy::too_many_arguments)]
+fn qkv(m: View, e: &Engine, s: &mut Scratch, seqs: &[Seq], l: usize, n: usize, local: bool) -> bool {
+    let (c, lw) = (m.config, &m.weights.layers[l]);
     let (hd, qd, kvd) = (c.head_dim, c.q_dim(), c.kv_dim());
     let k = e.kernels;
 
@@ -237,6 +245,14 @@ fn qkv(m: View, e: &Engine, s: &mut Scratch, lw: &LayerWeights, n: usize, local:
         matmul(e, &[q], xn, n, acts, mm, &mut [&mut s.q]);
         false
     };
+    // the adapters' deltas, before any norm or rotation (they change the
+    // projections' outputs)
+    let xn = &s.xn[..n * c.n_embd];
+    lora::add(e, seqs, l, Proj::Q, xn, &mut s.q[..n * qd], &mut s.lora);
+    if own_kv {
+        lora::add(e, seqs, l, Proj::K, xn, &mut s.k[..n * kvd], &mut s.lora);
+        lora::add(e, seqs, l, Proj::V, xn, &mut s.v[..n * kvd], &mut s.lora);
+    }
     // Gemma 3n: V normalised per head, unweighted
     if c.gemma3n.is_some() && own_kv {
         let ones = [1.0f32; MAX_HEAD_DIM];

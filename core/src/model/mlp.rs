@@ -2,6 +2,7 @@
 //! dense model (Gemma 3n's first layers' through a Gaussian top-k), and
 //! each expert of a mixture (`super::experts`).
 
+use super::adapter::Proj;
 use super::engine::Engine;
 use super::matmul::{matmul, ActBufs};
 use super::parts::Act;
@@ -18,8 +19,13 @@ pub(super) struct MlpBufs<'a> {
     pub mm: &'a mut [f32],
 }
 
+/// A projection's extra output: `delta(p, x, out)` adds to `out` what
+/// LoRA adapters add to projection `p` of input `x`.
+pub(super) type Delta<'a> = &'a mut dyn FnMut(Proj, &[f32], &mut [f32]);
+
 /// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`; with a
-/// `sparsity` multiplier, the gate through the Gaussian top-k first.
+/// `sparsity` multiplier, the gate through the Gaussian top-k first;
+/// each projection's output plus its `delta`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn mlp(
     m: View,
@@ -31,26 +37,44 @@ pub(super) fn mlp(
     n: usize,
     b: MlpBufs,
     y: &mut [f32],
+    delta: Option<Delta>,
 ) {
     let w = [m.matrix(&w.gate), m.matrix(&w.up), m.matrix(&w.down)];
-    run(e, w, act, sparsity, x, n, b, y);
+    run(e, w, act, sparsity, x, n, b, y, delta);
 }
 
 /// The same, of matrices at hand: `[gate, up, down]`.
 pub(super) fn mlp_of(e: &Engine, w: [QMatrix; 3], act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
-    run(e, w, act, None, x, n, b, y);
+    run(e, w, act, None, x, n, b, y, None);
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run(e: &Engine, w: [QMatrix; 3], act: Act, sparsity: Option<f32>, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
+fn run(
+    e: &Engine,
+    w: [QMatrix; 3],
+    act: Act,
+    sparsity: Option<f32>,
+    x: &[f32],
+    n: usize,
+    b: MlpBufs,
+    y: &mut [f32],
+    mut delta: Option<Delta>,
+) {
     let [gate, up, down] = w;
-    let nf = gate.n_rows;
+    let (nf, ne) = (gate.n_rows, down.n_rows);
     matmul(e, &[(gate, None), (up, None)], x, n, b.acts, b.mm, &mut [&mut *b.gate, &mut *b.up]);
+    if let Some(d) = delta.as_mut() {
+        d(Proj::Gate, &x[..n * gate.n_cols], &mut b.gate[..n * nf]);
+        d(Proj::Up, &x[..n * gate.n_cols], &mut b.up[..n * nf]);
+    }
     if let Some(k) = sparsity {
         b.gate[..n * nf].chunks_exact_mut(nf).for_each(|g| gaussian_top_k(g, k));
     }
     activate(e, act, b.gate, b.up, n * nf);
-    matmul(e, &[(down, None)], b.gate, n, b.acts, b.mm, &mut [y]);
+    matmul(e, &[(down, None)], b.gate, n, b.acts, b.mm, &mut [&mut *y]);
+    if let Some(d) = delta.as_mut() {
+        d(Proj::Down, &b.gate[..n * nf], &mut y[..n * ne]);
+    }
 }
 
 /// Gemma 3n's activation sparsity: `g = relu(g − (mean + std · k))` over

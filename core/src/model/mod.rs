@@ -1,6 +1,7 @@
 //! The model (immutable, shareable) and the session (KV cache, position,
 //! scratch) that runs it. `forward` serves prefill and decode alike.
 
+mod adapter;
 mod altup;
 mod attention;
 pub(crate) mod binder;
@@ -17,6 +18,7 @@ mod laurel;
 #[cfg(feature = "std")]
 mod lazy_rows8;
 pub(crate) mod limits;
+mod lora;
 pub(crate) mod matmul;
 mod mlp;
 pub(crate) mod moe;
@@ -32,6 +34,8 @@ pub(crate) mod weights;
 
 use alloc::vec::Vec;
 
+pub use adapter::{Adapter, AdapterSet, Applied, Proj, MAX_ADAPTERS, MAX_SCALE};
+pub(crate) use adapter::{Mat, Pair};
 pub use config::Config;
 pub use engine::Engine;
 pub use family::Arch;
@@ -97,6 +101,22 @@ impl<B: AsRef<[u8]>> Model<B> {
             config,
             weights,
         })
+    }
+
+    /// An error naming the first adapter of `set` that was loaded for
+    /// another model (its shapes or row order differ from this one's).
+    pub fn check_adapters(&self, set: &AdapterSet) -> Result<()> {
+        set.list().iter().try_for_each(|a| self.check_adapter(&a.adapter))
+    }
+
+    /// An error if `a` was loaded for another model (its shapes or row
+    /// order differ from this one's).
+    pub fn check_adapter(&self, a: &Adapter) -> Result<()> {
+        if a.base == Adapter::fingerprint(&self.config, &self.weights) {
+            return Ok(());
+        }
+        let what = alloc::format!("it was loaded for another model than this {}", self.config.arch);
+        Err(Error::Adapter { adapter: a.name.clone(), what })
     }
 
     /// The buffers the model reads (the GGUF file is the first and only
@@ -224,6 +244,7 @@ impl<B: AsRef<[u8]>> Model<B> {
             logits: Vec::new(),
             n_vocab: self.config.n_vocab,
             rng: Rng::new(0),
+            adapters: AdapterSet::new(),
         }
     }
 
@@ -268,6 +289,7 @@ impl<B: AsRef<[u8]>> Model<B> {
         let mut row = 0;
         for (i, (sess, toks)) in items.iter().enumerate() {
             sess.check(&self.config, toks)?;
+            self.check_adapters(&sess.adapters)?;
             if toks.len() > sess.kv.max_step() && self.config.window.is_some() {
                 return Err(Error::InvalidArgument {
                     what: alloc::format!(
@@ -287,7 +309,12 @@ impl<B: AsRef<[u8]>> Model<B> {
         logits.resize(out_rows.len() * self.config.n_vocab, 0.0);
         let mut seqs: Vec<forward::Seq> = items
             .iter_mut()
-            .map(|(sess, toks)| forward::Seq { pos0: sess.tokens.len(), kv: &mut sess.kv, tokens: toks })
+            .map(|(sess, toks)| forward::Seq {
+                pos0: sess.tokens.len(),
+                kv: &mut sess.kv,
+                tokens: toks,
+                lora: sess.adapters.list(),
+            })
             .collect();
         self.with_view(|view| forward::batch(view, e, scratch, &mut seqs, &out_rows, forward::Out::Logits(logits)))?;
         for (sess, toks) in items.iter_mut() {
@@ -377,9 +404,23 @@ pub struct Session {
     n_vocab: usize,
     /// The session's random state (sampling draws from it).
     pub rng: Rng,
+    /// The LoRA adapters its forward passes apply.
+    adapters: AdapterSet,
 }
 
 impl Session {
+    /// Run with the adapters of `set` from now on. A set other than the
+    /// current one empties the cache: its rows were computed without them.
+    pub fn set_adapters(&mut self, set: &AdapterSet) {
+        if *set != self.adapters {
+            self.truncate(0);
+            self.adapters = set.clone();
+        }
+    }
+    /// The adapters its forward passes apply.
+    pub fn adapters(&self) -> &AdapterSet {
+        &self.adapters
+    }
     /// Positions already in the cache.
     pub fn n_past(&self) -> usize {
         self.tokens.len()
@@ -415,11 +456,12 @@ impl Session {
     /// the same model, context and batch sizes) instead of computing them:
     /// this session then holds those tokens, their K/V the same bits a
     /// prefill of them would write. Returns the positions taken: `n` (at
-    /// most `from`'s), or 0 if the caches differ in shape or type or hold
-    /// sliding-window rings (nothing changes then).
+    /// most `from`'s), or 0 if the caches differ in shape or type, hold
+    /// sliding-window rings, or were computed with other adapters
+    /// (nothing changes then).
     pub fn copy_prefix(&mut self, from: &Session, n: usize) -> usize {
         let n = n.min(from.tokens.len());
-        if self.kv.shape().is_none() || self.kv.shape() != from.kv.shape() {
+        if self.kv.shape().is_none() || self.kv.shape() != from.kv.shape() || self.adapters != from.adapters {
             return 0;
         }
         let blocks = &from.kv.blocks()[..n.div_ceil(crate::backend::KV_BLOCK)];
@@ -503,6 +545,7 @@ impl Session {
     ) -> Result<&[f32]> {
         let nv = if hidden { m.config.n_embd } else { m.config.n_vocab };
         self.check(&m.config, tokens)?;
+        m.check_adapters(&self.adapters)?;
         let n_rows = match want {
             Logits::Last => tokens.len().min(1),
             Logits::All => tokens.len(),
@@ -524,7 +567,8 @@ impl Session {
                     _ => {}
                 }
                 let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
-                let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch }];
+                let lora = self.adapters.list();
+                let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, lora }];
                 let out = if hidden { forward::Out::Hidden(out) } else { forward::Out::Logits(out) };
                 forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out)?;
                 self.tokens.extend_from_slice(batch);

@@ -10,6 +10,9 @@
 //! run of a block's positions (its rows past them are never read, and the
 //! sequence's first write there copies the block).
 //!
+//! Chains start from a root of the sequences' LoRA adapter set: the same
+//! tokens run with other adapters have other rows, so they never share.
+//!
 //! Blocks are reference counted: the cache and every sequence holding a
 //! block share it. `evict` drops the least recently used leaf no sequence
 //! holds, deepest first among equals, so a chain is cut from its end.
@@ -20,8 +23,9 @@ use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::{KvType, Session};
+use super::{AdapterSet, KvType, Session};
 use crate::backend::{KvBlock, KV_BLOCK};
+use crate::hash::Fnv;
 
 /// The root's key: the parent of every first block.
 const ROOT: u64 = 0x7465_726e_5f6b_7600;
@@ -79,7 +83,7 @@ impl PrefixCache {
         }
         self.clock += 1;
         let n = n.min(s.tokens.len());
-        let mut parent = ROOT;
+        let mut parent = root(s);
         for (depth, (tokens, block)) in s.tokens[..n].chunks(KV_BLOCK).zip(s.kv.blocks()).enumerate() {
             let key = chain(parent, tokens);
             match self.nodes.get_mut(&key) {
@@ -106,8 +110,8 @@ impl PrefixCache {
 
     /// How many leading tokens of `tokens` the cache holds, and the blocks
     /// holding them (the last perhaps only in part).
-    fn find(&self, tokens: &[u32]) -> (usize, Vec<u64>) {
-        let (mut parent, mut n, mut path) = (ROOT, 0, Vec::new());
+    fn find(&self, root: u64, tokens: &[u32]) -> (usize, Vec<u64>) {
+        let (mut parent, mut n, mut path) = (root, 0, Vec::new());
         while n < tokens.len() {
             let rest = &tokens[n..];
             let kids = self.children.get(&parent).map_or(&[][..], |k| &k[..]);
@@ -128,9 +132,10 @@ impl PrefixCache {
         (n, path)
     }
 
-    /// How many leading tokens of `tokens` the cache holds.
-    pub fn longest(&self, tokens: &[u32]) -> usize {
-        self.find(tokens).0
+    /// How many leading tokens of `tokens` the cache holds for sequences
+    /// running the adapters of `adapters`.
+    pub fn longest(&self, adapters: &AdapterSet, tokens: &[u32]) -> usize {
+        self.find(root_of(adapters), tokens).0
     }
 
     /// Make `s` hold the longest prefix of `tokens` the cache holds, at
@@ -142,7 +147,7 @@ impl PrefixCache {
         if s.kv.shape().is_none() || s.kv.shape() != self.shape {
             return 0;
         }
-        let (n, path) = self.find(&tokens[..max.min(tokens.len())]);
+        let (n, path) = self.find(root(s), &tokens[..max.min(tokens.len())]);
         self.clock += 1;
         let mut blocks = Vec::with_capacity(path.len());
         for key in &path {
@@ -223,14 +228,21 @@ impl PrefixCache {
     }
 }
 
+/// The parent of the first blocks of `s`'s chains: the root's key, mixed
+/// with the adapter set's (sequences with other adapters share nothing).
+fn root(s: &Session) -> u64 {
+    root_of(&s.adapters)
+}
+
+fn root_of(a: &AdapterSet) -> u64 {
+    match a.key() {
+        0 => ROOT,
+        k => Fnv::new(ROOT).u64(k).finish(),
+    }
+}
+
 /// A block's key: its parent's key and its tokens, mixed (FNV-1a over the
 /// token bytes from the parent's key, then a final avalanche).
 fn chain(parent: u64, tokens: &[u32]) -> u64 {
-    let mut h = parent ^ 0xcbf2_9ce4_8422_2325;
-    for t in tokens.iter().flat_map(|t| t.to_le_bytes()).chain((tokens.len() as u32).to_le_bytes()) {
-        h = (h ^ u64::from(t)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
+    tokens.iter().fold(Fnv::new(parent), |h, &t| h.u32(t)).u32(tokens.len() as u32).finish()
 }

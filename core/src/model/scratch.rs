@@ -5,6 +5,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::config::Config;
+use super::lora::LoraBufs;
 use super::matmul::ActBufs;
 use super::moe::Moe;
 use crate::backend::quant::{BlockQ8K, BlockQ8_0, BlockQ8_1};
@@ -69,6 +70,8 @@ pub struct Scratch {
     pub(crate) moe: MoeBufs,
     /// Gemma 3n's streams and per-layer inputs (empty for other models)
     pub(crate) g3n: Gemma3nBufs,
+    /// LoRA deltas' buffers (grown by the first step with adapters)
+    pub(crate) lora: LoraBufs,
 }
 
 impl Scratch {
@@ -108,6 +111,7 @@ impl Scratch {
             acts: ActBufs::new(b, widest),
             moe: MoeBufs::new(c.moe.as_ref(), c.n_embd, b),
             g3n: Gemma3nBufs::new(c, b),
+            lora: LoraBufs::new(),
         }
     }
 
@@ -132,6 +136,7 @@ impl Scratch {
             + self.acts.q8k.len() * core::mem::size_of::<BlockQ8K>()
             + self.moe.bytes()
             + self.g3n.bytes()
+            + self.lora.bytes()
     }
 }
 

@@ -25,7 +25,7 @@ use tern_core::{
     runtime::prefill_start, runtime::reusable_prefix, FinishReason, GenerateConfig, GenerationResult, Vocab,
 };
 use tern_core::{runtime::verify, Drafter, Ngram, SpecConfig, Speculation};
-use tern_core::{runtime::PrefixCache, Engine, Model, Session};
+use tern_core::{runtime::PrefixCache, AdapterSet, Engine, Model, Session};
 use tern_core::{runtime::Sampled, runtime::Sequence, Constraint, TokenLogprob};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -319,14 +319,17 @@ impl Scheduler<'_> {
         let (limits, slots, cache) = (&self.limits, &mut self.slots, &mut self.cache);
         let mut k = 0;
         while k < self.waiting.len() {
-            let prompt = &self.waiting[k].prompt;
+            let (prompt, adapters) = (&self.waiting[k].prompt, &self.waiting[k].cfg.adapters);
             let free = slots.iter().enumerate().filter(|(_, s)| s.active.is_none());
-            let Some((i, _)) = free.max_by_key(|(_, s)| s.session.common_prefix(prompt)) else { break };
-            if limits.prefix_cache && coming_prefix(slots, prompt) > cached_prefix(slots, cache, prompt) + limits.chunk
+            let Some((i, _)) = free.max_by_key(|(_, s)| held(&s.session, adapters, prompt)) else { break };
+            if limits.prefix_cache
+                && coming_prefix(slots, adapters, prompt) > cached_prefix(slots, cache, adapters, prompt) + limits.chunk
             {
                 k += 1;
                 continue;
             }
+            // (a cache computed with other adapters is dropped)
+            slots[i].session.set_adapters(adapters);
             if limits.prefix_cache {
                 let copied = take_longest_prefix(slots, cache, i, prompt);
                 self.metrics.copied_tokens.fetch_add(copied as u64, Relaxed);
@@ -561,29 +564,40 @@ fn advance_drafted(
     }
 }
 
-/// The longest prefix of `prompt` a prefill could skip with the prefix
-/// cache or any slot's cache.
-fn cached_prefix(slots: &[Slot], cache: &PrefixCache, prompt: &[u32]) -> usize {
-    let from_cache = cache.longest(&prompt[..prompt.len().saturating_sub(1)]);
-    slots.iter().map(|s| reusable_prefix(s.session.tokens(), prompt)).max().unwrap_or(0).max(from_cache)
+/// The prefix of `prompt` a session holds that a sequence running
+/// `adapters` could skip (none if it holds another set's rows).
+fn held(s: &Session, adapters: &AdapterSet, prompt: &[u32]) -> usize {
+    if s.adapters() != adapters {
+        return 0;
+    }
+    reusable_prefix(s.tokens(), prompt)
 }
 
-/// The longest prefix of `prompt` a slot still prefilling will hold once
-/// its prompt is in.
-fn coming_prefix(slots: &[Slot], prompt: &[u32]) -> usize {
+/// The longest prefix of `prompt` a prefill with `adapters` could skip
+/// with the prefix cache or any slot's cache.
+fn cached_prefix(slots: &[Slot], cache: &PrefixCache, adapters: &AdapterSet, prompt: &[u32]) -> usize {
+    let from_cache = cache.longest(adapters, &prompt[..prompt.len().saturating_sub(1)]);
+    slots.iter().map(|s| held(&s.session, adapters, prompt)).max().unwrap_or(0).max(from_cache)
+}
+
+/// The longest prefix of `prompt` a slot still prefilling with the same
+/// adapters will hold once its prompt is in.
+fn coming_prefix(slots: &[Slot], adapters: &AdapterSet, prompt: &[u32]) -> usize {
     let prefilling = slots.iter().filter_map(|s| s.active.as_ref());
-    let prefilling = prefilling.filter(|a| matches!(a.phase, Phase::Prefill { .. }));
+    let prefilling = prefilling.filter(|a| matches!(a.phase, Phase::Prefill { .. }) && a.job.cfg.adapters == *adapters);
     prefilling.map(|a| reusable_prefix(&a.job.prompt, prompt)).max().unwrap_or(0)
 }
 
 /// If the prefix cache or another slot's cache holds a longer prefix of
-/// `prompt` than slot `i`'s, make slot `i` hold it (the K/V a prefill of it
-/// would write, the same bits); the positions copied from another slot.
-/// The prompt's last token is always run again, for its logits.
+/// `prompt` than slot `i`'s (computed with slot `i`'s adapters), make slot
+/// `i` hold it (the K/V a prefill of it would write, the same bits); the
+/// positions copied from another slot. The prompt's last token is always
+/// run again, for its logits.
 fn take_longest_prefix(slots: &mut [Slot], cache: &mut PrefixCache, i: usize, prompt: &[u32]) -> usize {
-    let want = |s: &Slot| reusable_prefix(s.session.tokens(), prompt);
+    let adapters = slots[i].session.adapters().clone();
+    let want = |s: &Slot| held(&s.session, &adapters, prompt);
     let own = want(&slots[i]);
-    let from_cache = cache.longest(&prompt[..prompt.len() - 1]);
+    let from_cache = cache.longest(&adapters, &prompt[..prompt.len() - 1]);
     // (with one slot there is no other: (i, 0))
     let others = (0..slots.len()).filter(|&j| j != i).map(|j| (j, want(&slots[j])));
     let (j, n) = others.max_by_key(|x| x.1).unwrap_or((i, 0));

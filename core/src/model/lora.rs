@@ -1,0 +1,110 @@
+//! LoRA in a forward pass: after a projection's `out = x·Wᵀ (+ b)`, each
+//! sequence's adapters add `s·B(A·x)` to its tokens' rows, in the order the
+//! sequence lists them — so a token's sum is the same whatever else is in
+//! the batch. The tokens of all sequences running one adapter go through
+//! its two matrices together (the kernels' float matmul, whose per-token
+//! numbers do not depend on the other tokens).
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::adapter::{Applied, Proj};
+use super::engine::Engine;
+use super::forward::Seq;
+use super::matmul::{matmul, ActBufs};
+use crate::parallel::Serial;
+
+/// The buffers the deltas work in, grown to the largest step they see.
+pub(crate) struct LoraBufs {
+    /// A group's input rows, gathered when its sequences are not adjacent.
+    x: Vec<f32>,
+    /// (tokens, rank): `A·x`
+    mid: Vec<f32>,
+    /// (tokens, outputs): `B·A·x`
+    delta: Vec<f32>,
+    /// the matmul's (rows, tokens) scratch
+    mm: Vec<f32>,
+    acts: ActBufs,
+}
+
+impl LoraBufs {
+    pub(crate) fn new() -> LoraBufs {
+        LoraBufs { x: Vec::new(), mid: Vec::new(), delta: Vec::new(), mm: Vec::new(), acts: ActBufs::new(0, 0) }
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        4 * (self.x.len() + self.mid.len() + self.delta.len() + self.mm.len())
+    }
+}
+
+/// Multiply-adds below which a group's pair runs on the calling thread (a
+/// decode step's: cheaper than a parallel region's hand-off).
+const SERIAL_MACS: usize = 1 << 18;
+
+/// `out[t] += s·B(A·x[t])` for every token `t` of `seqs` (rows of `x` and
+/// `out`, the sequences' tokens one after another), for each adapter of
+/// its sequence that changes layer `l`'s projection `p`.
+pub(super) fn add(e: &Engine, seqs: &[Seq], l: usize, p: Proj, x: &[f32], out: &mut [f32], b: &mut LoraBufs) {
+    let slots = seqs.iter().map(|q| q.lora.len()).max().unwrap_or(0);
+    let n: usize = seqs.iter().map(|q| q.tokens.len()).sum();
+    if slots == 0 || n == 0 {
+        return;
+    }
+    let (n_in, n_out) = (x.len() / n, out.len() / n);
+    let same = |a: &Applied, o: Option<&Applied>| o.is_some_and(|o| Arc::ptr_eq(&a.adapter, &o.adapter));
+    for slot in 0..slots {
+        for (i, first) in seqs.iter().enumerate() {
+            let Some(ap) = first.lora.get(slot) else { continue };
+            // each adapter once a slot: from the first sequence using it
+            if seqs[..i].iter().any(|q| same(ap, q.lora.get(slot))) {
+                continue;
+            }
+            let Some((a, bm, own)) = ap.adapter.pair(l, p) else { continue };
+            // the group: the sequences running this adapter in this slot,
+            // with their first token's row
+            let mut starts = Vec::new();
+            let mut t = 0;
+            for q in seqs {
+                if same(ap, q.lora.get(slot)) {
+                    starts.push((t, q));
+                }
+                t += q.tokens.len();
+            }
+            let ng: usize = starts.iter().map(|(_, q)| q.tokens.len()).sum();
+            let (t0, whole) = (starts[0].0, starts.windows(2).all(|w| w[0].0 + w[0].1.tokens.len() == w[1].0));
+            let xin = if whole {
+                &x[t0 * n_in..(t0 + ng) * n_in]
+            } else {
+                b.x.clear();
+                for (t, q) in &starts {
+                    b.x.extend_from_slice(&x[t * n_in..(t + q.tokens.len()) * n_in]);
+                }
+                &b.x[..]
+            };
+            let r = a.n_rows;
+            grow(&mut b.mid, ng * r);
+            grow(&mut b.delta, ng * n_out);
+            grow(&mut b.mm, ng * r.max(n_out));
+            let serial = Engine { par: &Serial, ..*e };
+            let e = if ng * r * (n_in + n_out) < SERIAL_MACS { &serial } else { e };
+            matmul(e, &[(a, None)], xin, ng, &mut b.acts, &mut b.mm, &mut [&mut b.mid[..ng * r]]);
+            matmul(e, &[(bm, None)], &b.mid, ng, &mut b.acts, &mut b.mm, &mut [&mut b.delta[..ng * n_out]]);
+            let mut d = b.delta.chunks_exact(n_out);
+            for (t, q) in &starts {
+                let s = q.lora[slot].scale * own;
+                for o in out[t * n_out..(t + q.tokens.len()) * n_out].chunks_exact_mut(n_out) {
+                    let d = d.next().expect("a delta row per token");
+                    for (o, &d) in o.iter_mut().zip(d) {
+                        *o += s * d;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn grow(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
+}
