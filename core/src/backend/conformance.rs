@@ -60,11 +60,12 @@ pub fn check(k: &dyn Kernels) -> Result<(), String> {
     let mut r = Rand(0x9E37_79B9_7F4A_7C15);
     let s = Scalar;
     for ty in super::KERNEL_TYPES {
-        // float rows may have any length: ragged ones too
+        // float rows may have any length: ragged ones too (and a LoRA
+        // adapter's B, whose rows are its rank: 1, 4, 8, 16, 64)
         // (576: a row of 18 blocks of 32, its last group of four partial;
         // 544: an odd number of blocks, 17)
         let widths: &[usize] = match ty.block().0 {
-            1 => &[7, 200, 256, 1536],
+            1 => &[1, 4, 7, 8, 16, 64, 200, 256, 1536],
             32 => &[256, 512, 544, 576, 1536],
             _ => &[256, 512, 1536],
         };
