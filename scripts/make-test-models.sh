@@ -44,6 +44,8 @@ for moe in tiny-qwen2-moe tiny-qwen3-moe tiny-mixtral tiny-olmoe; do
   tiny_gguf "tests/fixtures/tiny/$moe" "$moe" "$models/smollm2-135m-instruct-q4_1.gguf"
 done
 tiny_gguf tests/fixtures/tiny/tiny-gemma3n tiny-gemma3n "$models/gemma-3-270m-q4_k_m.gguf"
+# (with a vocabulary: the server's LoRA test compares texts)
+tiny_gguf tests/fixtures/tiny/tiny-qwen3-yarn tiny-qwen3-yarn-vocab "$models/smollm2-135m-instruct-q4_1.gguf"
 to_hf() { # gguf oracle-name out-name
   [ -f "$out/$3/config.json" ] && return
   rm -rf "$out/$3" "$out/$3.part"

@@ -1676,3 +1676,93 @@ fn speculative_requests_share_the_batch_and_answer_as_plain_ones() {
         assert!(a.is_some_and(|a| a > 0) && j.is_some(), "{u}");
     }
 }
+
+/// LoRA adapters loaded at start (`--lora`, `--lora-scaled`), listed by
+/// `GET /lora-adapters`, applied per request (`lora: [{id, scale}]`; none
+/// listed: the server's scales, which `POST /lora-adapters` sets): four
+/// concurrent requests with four adapter sets share batches, each text
+/// `tern run`'s with the same adapters; an unknown id is a 400 naming it.
+#[test]
+fn lora_adapters_apply_per_request_in_shared_batches() {
+    let model = root().join("target/test-models/tiny-qwen3-yarn-vocab.gguf");
+    assert!(model.exists(), "{} is missing: run scripts/make-test-models.sh", model.display());
+    let a = root().join("tests/fixtures/lora/tiny-qwen3-yarn-a").display().to_string();
+    let b = root().join("tests/fixtures/lora/tiny-qwen3-yarn-b/adapter.gguf").display().to_string();
+    let run = |lora: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tern"))
+            .args(["run", "-m", &model.display().to_string(), "--temp", "0", "--json", "-t", "2", "-n", "12"])
+            .args(["-p", "Hello world"])
+            .args(lora)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["text"].as_str().unwrap().to_string()
+    };
+    let plain = run(&[]);
+    let with_a = run(&["--lora", &a]);
+    let with_b = run(&["--lora-scaled", &b, "0.5"]);
+    let both = run(&["--lora", &a, "--lora-scaled", &b, "0.5"]);
+    assert!(plain != with_a && plain != with_b && with_a != both, "the adapters change the text");
+
+    let srv = Server::start_model(
+        &model.display().to_string(),
+        &["--parallel", "4", "--lora", &a, "--lora-scaled", &b, "0.5"],
+    );
+    let (status, body) = srv.call("GET", "/lora-adapters", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{body}");
+    assert_eq!(
+        (list[0]["id"].as_u64(), list[0]["scale"].as_f64(), list[1]["scale"].as_f64()),
+        (Some(0), Some(1.0), Some(0.5))
+    );
+    assert!(list[1]["path"].as_str().unwrap().ends_with("adapter.gguf"), "{body}");
+
+    let text = |body: &str| {
+        let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        v["choices"][0]["text"].as_str().unwrap_or_else(|| panic!("{body}")).to_string()
+    };
+    let ask = |lora: &str| {
+        let port = srv.port;
+        let body = format!(r#"{{"prompt":"Hello world","max_tokens":12,"temperature":0{lora}}}"#);
+        std::thread::spawn(move || call(port, "POST", "/v1/completions", &[], &body))
+    };
+    for round in 0..2 {
+        let asks = [
+            (ask(r#","lora":[]"#), &plain, "none"),
+            (ask(r#","lora":[{"id":0,"scale":1}]"#), &with_a, "a"),
+            (ask(r#","lora":[{"id":1,"scale":0.5}]"#), &with_b, "b at 0.5"),
+            (ask(""), &both, "the server's: a, and b at 0.5"),
+        ];
+        for (h, want, label) in asks {
+            let (status, body) = h.join().unwrap();
+            assert_eq!(status, 200, "{label}: {body}");
+            assert_eq!(&text(&body), want, "round {round}, {label}");
+        }
+    }
+    assert!(srv.metric("tern_batch_tokens_total") > 0.0);
+
+    // the server's scales: a alone now
+    let (status, body) = srv.call("POST", "/lora-adapters", &[], r#"[{"id":0,"scale":1}]"#);
+    assert_eq!(status, 200, "{body}");
+    let (_, body) =
+        srv.call("POST", "/v1/completions", &[], r#"{"prompt":"Hello world","max_tokens":12,"temperature":0}"#);
+    assert_eq!(text(&body), with_a);
+
+    for (path, req, param) in [
+        ("/v1/completions", r#"{"prompt":"Hi","lora":[{"id":7,"scale":1}]}"#, "lora"),
+        ("/v1/completions", r#"{"prompt":"Hi","lora":[{"id":0}]}"#, "lora"),
+        ("/v1/completions", r#"{"prompt":"Hi","lora":[{"id":0,"scale":1},{"id":0,"scale":2}]}"#, "lora"),
+        ("/lora-adapters", r#"[{"id":2,"scale":1}]"#, "body"),
+        ("/lora-adapters", r#"[{"id":0,"scale":1e30}]"#, "body"),
+    ] {
+        let (status, body) = srv.call("POST", path, &[], req);
+        assert_eq!(status, 400, "{req}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["error"]["param"], param, "{req}: {body}");
+        if req.contains("\"id\":7") {
+            assert!(body.contains("no adapter with id 7"), "{body}");
+        }
+    }
+}

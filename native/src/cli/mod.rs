@@ -116,6 +116,14 @@ pub struct LoadArgs {
     /// AVX-512 kernels), as llama.cpp's --no-repack (-nr)
     #[arg(long, global = true)]
     no_repack: bool,
+    /// A LoRA adapter to apply (a PEFT directory or a GGUF LoRA file) at
+    /// scale 1; repeatable (ids: the --lora ones first, in order, then the
+    /// --lora-scaled ones)
+    #[arg(long, value_name = "PATH")]
+    lora: Vec<std::path::PathBuf>,
+    /// A LoRA adapter at a scale (llama.cpp's --lora-scaled); repeatable
+    #[arg(long, num_args = 2, value_names = ["PATH", "SCALE"], allow_negative_numbers = true)]
+    lora_scaled: Vec<String>,
 }
 
 impl LoadArgs {
@@ -159,13 +167,32 @@ fn parse_quant(s: &str) -> std::result::Result<tern_core::backend::quant::GgmlTy
 
 /// Load a GGUF file or an HF directory as `l` asks; on a terminal, a
 /// progress line says what is loading and how long it took.
+/// The adapters `--lora` and `--lora-scaled` name, loaded beside the
+/// model at their scales (ids in that order).
+fn with_adapters(mut lm: tern::Loaded, l: &LoadArgs) -> Result<tern::Loaded> {
+    let scaled = l.lora_scaled.chunks(2).map(|p| {
+        let scale = p[1].parse::<f32>().map_err(|_| tern_core::Error::InvalidArgument {
+            what: format!("--lora-scaled {} {}: the scale is not a number", p[0], p[1]),
+        })?;
+        Ok::<_, tern::Error>((std::path::PathBuf::from(&p[0]), scale))
+    });
+    let all = l.lora.iter().map(|p| Ok((p.clone(), 1.0))).chain(scaled);
+    for a in all {
+        let (path, scale) = a?;
+        let adapter = tern::load_adapter(&path, &lm.model)?;
+        lm.bundle.add_adapter(adapter, scale)?;
+    }
+    Ok(lm)
+}
+
 fn load(path: &std::path::Path, l: &LoadArgs) -> Result<tern::Loaded> {
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
     if tty {
         eprint!("tern: loading {} ...", path.display());
     }
-    let lm = tern::load_with(path, &tern::LoadOptions { quantize: l.quantize, no_repack: l.no_repack });
+    let lm = tern::load_with(path, &tern::LoadOptions { quantize: l.quantize, no_repack: l.no_repack })
+        .and_then(|lm| with_adapters(lm, l));
     if tty {
         match &lm {
             Ok(lm) => {

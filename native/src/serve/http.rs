@@ -62,6 +62,9 @@ pub struct App {
     pub(super) started: u64,
     /// Conversations of past responses, for `previous_response_id`.
     pub(super) responses: super::response_store::Shared,
+    /// The scales of the loaded LoRA adapters (by id) for requests that
+    /// list none (`POST /lora-adapters` sets them).
+    pub(super) lora: std::sync::Mutex<Vec<f32>>,
 }
 
 fn unix_now() -> u64 {
@@ -78,7 +81,6 @@ impl App {
         o: &ServeOptions,
     ) -> App {
         App {
-            lm,
             embedder: embedder.map(|e| (e, o.embedding_model_id.clone().unwrap_or_else(|| "embedding".into()))),
             reranker: reranker.map(|e| (e, o.rerank_model_id.clone().unwrap_or_else(|| "rerank".into()))),
             engine,
@@ -102,6 +104,8 @@ impl App {
             next_id: AtomicU64::new(1),
             started: unix_now(),
             responses: Default::default(),
+            lora: std::sync::Mutex::new(lm.adapters.iter().map(|a| a.scale).collect()),
+            lm,
         }
     }
 }
@@ -396,6 +400,9 @@ async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Re
     let work = app.clone();
     req.core.content_specials = app.content_specials;
     req.core.reasoning_format = req.reasoning_format.unwrap_or(app.reasoning_format);
+    if req.core.lora.is_none() {
+        req.core.lora = Some(super::lora::defaults(&app));
+    }
     if let Some(server) = &app.template_kwargs {
         // the request's variables over the server's
         let mine = req.core.chat_template_kwargs.take().unwrap_or_default();

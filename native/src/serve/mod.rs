@@ -9,6 +9,7 @@ mod embeddings;
 mod encode;
 mod http;
 mod loading;
+mod lora;
 mod metrics;
 pub mod openai;
 mod rerank;

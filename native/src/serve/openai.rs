@@ -325,6 +325,9 @@ impl Request {
                         .map_err(|e| ApiError::invalid(k, format!("speculative: {{n_max, n_min, p_min}}: {e}")))?;
                     r.core.speculative = Some(mine);
                 }
+                // llama-server's per-request adapters (ids checked where
+                // the loaded adapters are known: `Bundle::prepare`)
+                "lora" => r.core.lora = Some(super::lora::parse(v, k, usize::MAX)?),
                 "logprobs" if chat => {
                     want_logprobs = v.as_bool().ok_or_else(|| ApiError::invalid(k, "logprobs must be true or false"))?
                 }

@@ -16,7 +16,7 @@ use tokio::sync::Semaphore;
 
 use super::http::{completions, embeddings, generate, metrics, models, rerank, App, Endpoint};
 use super::scheduler::Msg;
-use super::{anthropic, responses, utility};
+use super::{anthropic, lora, responses, utility};
 use crate::error::{Error, Result};
 use tern_core::backend::KV_BLOCK;
 
@@ -50,6 +50,7 @@ pub async fn run(
         .route("/detokenize", post(utility::detokenize))
         .route("/apply-template", post(utility::apply_template))
         .route("/props", get(utility::props))
+        .route("/lora-adapters", get(lora::list).post(lora::set))
         .route("/metrics", get(metrics))
         .with_state(app.clone());
     let listener = match bound {
