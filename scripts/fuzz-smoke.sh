@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 each=${1:-10}
-targets=(gguf safetensors hf_config tokenizer_json chat_template request grammar)
+targets=(gguf safetensors hf_config tokenizer_json chat_template request grammar lora)
 
 host=$(rustc -vV | sed -n 's/^host: //p')
 flags=(-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
@@ -48,6 +48,13 @@ printf '\x00{"type":"object","properties":{"a":{"$ref":"#/$defs/b"},"n":{"type":
 printf '\x01root ::= item ("," item){0,3}\nitem ::= [a-z]+ | "(" root ")"\n' > "$corpus/grammar/gbnf"
 printf '\x01start: "x" obj\nobj: %%json {"type": "array", "items": {"type": "boolean"}}\n' > "$corpus/grammar/lark"
 printf '\x02(ab|[0-9]{2,4})+c?' > "$corpus/grammar/regex"
+# adapters for the tiny Qwen3: the GGUF LoRA twin, and the PEFT pair as
+# (config length, 2 bytes LE; config; safetensors)
+cp tests/fixtures/lora/tiny-qwen3-yarn-a/adapter.gguf "$corpus/lora/gguf"
+peft=tests/fixtures/lora/tiny-qwen3-yarn-b
+n=$(stat -c %s "$peft/adapter_config.json")
+{ printf "\\x$(printf %02x $((n & 255)))\\x$(printf %02x $((n >> 8)))"; cat "$peft/adapter_config.json" "$peft/adapter_model.safetensors"; } \
+  > "$corpus/lora/peft"
 
 for t in "${targets[@]}"; do
   log=target/fuzz-smoke-$t.log

@@ -33,7 +33,7 @@ pub(super) fn read<'a, B>(bytes: &'a [u8], name: &str, base: &Model<B>) -> Resul
         }
     }
     if g.get("adapter.alora.invocation_tokens").is_some() {
-        return Err(bad(name, "an activated LoRA (adapter.alora.invocation_tokens): tern applies plain LoRA"));
+        return Err(bad(name, "an activated LoRA (aLoRA: adapter.alora.invocation_tokens); tern applies plain LoRA"));
     }
     let arch = key("general.architecture")?.unwrap_or("(absent)");
     let family = crate::model::Arch::parse(arch).map_err(|_| bad(name, format!("architecture {arch}")))?;

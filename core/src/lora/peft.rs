@@ -66,7 +66,11 @@ pub(super) fn read<'a>(config: &[u8], tensors: &'a [u8], name: &str) -> Result<(
     }
     let rank = match field("r") {
         None => 8, // PEFT's default
-        Some(r) => r.as_u64().ok_or_else(|| bad(name, format!("r is {r}, not a whole number")))? as usize,
+        Some(r) => match r.as_u64() {
+            Some(r) if r as usize <= super::MAX_RANK => r as usize,
+            Some(r) => return Err(bad(name, format!("r = {r}: past the largest rank, {}", super::MAX_RANK))),
+            None => return Err(bad(name, format!("r is {r}, not a whole number"))),
+        },
     };
     let alpha = match field("lora_alpha") {
         None => 8.0, // PEFT's default
