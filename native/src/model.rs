@@ -149,6 +149,14 @@ impl Options {
         self
     }
 
+    /// Run LoRA adapter `id` ([`Model::load_adapter`]'s) at `scale`; once
+    /// any is named, only the adapters named run (not the model's default
+    /// scales). Repeat for several: their deltas add up in this order.
+    pub fn lora(mut self, id: usize, scale: f32) -> Options {
+        self.req.lora.get_or_insert_default().push(tern_core::LoraScale { id, scale });
+        self
+    }
+
     /// The request of `prompt` with these options (a seed drawn from the
     /// clock if none is set).
     fn request(&self, prompt: Prompt) -> Request {
@@ -185,6 +193,18 @@ impl Model {
     pub fn with_draft(mut self, path: impl AsRef<Path>) -> Result<Model> {
         self.draft = Some(crate::Draft::load(path.as_ref(), &self.loaded)?);
         Ok(self)
+    }
+
+    /// Load a LoRA adapter for this model — a PEFT directory
+    /// (`adapter_config.json`, `adapter_model.safetensors`) or a llama.cpp
+    /// GGUF LoRA file — checked against it (every mismatch, and what tern
+    /// cannot apply, an error naming it); its id, from 0 in loading order.
+    /// Generations whose options name no adapter run it at `scale` (0:
+    /// only when named, [`Options::lora`]). The base's weights are not
+    /// touched.
+    pub fn load_adapter(&mut self, path: impl AsRef<Path>, scale: f32) -> Result<usize> {
+        let adapter = crate::load_adapter(path.as_ref(), &self.loaded.model)?;
+        Ok(self.loaded.bundle.add_adapter(adapter, scale)?)
     }
 
     /// The generation of `p`, drafting with the model's draft if it has one.

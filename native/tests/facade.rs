@@ -144,3 +144,42 @@ fn speculative_options_give_plain_greedy_output() {
     let e = smollm2().with_draft(common::qwen()).err().unwrap();
     assert!(e.to_string().contains("differs from the target's at token"), "{e}");
 }
+
+/// LoRA through the front door: `Model::load_adapter` (default scale 0:
+/// applied only when named), `Options::lora` on generate and on a chat's
+/// turns; the tiny Qwen3 with a vocabulary and its fixture adapters.
+#[test]
+fn lora_options_reach_generate_and_chat() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("target/test-models/tiny-qwen3-yarn-vocab.gguf");
+    assert!(model.exists(), "{} is missing: run scripts/make-test-models.sh", model.display());
+    let a = root.join("tests/fixtures/lora/tiny-qwen3-yarn-a");
+    let mut m = Model::load(&model).unwrap();
+    assert_eq!(m.load_adapter(&a, 0.0).unwrap(), 0);
+    let o = Options::greedy().max_tokens(12);
+    let plain = m.generate("Hello world", &o).unwrap().tokens;
+    let with_a = m.generate("Hello world", &o.clone().lora(0, 1.0)).unwrap().tokens;
+    assert_ne!(plain, with_a);
+    // the same adapter at default scale 1 on another model object: the same tokens unasked
+    let mut d = Model::load(&model).unwrap();
+    d.load_adapter(&a, 1.0).unwrap();
+    assert_eq!(d.generate("Hello world", &o).unwrap().tokens, with_a);
+    assert_eq!(d.generate("Hello world", &o.clone().lora(0, 0.0)).unwrap().tokens, plain);
+    let e = m.generate("Hello world", &o.clone().lora(3, 1.0)).unwrap_err().to_string();
+    assert!(e.contains("no adapter with id 3"), "{e}");
+    let e = m.load_adapter(root.join("tests/fixtures/lora/tiny-mistral-a"), 1.0).unwrap_err().to_string();
+    assert!(e.contains("tiny-mistral-a"), "{e}");
+    // a chat: each turn with the adapter, or without it
+    let reply = |o: Options| {
+        let mut chat = m.chat(None).unwrap();
+        chat.options(o);
+        let mut ids = Vec::new();
+        for ev in chat.send("Hi").unwrap() {
+            if let Event::Token { id, .. } = ev.unwrap() {
+                ids.push(id);
+            }
+        }
+        ids
+    };
+    assert_ne!(reply(o.clone()), reply(o.clone().lora(0, 1.0)));
+}
