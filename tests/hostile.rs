@@ -313,7 +313,8 @@ fn peft_with(
     tensors: impl FnOnce(&mut Vec<(String, Vec<usize>, Vec<u8>)>),
 ) -> (Vec<u8>, Vec<u8>) {
     use safetensors::tensor::{Dtype, SafeTensors, TensorView};
-    let mut c: serde_json::Value = serde_json::from_slice(&lora_fixture("tiny-qwen3-yarn-a/adapter_config.json")).unwrap();
+    let mut c: serde_json::Value =
+        serde_json::from_slice(&lora_fixture("tiny-qwen3-yarn-a/adapter_config.json")).unwrap();
     config(&mut c);
     let file = lora_fixture("tiny-qwen3-yarn-a/adapter_model.safetensors");
     let st = SafeTensors::deserialize(&file).unwrap();
@@ -352,12 +353,15 @@ fn lora_cases(r: &mut Vec<Row>) {
     let q0 = "base_model.model.model.layers.0.self_attn.q_proj";
     // layer 0's q_proj pair at rank `r` (A r×64, B 128×r), the rest as they are
     let resized = |r: usize| {
-        peft_with(|_| {}, |ts| {
-            for t in ts.iter_mut().filter(|t| t.0.starts_with(q0)) {
-                t.1 = if t.0.contains("lora_A") { vec![r, 64] } else { vec![128, r] };
-                t.2 = vec![0u8; 4 * t.1.iter().product::<usize>()];
-            }
-        })
+        peft_with(
+            |_| {},
+            |ts| {
+                for t in ts.iter_mut().filter(|t| t.0.starts_with(q0)) {
+                    t.1 = if t.0.contains("lora_A") { vec![r, 64] } else { vec![128, r] };
+                    t.2 = vec![0u8; 4 * t.1.iter().product::<usize>()];
+                }
+            },
+        )
         .1
     };
     // (the file's bytes, with the second tensor's offset set to the first's)
@@ -371,34 +375,102 @@ fn lora_cases(r: &mut Vec<Row>) {
         b[off..off + 8].copy_from_slice(&0u64.to_le_bytes());
         b
     };
-    let mistral = (lora_fixture("tiny-mistral-a/adapter_config.json"), lora_fixture("tiny-mistral-a/adapter_model.safetensors"));
+    let mistral =
+        (lora_fixture("tiny-mistral-a/adapter_config.json"), lora_fixture("tiny-mistral-a/adapter_model.safetensors"));
     let truncated = lora_fixture("tiny-qwen3-yarn-a/adapter_model.safetensors");
     let truncated = truncated[..truncated.len() / 2].to_vec();
     let cases: Vec<(&'static str, &str, Box<dyn FnOnce() -> Result<(), Error>>)> = vec![
         ("L1 adapter for another base (Mistral's on Qwen3)", "of a model of 2 layers", Box::new(|| peft(mistral))),
-        ("L1 GGUF adapter of another architecture", "made for architecture llama", Box::new(|| gguf(lora_fixture("tiny-mistral-a/adapter.gguf")))),
+        (
+            "L1 GGUF adapter of another architecture",
+            "made for architecture llama",
+            Box::new(|| gguf(lora_fixture("tiny-mistral-a/adapter.gguf"))),
+        ),
         ("L1 rank 0", "rank 0", Box::new(|| peft((cfg("r", 0.into()).0, resized(0))))),
         ("L1 rank 2^40 in the config", "r = 1099511627776", Box::new(|| peft(cfg("r", (1u64 << 40).into())))),
-        ("L1 rank past the matrices (A 100×64)", "rank 100 (1..=64)", Box::new(|| peft((cfg("r", 100.into()).0, resized(100))))),
-        ("L1 NaN alpha (GGUF)", "adapter.lora.alpha is NaN", Box::new(|| gguf(lora_gguf_with("adapter.lora.alpha", Some(Value::F32(f32::NAN)), "")))),
+        (
+            "L1 rank past the matrices (A 100×64)",
+            "rank 100 (1..=64)",
+            Box::new(|| peft((cfg("r", 100.into()).0, resized(100)))),
+        ),
+        (
+            "L1 NaN alpha (GGUF)",
+            "adapter.lora.alpha is NaN",
+            Box::new(|| gguf(lora_gguf_with("adapter.lora.alpha", Some(Value::F32(f32::NAN)), ""))),
+        ),
         ("L1 lora_alpha 1e39 (past f32)", "lora_alpha", Box::new(|| peft(cfg("lora_alpha", 1e39.into())))),
         ("L1 truncated safetensors", "does not parse", Box::new(|| peft((cfg("r", 8.into()).0, truncated)))),
-        ("L1 truncated GGUF", "not a GGUF file", Box::new(|| { let b = lora_fixture("tiny-qwen3-yarn-a/adapter.gguf"); gguf(b[..b.len() - 100].to_vec()) })),
+        (
+            "L1 truncated GGUF",
+            "not a GGUF file",
+            Box::new(|| {
+                let b = lora_fixture("tiny-qwen3-yarn-a/adapter.gguf");
+                gguf(b[..b.len() - 100].to_vec())
+            }),
+        ),
         ("L1 overlapping GGUF tensors", "overlap", Box::new(|| gguf(overlapping))),
         ("L1 DoRA", "DoRA", Box::new(|| peft(cfg("use_dora", true.into())))),
-        ("L1 modules_to_save", "modules_to_save", Box::new(|| peft(cfg("modules_to_save", serde_json::json!(["lm_head"]))))),
+        (
+            "L1 modules_to_save",
+            "modules_to_save",
+            Box::new(|| peft(cfg("modules_to_save", serde_json::json!(["lm_head"])))),
+        ),
         ("L1 trained biases", "bias = all", Box::new(|| peft(cfg("bias", "all".into())))),
-        ("L1 target_modules lm_head", "target_modules", Box::new(|| peft(cfg("target_modules", serde_json::json!(["q_proj", "lm_head"]))))),
-        ("L1 an embedding adapter's tensor", "embedding adapter", Box::new(|| peft(peft_with(|_| {}, |ts| {
-            ts.push(("base_model.model.model.embed_tokens.lora_embedding_A".into(), vec![8, 512], vec![0u8; 4 * 8 * 512]))
-        })))),
-        ("L1 aLoRA", "aLoRA", Box::new(|| gguf(lora_gguf_with("adapter.alora.invocation_tokens", Some(Value::Array(vec![Value::U32(1)].into())), "")))),
-        ("L1 a model, not an adapter", "not an adapter", Box::new(|| gguf(lora_gguf_with("general.type", Some(Value::Str("model")), "")))),
-        ("L1 B without its A", "only one of", Box::new(|| gguf(lora_gguf_with("", None, "blk.0.attn_q.weight.lora_a")))),
-        ("L1 a layer past the model", "layer 3", Box::new(|| peft(peft_with(|_| {}, |ts| {
-            let t = ts.iter_mut().find(|t| t.0.contains("layers.0.")).unwrap();
-            t.0 = t.0.replace("layers.0.", "layers.3.");
-        })))),
+        (
+            "L1 target_modules lm_head",
+            "target_modules",
+            Box::new(|| peft(cfg("target_modules", serde_json::json!(["q_proj", "lm_head"])))),
+        ),
+        (
+            "L1 an embedding adapter's tensor",
+            "embedding adapter",
+            Box::new(|| {
+                peft(peft_with(
+                    |_| {},
+                    |ts| {
+                        ts.push((
+                            "base_model.model.model.embed_tokens.lora_embedding_A".into(),
+                            vec![8, 512],
+                            vec![0u8; 4 * 8 * 512],
+                        ))
+                    },
+                ))
+            }),
+        ),
+        (
+            "L1 aLoRA",
+            "aLoRA",
+            Box::new(|| {
+                gguf(lora_gguf_with(
+                    "adapter.alora.invocation_tokens",
+                    Some(Value::Array(vec![Value::U32(1)].into())),
+                    "",
+                ))
+            }),
+        ),
+        (
+            "L1 a model, not an adapter",
+            "not an adapter",
+            Box::new(|| gguf(lora_gguf_with("general.type", Some(Value::Str("model")), ""))),
+        ),
+        (
+            "L1 B without its A",
+            "only one of",
+            Box::new(|| gguf(lora_gguf_with("", None, "blk.0.attn_q.weight.lora_a"))),
+        ),
+        (
+            "L1 a layer past the model",
+            "layer 3",
+            Box::new(|| {
+                peft(peft_with(
+                    |_| {},
+                    |ts| {
+                        let t = ts.iter_mut().find(|t| t.0.contains("layers.0.")).unwrap();
+                        t.0 = t.0.replace("layers.0.", "layers.3.");
+                    },
+                ))
+            }),
+        ),
     ];
     for (name, expect, f) in cases {
         case(r, name, f);

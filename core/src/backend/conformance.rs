@@ -57,6 +57,7 @@ fn same(a: &[f32], b: &[f32]) -> bool {
 pub fn check(k: &dyn Kernels) -> Result<(), String> {
     quantizers(k)?;
     transposes(k)?;
+    lora_ups(k)?;
     let mut r = Rand(0x9E37_79B9_7F4A_7C15);
     let s = Scalar;
     for ty in super::KERNEL_TYPES {
@@ -398,6 +399,38 @@ fn q8_rows(
 
 /// `transpose` on whole 8 × 8 tiles and ragged edges, from a token offset,
 /// into a column block of wider rows.
+/// A LoRA adapter's B step over float types, ranks 1 to 64, ragged
+/// output widths, several tokens, scales of either sign.
+fn lora_ups(k: &dyn Kernels) -> Result<(), String> {
+    let mut r = Rand(0x4C6F_5241);
+    for ty in [GgmlType::F32, GgmlType::F16, GgmlType::BF16] {
+        for rank in [1usize, 4, 8, 16, 64] {
+            for n_out in [7usize, 64, 200, 576] {
+                let bt = weights(&mut r, ty, n_out, rank);
+                let m = QMatrix { ty, data: &bt, n_cols: n_out, n_rows: rank, scales: &[], rows8: &[] };
+                // all outputs, and a ragged range inside them
+                for cols in [0..n_out, 3..n_out.min(133)] {
+                    for (n_tok, scale) in [(1usize, 1.5f32), (3, -0.25), (17, 2.0)] {
+                        let mid: Vec<f32> = (0..n_tok * rank).map(|_| r.f32(1.0)).collect();
+                        let base: Vec<f32> = (0..n_tok * cols.len()).map(|_| r.f32(4.0)).collect();
+                        let (mut got, mut want) = (base.clone(), base);
+                        k.lora_up(&m, cols.clone(), &mid, scale, &mut got);
+                        scalar::lora_up(&m, cols.clone(), &mid, scale, &mut want);
+                        if !same(&got, &want) {
+                            return Err(format!(
+                                "{}: lora_up {} rank {rank} × {n_out}, outputs {cols:?}, {n_tok} tokens differs",
+                                k.name(),
+                                ty.name()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn transposes(k: &dyn Kernels) -> Result<(), String> {
     for (nr, n_src, t0, nt, stride) in
         // (the last two: a verify step's — one token of two, the last

@@ -221,6 +221,14 @@ pub trait Kernels: Sync {
         tiles::attention(&tiles::Plain, qs, kv, work, out)
     }
 
+    /// A LoRA adapter's B step over outputs `cols` (`scalar::lora_up`):
+    /// `out[t] += scale · Σ_k mid[t][k] · bt[k][cols]` for each token,
+    /// `bt` being Bᵀ (rank rows of float elements, one per output), each
+    /// output's products added in the rank's order.
+    fn lora_up(&self, bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32]) {
+        scalar::lora_up(bt, cols, mid, scale, out)
+    }
+
     /// `g[i] = silu(g[i]) * u[i]`.
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         scalar::swiglu(g, u)

@@ -180,6 +180,58 @@ fn row_q8_k(ty: GgmlType, row: &[u8], nb: usize, a: &[BlockQ8K], toks: Range<usi
     out.copy_from_slice(&acc[..out.len()]);
 }
 
+/// A LoRA adapter's B step over outputs `cols`: `out[t] += scale ·
+/// Σ_k mid[t][k] · bt[k][cols]` for each token t (`out`: the tokens' rows
+/// of `cols.len()`), `bt` being Bᵀ (rank rows of the outputs, f32, f16 or
+/// bf16) and `mid` the tokens' `A·x` (rank each). For each output the
+/// rank's products are added in order from zero (multiply, then add), the
+/// sum scaled, then added to `out` — so every lane of a SIMD version is
+/// this order, whatever its width.
+pub fn lora_up(bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32]) {
+    lora_up_with(bt, cols, mid, scale, out, &mut |ty, src, dst| {
+        if quant::dequantize_row(ty, src, dst).is_err() {
+            unreachable!("an adapter's matrices are float, checked at load");
+        }
+    })
+}
+
+/// Outputs a pass of [`lora_up_with`] sums at a time.
+const LORA_CHUNK: usize = 256;
+
+/// [`lora_up`] with `widen(ty, bytes, out)` turning a run of a row's
+/// elements into f32 (a backend's own conversion; the numbers are
+/// exact either way).
+#[inline(always)]
+pub fn lora_up_with(
+    bt: &QMatrix,
+    cols: Range<usize>,
+    mid: &[f32],
+    scale: f32,
+    out: &mut [f32],
+    widen: &mut dyn FnMut(GgmlType, &[u8], &mut [f32]),
+) {
+    let (r, n) = (bt.n_rows, cols.len());
+    let es = bt.row_bytes() / bt.n_cols.max(1);
+    let (mut acc, mut row) = ([0.0f32; LORA_CHUNK], [0.0f32; LORA_CHUNK]);
+    for (m, o) in mid.chunks_exact(r).zip(out.chunks_exact_mut(n)) {
+        for c0 in (0..n).step_by(LORA_CHUNK) {
+            let len = LORA_CHUNK.min(n - c0);
+            let (acc, row) = (&mut acc[..len], &mut row[..len]);
+            acc.fill(0.0);
+            let at = cols.start + c0;
+            for (k, &mk) in m.iter().enumerate() {
+                widen(bt.ty, &bt.row(k)[at * es..(at + len) * es], row);
+                for (a, &w) in acc.iter_mut().zip(row.iter()) {
+                    *a += mk * w;
+                }
+            }
+            for (o, &a) in o[c0..c0 + len].iter_mut().zip(acc.iter()) {
+                *o += scale * a;
+            }
+        }
+    }
+}
+
 /// Each 32 values of `x` into a Q8_0 block.
 #[inline]
 pub fn quantize_rows_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {

@@ -79,22 +79,26 @@ pub(super) fn bind<B>(found: Vec<Found>, meta: Meta, base: &Model<B>) -> Result<
             Some(alpha) => (alpha as f64 / r as f64) as f32,
             None => 1.0,
         };
-        let mut copy = |f: &Found, rows: Option<usize>| {
-            let start = data.len();
-            match rows {
-                Some(groups) => reordered(f.data, f.n_rows, groups, meta.adjacent_rows, &mut data),
-                None => data.extend_from_slice(f.data),
-            }
-            Mat { ty: f.ty, start, len: f.data.len(), n_rows: f.n_rows, n_cols: f.n_cols }
-        };
         let groups = match p {
             Proj::Q if reorder => Some(c.n_head),
             Proj::K if reorder => Some(c.n_head_kv),
             _ => None,
         };
-        let a = copy(&a, None);
-        let b = copy(&b, groups);
-        layers[l][p as usize] = Some(Pair { a, b, scale });
+        let a_at = Mat { ty: a.ty, start: data.len(), len: a.data.len(), n_rows: r, n_cols: n_in };
+        data.extend_from_slice(a.data);
+        // B's rows in the base's order, then B stored transposed: one row
+        // per rank, one column per output (the kernels' `lora_up`)
+        let mut rows = Vec::new();
+        let b_rows = match groups {
+            Some(g) => {
+                reordered(b.data, n_out, g, meta.adjacent_rows, &mut rows);
+                &rows[..]
+            }
+            None => b.data,
+        };
+        let b_at = Mat { ty: b.ty, start: data.len(), len: b.data.len(), n_rows: r, n_cols: n_out };
+        transposed(b_rows, n_out, r, &mut data);
+        layers[l][p as usize] = Some(Pair { a: a_at, bt: b_at, scale });
     }
     Ok(Adapter {
         name: meta.name,
@@ -105,6 +109,19 @@ pub(super) fn bind<B>(found: Vec<Found>, meta: Meta, base: &Model<B>) -> Result<
         data,
         layers,
     })
+}
+
+/// A `n_rows`×`n_cols` matrix of equal-sized elements, transposed, onto
+/// `out`.
+fn transposed(src: &[u8], n_rows: usize, n_cols: usize, out: &mut Vec<u8>) {
+    let es = src.len() / (n_rows * n_cols).max(1);
+    out.reserve(src.len());
+    for c in 0..n_cols {
+        for r in 0..n_rows {
+            let at = (r * n_cols + c) * es;
+            out.extend_from_slice(&src[at..at + es]);
+        }
+    }
 }
 
 /// B's rows (one per output, `n_rows` in `groups` heads) from one RoPE

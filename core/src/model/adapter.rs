@@ -79,12 +79,13 @@ pub(crate) struct Mat {
     pub n_cols: usize,
 }
 
-/// One projection's low-rank pair: `A` (rank × inputs), `B` (outputs ×
-/// rank), and `alpha / rank` (or `alpha / √rank`, rsLoRA).
+/// One projection's low-rank pair: `A` (rank × inputs), `B` stored
+/// transposed (rank × outputs: `Kernels::lora_up` reads it so), and
+/// `alpha / rank` (or `alpha / √rank`, rsLoRA).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pair {
     pub a: Mat,
-    pub b: Mat,
+    pub bt: Mat,
     pub scale: f32,
 }
 
@@ -129,10 +130,10 @@ impl Adapter {
         self.data.len()
     }
 
-    /// Layer `l`'s pair for `p`, as the kernels take it: A, B, `alpha / r`.
+    /// Layer `l`'s pair for `p`, as the kernels take it: A, Bᵀ, `alpha / r`.
     pub(crate) fn pair(&self, l: usize, p: Proj) -> Option<(QMatrix<'_>, QMatrix<'_>, f32)> {
         let pair = self.layers.get(l)?[p as usize]?;
-        Some((self.matrix(pair.a), self.matrix(pair.b), pair.scale))
+        Some((self.matrix(pair.a), self.matrix(pair.bt), pair.scale))
     }
 
     fn matrix(&self, m: Mat) -> QMatrix<'_> {

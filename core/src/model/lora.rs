@@ -2,8 +2,9 @@
 //! sequence's adapters add `s·B(A·x)` to its tokens' rows, in the order the
 //! sequence lists them — so a token's sum is the same whatever else is in
 //! the batch. The tokens of all sequences running one adapter go through
-//! its two matrices together (the kernels' float matmul, whose per-token
-//! numbers do not depend on the other tokens).
+//! A together (the kernels' float matmul, whose per-token numbers do not
+//! depend on the other tokens), then each sequence's through Bᵀ at its own
+//! scale (`Kernels::lora_up`, straight into the outputs).
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -12,6 +13,7 @@ use super::adapter::{Applied, Proj};
 use super::engine::Engine;
 use super::forward::Seq;
 use super::matmul::{matmul, ActBufs};
+use crate::backend::QMatrix;
 use crate::parallel::Serial;
 
 /// The buffers the deltas work in, grown to the largest step they see.
@@ -20,8 +22,6 @@ pub(crate) struct LoraBufs {
     x: Vec<f32>,
     /// (tokens, rank): `A·x`
     mid: Vec<f32>,
-    /// (tokens, outputs): `B·A·x`
-    delta: Vec<f32>,
     /// the matmul's (rows, tokens) scratch
     mm: Vec<f32>,
     acts: ActBufs,
@@ -29,17 +29,17 @@ pub(crate) struct LoraBufs {
 
 impl LoraBufs {
     pub(crate) fn new() -> LoraBufs {
-        LoraBufs { x: Vec::new(), mid: Vec::new(), delta: Vec::new(), mm: Vec::new(), acts: ActBufs::new(0, 0) }
+        LoraBufs { x: Vec::new(), mid: Vec::new(), mm: Vec::new(), acts: ActBufs::new(0, 0) }
     }
 
     pub(crate) fn bytes(&self) -> usize {
-        4 * (self.x.len() + self.mid.len() + self.delta.len() + self.mm.len())
+        4 * (self.x.len() + self.mid.len() + self.mm.len())
     }
 }
 
 /// Multiply-adds below which a group's pair runs on the calling thread (a
 /// decode step's: cheaper than a parallel region's hand-off).
-const SERIAL_MACS: usize = 1 << 18;
+const SERIAL_MACS: usize = 1 << 16;
 
 /// `out[t] += s·B(A·x[t])` for every token `t` of `seqs` (rows of `x` and
 /// `out`, the sequences' tokens one after another), for each adapter of
@@ -59,7 +59,7 @@ pub(super) fn add(e: &Engine, seqs: &[Seq], l: usize, p: Proj, x: &[f32], out: &
             if seqs[..i].iter().any(|q| same(ap, q.lora.get(slot))) {
                 continue;
             }
-            let Some((a, bm, own)) = ap.adapter.pair(l, p) else { continue };
+            let Some((a, bt, own)) = ap.adapter.pair(l, p) else { continue };
             // the group: the sequences running this adapter in this slot,
             // with their first token's row
             let mut starts = Vec::new();
@@ -83,23 +83,41 @@ pub(super) fn add(e: &Engine, seqs: &[Seq], l: usize, p: Proj, x: &[f32], out: &
             };
             let r = a.n_rows;
             grow(&mut b.mid, ng * r);
-            grow(&mut b.delta, ng * n_out);
-            grow(&mut b.mm, ng * r.max(n_out));
+            grow(&mut b.mm, ng * r);
             let serial = Engine { par: &Serial, ..*e };
             let e = if ng * r * (n_in + n_out) < SERIAL_MACS { &serial } else { e };
             matmul(e, &[(a, None)], xin, ng, &mut b.acts, &mut b.mm, &mut [&mut b.mid[..ng * r]]);
-            matmul(e, &[(bm, None)], &b.mid, ng, &mut b.acts, &mut b.mm, &mut [&mut b.delta[..ng * n_out]]);
-            let mut d = b.delta.chunks_exact(n_out);
+            let mut row = 0;
             for (t, q) in &starts {
-                let s = q.lora[slot].scale * own;
-                for o in out[t * n_out..(t + q.tokens.len()) * n_out].chunks_exact_mut(n_out) {
-                    let d = d.next().expect("a delta row per token");
-                    for (o, &d) in o.iter_mut().zip(d) {
-                        *o += s * d;
-                    }
-                }
+                let (n, s) = (q.tokens.len(), q.lora[slot].scale * own);
+                up(e, &bt, &b.mid[row * r..(row + n) * r], s, &mut out[t * n_out..(t + n) * n_out]);
+                row += n;
             }
         }
+    }
+}
+
+/// `out[t] += s · Bᵀ·mid[t]` for a sequence's tokens: split by tokens
+/// among the workers, or a token's outputs among them (a decode step).
+fn up(e: &Engine, bt: &QMatrix, mid: &[f32], s: f32, out: &mut [f32]) {
+    let (r, n_out) = (bt.n_rows, bt.n_cols);
+    let n = mid.len() / r;
+    let workers = e.par.n_workers();
+    if n >= workers || workers == 1 {
+        let per = n.div_ceil(workers) * n_out;
+        e.par.for_each_chunk(out, per, &|i, o| {
+            let t0 = i * per / n_out;
+            e.kernels.lora_up(bt, 0..n_out, &mid[t0 * r..(t0 + o.len() / n_out) * r], s, o);
+        });
+        return;
+    }
+    // fewer tokens than workers: each token's outputs in runs of 64
+    for (m, o) in mid.chunks_exact(r).zip(out.chunks_exact_mut(n_out)) {
+        let per = n_out.div_ceil(workers).next_multiple_of(64);
+        e.par.for_each_chunk(o, per, &|i, o| {
+            let c0 = i * per;
+            e.kernels.lora_up(bt, c0..c0 + o.len(), m, s, o);
+        });
     }
 }
 

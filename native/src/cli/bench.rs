@@ -128,6 +128,9 @@ pub fn run(a: Args) -> Result<()> {
     // llama-bench restores its saved depth state instead of refilling it.
     let depth = rand_tokens(a.n_depth);
     let mut session = m.session_kv(n_ctx, a.n_batch, a.kv_type);
+    // the adapters of --lora / --lora-scaled, at their scales
+    let adapters = lm.adapter_set(None)?;
+    session.set_adapters(&adapters);
     // (a sliding-window ring may have overwritten rows the depth needs: then
     // it runs again)
     let to_depth = |s: &mut tern_core::Session, e: &tern_core::Engine| -> Result<()> {
@@ -145,6 +148,7 @@ pub fn run(a: Args) -> Result<()> {
         // uses of them would: the steady state is timed)
         m.repack_experts_now(&threads);
         let mut scratch = m.session(16, 16);
+        scratch.set_adapters(&adapters);
         scratch.forward(m, &e, &rand_tokens(a.n_prompt.clamp(1, 16)), Logits::Last)?;
         if a.n_prompt > 0 {
             let mut s =

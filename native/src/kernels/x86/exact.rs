@@ -118,7 +118,7 @@ fn dots(w: &[f32], x: &[f32], nt: usize, out: &mut [f32]) {
 
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn widen_f16(row: &[u8], out: &mut [f32]) {
+pub(super) fn widen_f16(row: &[u8], out: &mut [f32]) {
     let n8 = out.len() / 8 * 8;
     for i in (0..n8).step_by(8) {
         let b = &row[2 * i..2 * i + 16];
@@ -135,7 +135,7 @@ fn widen_f16(row: &[u8], out: &mut [f32]) {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn widen_bf16(row: &[u8], out: &mut [f32]) {
+pub(super) fn widen_bf16(row: &[u8], out: &mut [f32]) {
     let n8 = out.len() / 8 * 8;
     for i in (0..n8).step_by(8) {
         let b = &row[2 * i..2 * i + 16];

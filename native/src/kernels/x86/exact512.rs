@@ -9,6 +9,7 @@
 use core::arch::x86_64::*;
 use core::ops::Range;
 
+use tern_core::backend::quant::{self, GgmlType};
 use tern_core::backend::{scalar, QMatrix};
 
 use super::cpu::Avx512;
@@ -27,6 +28,10 @@ std::thread_local! {
 
 /// As `scalar::matmul_rows` with f32 activations.
 pub(super) fn matmul_rows(_: Avx512, w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    if w.ty == GgmlType::F16 && n_tok < T {
+        // SAFETY: the token proves AVX-512F (and AVX2, FMA, F16C).
+        return unsafe { f16_rows(w, x, n_tok, rows, out) };
+    }
     WROWS.with_borrow_mut(|buf| {
         buf.resize(R * w.n_cols, 0.0);
         // Fewer tokens than a group (decode) stream one weight row at a
@@ -81,6 +86,43 @@ fn rows_with<const ROWS: usize>(
             let acc = unsafe { sums(ws, [xrow(t)], n) };
             for (i, [a]) in acc.iter().enumerate().take(nr) {
                 o[i * n_tok + t] = reduced(*a, ws[i], xrow(t));
+            }
+        }
+    }
+}
+
+/// A few tokens' dots against f16 rows (a decode's; a LoRA adapter's A),
+/// each 16 elements widened in a register as they are read, in the 16
+/// lanes `sums` keeps: the numbers of widening the row first, without the
+/// round trip through memory.
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn f16_rows(w: &QMatrix, x: &[f32], n_tok: usize, rows: Range<usize>, out: &mut [f32]) {
+    let n = w.n_cols;
+    let n16 = n / 16 * 16;
+    // four rows a pass: four independent sums in flight
+    for r0 in rows.clone().step_by(R) {
+        let nr = R.min(rows.end - r0);
+        let ws: [&[u8]; R] = core::array::from_fn(|i| w.row(r0 + i.min(nr - 1)));
+        let mut tails = [[0.0f32; 16]; R];
+        for (row, tail) in ws.iter().zip(tails.iter_mut()) {
+            for (i, t) in tail.iter_mut().enumerate().take(n - n16) {
+                *t = quant::f16_at(row, 2 * (n16 + i));
+            }
+        }
+        for t in 0..n_tok {
+            let xt = &x[t * n..(t + 1) * n];
+            let mut acc = [_mm512_setzero_ps(); R];
+            for i in (0..n16).step_by(16) {
+                // SAFETY: `i + 16 <= n`: 16 f32 of `xt`, 32 bytes of each row.
+                let xv = unsafe { _mm512_loadu_ps(xt.as_ptr().add(i)) };
+                for (a, row) in acc.iter_mut().zip(ws) {
+                    // SAFETY: as above.
+                    let h = unsafe { _mm256_loadu_si256(row.as_ptr().add(2 * i) as *const __m256i) };
+                    *a = _mm512_add_ps(*a, _mm512_mul_ps(_mm512_cvtph_ps(h), xv));
+                }
+            }
+            for (i, (a, tail)) in acc.iter().zip(&tails).enumerate().take(nr) {
+                out[(r0 - rows.start + i) * n_tok + t] = reduced(*a, &tail[..n - n16], &xt[n16..]);
             }
         }
     }

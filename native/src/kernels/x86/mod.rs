@@ -43,6 +43,7 @@ mod legacy;
 mod legacy_amx;
 mod legacy_prefill;
 mod legacy_vnni;
+mod lora;
 mod quantize;
 mod reference;
 mod rows8;
@@ -259,6 +260,9 @@ impl Kernels for Avx2 {
     fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
         attention::attention_queries(*self, qs, kv, work, out)
     }
+    fn lora_up(&self, bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32]) {
+        lora::lora_up(*self, bt, cols, mid, scale, out)
+    }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(*self, g, u)
     }
@@ -300,6 +304,9 @@ impl Kernels for Avx512 {
     fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
         attention::attention_queries(self.avx2(), qs, kv, work, out)
     }
+    fn lora_up(&self, bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32]) {
+        lora::lora_up(self.avx2(), bt, cols, mid, scale, out)
+    }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         exp::swiglu(self.avx2(), g, u)
     }
@@ -336,6 +343,9 @@ impl Kernels for Amx {
     }
     fn attention_queries(&self, qs: Queries, kv: Cached, work: &mut [f32], out: &mut [f32]) {
         self.avx512().attention_queries(qs, kv, work, out)
+    }
+    fn lora_up(&self, bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32]) {
+        self.avx512().lora_up(bt, cols, mid, scale, out)
     }
     fn swiglu(&self, g: &mut [f32], u: &[f32]) {
         self.avx512().swiglu(g, u)
