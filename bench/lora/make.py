@@ -5,7 +5,7 @@ adapter.type lora, adapter.lora.alpha = R, `blk.N.<tensor>.weight.lora_a`
 [R, inputs] and `.lora_b` [outputs, R]). The numbers are N(0, 0.02²):
 their size, not their sense, is what is timed.
 
-    target/pyenv/bin/python bench/lora/make.py BASE.gguf OUT.gguf [RANK=16]
+    target/pyenv/bin/python bench/lora/make.py BASE.gguf OUT.gguf [RANK=16] [SEED=0]
 """
 import sys
 
@@ -18,13 +18,14 @@ PROJ = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_
 def main():
     base, out = sys.argv[1], sys.argv[2]
     rank = int(sys.argv[3]) if len(sys.argv) > 3 else 16
+    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     r = gguf.GGUFReader(base)
     arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
     w = gguf.GGUFWriter(out, arch)
     w.add_string("general.type", "adapter")
     w.add_string("adapter.type", "lora")
     w.add_float32("adapter.lora.alpha", float(rank))
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     n = 0
     for t in r.tensors:
         parts = t.name.split(".")
