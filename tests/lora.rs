@@ -248,3 +248,45 @@ fn lora_prefix_cache_is_keyed_by_the_adapter_set() {
     let got = t.forward(&lm.model, &e, &prompt[n - 1..], Logits::Last).unwrap();
     assert!(bits_equal(got, &want));
 }
+
+/// A real adapter (tests/fixtures/lora/train_smollm2.py): rank 8 on
+/// SmolLM2-135M-Instruct's attention, trained to wrap every answer in
+/// `<answer>…</answer>`. On questions of kinds its training never saw,
+/// replies through `tern::Model`'s chat carry the tags with it and not
+/// without it; at scale 0 the logits are the base's bits.
+#[test]
+fn lora_trained_adapter_wraps_held_out_answers() {
+    let dir = fixture("smollm2-answer-tags");
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("train.json")).unwrap()).unwrap();
+    let mut m = tern::Model::load(model_path("smollm2-135m-instruct-q4_1.gguf")).unwrap();
+    let id = m.load_adapter(&dir, 0.0).unwrap();
+    let a = m.loaded().adapters[id].adapter.clone();
+    assert_eq!((a.rank(), a.alpha(), a.n_pairs()), (8, 16.0, 120));
+    let reply = |m: &tern::Model, q: &str, o: tern::Options| {
+        let mut chat = m.chat(None).unwrap();
+        chat.options(o);
+        let mut text = String::new();
+        for ev in chat.send(q).unwrap() {
+            if let tern::Event::Token { text: t, .. } = ev.unwrap() {
+                text.push_str(&t);
+            }
+        }
+        text
+    };
+    let o = tern::Options::greedy().max_tokens(16);
+    for (q, peft) in record["held_out"].as_object().unwrap() {
+        let with = reply(&m, q, o.clone().lora(id, 1.0));
+        let without = reply(&m, q, o.clone());
+        println!("{q}\n  tern with: {with:?}\n  peft with: {}\n  tern without: {without:?}", peft["with"]);
+        assert!(with.starts_with("<answer>") && with.contains("</answer>"), "{q}: with the adapter {with:?}");
+        assert!(!without.contains("<answer>"), "{q}: without the adapter {without:?}");
+    }
+    // scale 0: the base's logits, bit for bit
+    let lm = m.loaded();
+    let e = engine(false);
+    let ids = lm.tokenizer().unwrap().encode("What do bees make?", true).unwrap();
+    let plain = logits_with(lm, &e, &AdapterSet::new(), &ids);
+    let zero = AdapterSet::new().with(a.clone(), 0.0).unwrap();
+    assert!(bits_equal(&logits_with(lm, &e, &zero, &ids), &plain));
+    assert!(!bits_equal(&logits_with(lm, &e, &set(&[&a]), &ids), &plain));
+}
