@@ -699,3 +699,25 @@ fn speculative_flags_refuse_bad_values() {
     // another vocabulary: the first token whose text differs is named
     fails(&["-md", &qwen], "the draft model's vocabulary differs from the target's at token");
 }
+
+/// The README's LoRA example, as it is written there (the built-in name
+/// resolves to the cached model; run from the repository's root), prints
+/// the answer the README says.
+#[test]
+fn readme_lora_example_prints_what_it_says() {
+    smollm2();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut lines = readme.lines().map(str::trim).skip_while(|l| !l.starts_with("tern run -m smollm2-135m --lora "));
+    let (cmd, want) = (lines.next().expect("the example"), lines.next().expect("its output"));
+    let want = want.strip_prefix("# ").expect("its output, as a comment");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd.replacen("tern", env!("CARGO_BIN_EXE_tern"), 1))
+        .current_dir(&root)
+        .env("TERN_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "{cmd}");
+}
