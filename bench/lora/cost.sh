@@ -12,7 +12,7 @@ while getopts "m:a:t:p:n:r:" o; do
   case $o in m) model=$OPTARG;; a) adapter=$OPTARG;; t) threads=$OPTARG;; p) np=$OPTARG;; n) ng=$OPTARG;;
     r) reps=$OPTARG;; *) exit 2;; esac
 done
-cargo build --release --quiet -p tern-llm
+cargo build --release --quiet -p tern-llm --features serve
 tern=target/release/tern
 out=$(mktemp -d)
 for r in $(seq "$reps"); do

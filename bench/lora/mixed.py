@@ -6,6 +6,7 @@ same eight over one: `tern serve` with four rank-R adapters loaded
 runs alternating, R times; the medians of tokens/s over the wall time of
 each round, and their ratio.
 
+    cargo build --release -p tern-llm --features serve
     python3 bench/lora/mixed.py BASE.gguf ADAPTER0 ADAPTER1 ADAPTER2 ADAPTER3 [-n 64] [-r 5] [-t 2]
 """
 import argparse
@@ -56,6 +57,8 @@ def main():
     srv = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
         for _ in range(300):
+            if srv.poll() is not None:
+                raise SystemExit(f"tern serve exited ({srv.returncode}): build it with --features serve")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
                 break

@@ -195,6 +195,9 @@ pub fn lora_up(bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &
     })
 }
 
+/// A run of a row's elements into f32: `widen(type, bytes, out)`.
+pub type Widen<'a> = &'a mut dyn FnMut(GgmlType, &[u8], &mut [f32]);
+
 /// Outputs a pass of [`lora_up_with`] sums at a time.
 const LORA_CHUNK: usize = 256;
 
@@ -202,14 +205,7 @@ const LORA_CHUNK: usize = 256;
 /// elements into f32 (a backend's own conversion; the numbers are
 /// exact either way).
 #[inline(always)]
-pub fn lora_up_with(
-    bt: &QMatrix,
-    cols: Range<usize>,
-    mid: &[f32],
-    scale: f32,
-    out: &mut [f32],
-    widen: &mut dyn FnMut(GgmlType, &[u8], &mut [f32]),
-) {
+pub fn lora_up_with(bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32], widen: Widen) {
     let (r, n) = (bt.n_rows, cols.len());
     let es = bt.row_bytes() / bt.n_cols.max(1);
     let (mut acc, mut row) = ([0.0f32; LORA_CHUNK], [0.0f32; LORA_CHUNK]);

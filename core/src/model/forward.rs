@@ -4,30 +4,20 @@
 //! sequence's own cache. Every token's arithmetic is the same whatever else
 //! is in the batch, so results are batch-invariant bit for bit.
 
-use super::adapter::{Applied, Proj};
+use super::adapter::Proj;
 use super::attention::attention;
 use super::engine::Engine;
-use super::kv_cache::KvCache;
 use super::lora;
 use super::matmul::matmul;
 use super::mlp::{mlp, MlpBufs};
 use super::scratch::{Scratch, HEAD_TOKENS};
+use super::seq::Seq;
 use super::weights::Ffn;
 use super::weights::LayerWeights;
 use super::{altup, experts, hadamard, laurel, per_layer, rope, View};
 use crate::backend::quant;
 use crate::backend::scalar::{self, MAX_HEAD_DIM};
 use crate::error::Result;
-
-/// One sequence's part of a batch.
-pub(super) struct Seq<'a> {
-    pub kv: &'a mut KvCache,
-    /// Position of the first token (tokens before it are in `kv`).
-    pub pos0: usize,
-    pub tokens: &'a [u32],
-    /// The LoRA adapters its tokens run with.
-    pub lora: &'a [Applied],
-}
 
 /// What a batch's requested rows give.
 pub(super) enum Out<'a> {

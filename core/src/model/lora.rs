@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 
 use super::adapter::{Applied, Proj};
 use super::engine::Engine;
-use super::forward::Seq;
 use super::matmul::{matmul, ActBufs};
+use super::seq::Seq;
 use crate::backend::QMatrix;
 use crate::parallel::Serial;
 

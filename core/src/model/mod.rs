@@ -28,6 +28,7 @@ mod prefix_cache;
 pub(crate) mod requant;
 mod rope;
 mod scratch;
+mod seq;
 mod snapshot;
 mod tensor_ref;
 pub(crate) mod weights;
@@ -307,9 +308,9 @@ impl<B: AsRef<[u8]>> Model<B> {
             out_rows.extend(row - n..row);
         }
         logits.resize(out_rows.len() * self.config.n_vocab, 0.0);
-        let mut seqs: Vec<forward::Seq> = items
+        let mut seqs: Vec<seq::Seq> = items
             .iter_mut()
-            .map(|(sess, toks)| forward::Seq {
+            .map(|(sess, toks)| seq::Seq {
                 pos0: sess.tokens.len(),
                 kv: &mut sess.kv,
                 tokens: toks,
@@ -568,7 +569,7 @@ impl Session {
                 }
                 let out = &mut self.logits[row * nv..(row + out_rows.len()) * nv];
                 let lora = self.adapters.list();
-                let mut seq = [forward::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, lora }];
+                let mut seq = [seq::Seq { kv: &mut self.kv, pos0: self.tokens.len(), tokens: batch, lora }];
                 let out = if hidden { forward::Out::Hidden(out) } else { forward::Out::Logits(out) };
                 forward::batch(view, e, &mut self.scratch, &mut seq, &out_rows, out)?;
                 self.tokens.extend_from_slice(batch);

@@ -110,6 +110,19 @@ impl App {
     }
 }
 
+impl App {
+    /// The scales requests that list no adapters run with.
+    pub(super) fn lora_defaults(&self) -> Vec<tern_core::LoraScale> {
+        let scales = self.lora.lock().unwrap_or_else(|e| e.into_inner());
+        scales
+            .iter()
+            .enumerate()
+            .filter(|(_, &s)| s != 0.0)
+            .map(|(id, &scale)| tern_core::LoraScale { id, scale })
+            .collect()
+    }
+}
+
 /// Seconds a client is told to wait before asking a loading or draining
 /// server again.
 pub(super) const RETRY_AFTER_S: u64 = 5;
@@ -401,7 +414,7 @@ async fn prepare(app: Arc<App>, mut req: Request, chat: bool) -> std::result::Re
     req.core.content_specials = app.content_specials;
     req.core.reasoning_format = req.reasoning_format.unwrap_or(app.reasoning_format);
     if req.core.lora.is_none() {
-        req.core.lora = Some(super::lora::defaults(&app));
+        req.core.lora = Some(app.lora_defaults());
     }
     if let Some(server) = &app.template_kwargs {
         // the request's variables over the server's

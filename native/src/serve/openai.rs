@@ -9,6 +9,7 @@ use tern_core::Message;
 use tern_core::Tokenizer;
 use tern_core::{runtime::calls_json, runtime::message_tool_calls, ToolCall, ToolFormat};
 use tern_core::{FinishReason, GenerationResult, TokenLogprob, MAX_TOP_LOGPROBS};
+use tern_core::{LoraScale, MAX_ADAPTERS};
 use tern_core::{Prompt, Reasoning, ReasoningFormat, Request as CoreRequest};
 
 pub use super::api_error::ApiError;
@@ -89,6 +90,26 @@ pub(super) fn text_parts(v: &Value, field: &str, kinds: &[&str]) -> Result<Strin
             .map(|t| t.concat()),
         _ => Err(only()),
     }
+}
+
+/// A `lora` list: `[{id, scale}]`, every id one the server loaded.
+pub(super) fn lora_list(v: &Value, field: &str, loaded: usize) -> Result<Vec<LoraScale>, ApiError> {
+    let list: Vec<LoraScale> = serde_json::from_value(v.clone())
+        .map_err(|e| ApiError::invalid(field, format!("{field} must be a list of {{id, scale}}: {e}")))?;
+    if list.len() > MAX_ADAPTERS.max(loaded) {
+        return Err(ApiError::invalid(field, format!("{} entries (at most {})", list.len(), MAX_ADAPTERS.max(loaded))));
+    }
+    if let Some(l) = list.iter().find(|l| l.id >= loaded) {
+        let have = if loaded == 0 { "no adapter is loaded (serve --lora)".into() } else { format!("ids 0..{loaded}") };
+        return Err(ApiError::invalid(field, format!("no adapter with id {}: {have}", l.id)));
+    }
+    if let Some(l) = list.iter().find(|l| !l.scale.is_finite() || l.scale.abs() > tern_core::MAX_SCALE) {
+        return Err(ApiError::invalid(
+            field,
+            format!("adapter {}: scale {} (finite, within ±{})", l.id, l.scale, tern_core::MAX_SCALE),
+        ));
+    }
+    Ok(list)
 }
 
 /// Set the request's grammar from `field`: a 400 if another field set one
@@ -327,7 +348,7 @@ impl Request {
                 }
                 // llama-server's per-request adapters (ids checked where
                 // the loaded adapters are known: `Bundle::prepare`)
-                "lora" => r.core.lora = Some(super::lora::parse(v, k, usize::MAX)?),
+                "lora" => r.core.lora = Some(lora_list(v, k, usize::MAX)?),
                 "logprobs" if chat => {
                     want_logprobs = v.as_bool().ok_or_else(|| ApiError::invalid(k, "logprobs must be true or false"))?
                 }

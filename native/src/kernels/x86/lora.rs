@@ -15,10 +15,12 @@ use super::exact::{widen_bf16, widen_f16};
 
 /// As `scalar::lora_up`.
 pub(super) fn lora_up(_: Avx2, bt: &QMatrix, cols: Range<usize>, mid: &[f32], scale: f32, out: &mut [f32]) {
-    // SAFETY (each): the token proves AVX2, FMA and F16C.
     match bt.ty {
+        // SAFETY: the token proves AVX2, FMA and F16C.
         GgmlType::F16 => unsafe { up::<F16>(bt, cols, mid, scale, out) },
+        // SAFETY: as above.
         GgmlType::F32 => unsafe { up::<F32>(bt, cols, mid, scale, out) },
+        // SAFETY: as above.
         _ => unsafe { widened(bt, cols, mid, scale, out) },
     }
 }
@@ -27,8 +29,12 @@ pub(super) fn lora_up(_: Avx2, bt: &QMatrix, cols: Range<usize>, mid: &[f32], sc
 trait Load8 {
     /// Bytes an element takes.
     const SIZE: usize;
-    /// Elements `i..i + 8` of `row` (the caller keeps them in it).
+    /// Elements `i..i + 8` of `row`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C.
     unsafe fn load8(row: &[u8], i: usize) -> __m256;
+    /// Element `i` of `row`.
     fn at(row: &[u8], i: usize) -> f32;
 }
 
