@@ -169,6 +169,21 @@ export class LocalEngine {
     return this.info();
   }
 
+  /**
+   * Load a LoRA adapter for this model: a GGUF LoRA file (URL, path, bytes,
+   * Blob) or a PEFT directory (a map of its two files, or in Node a
+   * directory path); its id. Generations whose options list no `adapters`
+   * run it at `scale` (default 0: only when listed).
+   */
+  async loadAdapter(source, { scale = 0, name } = {}) {
+    if (this.#running) throw new TernError('invalid_argument', 'cannot load an adapter during a generation');
+    if (typeof scale !== 'number' || !Number.isFinite(scale))
+      throw new TernError('invalid_argument', `adapter scale: expected a finite number, not ${scale}`);
+    const label = name ?? (typeof source === 'string' ? source : 'adapter');
+    const loader = await guardAsync(this.#wasm, 'model', () => readSource(this.#wasm, source, {}));
+    return this.#call(() => loader.into_adapter(this.#model, String(label), scale));
+  }
+
   /** Forget the cached tokens. */
   reset() {
     this.#call(() => this.#model.reset());

@@ -135,6 +135,10 @@ export interface GenerateOptions {
   samplers?: string[];
   /** Generate at least this many tokens (the end tokens held back). */
   minTokens?: number;
+  /** The LoRA adapters to run (`loadAdapter`'s ids), each at a scale,
+   * their deltas added in this order; without it, each loaded adapter at
+   * its default scale. */
+  adapters?: { id: number; scale: number }[];
   /** Speculative decoding with prompt-lookup drafts (`"ngram"`): the
    * tokens that followed the last few tokens earlier in the prompt or the
    * output, verified several per forward pass. Greedy output is plain
@@ -312,6 +316,11 @@ export class TernModel {
   /** Bytes of wasm memory in use (model, KV cache, scratch). */
   memoryBytes(): Promise<number>;
   setContextSize(n: number): Promise<ModelInfo>;
+  /** Load a LoRA adapter for this model (a GGUF LoRA file, or a PEFT
+   * directory as a map of its two files or, in Node, its path), checked
+   * against it; its id. Runs at `scale` (default 0) when a generation's
+   * options list no `adapters`. */
+  loadAdapter(source: ModelSource, options?: { scale?: number; name?: string }): Promise<number>;
   reset(): Promise<void>;
   dispose(): Promise<void>;
 }

@@ -76,6 +76,18 @@ export class TernModel {
     return this.info;
   }
 
+  /**
+   * Load a LoRA adapter for this model — a GGUF LoRA file (URL, path, bytes,
+   * Blob) or a PEFT directory (a map `{ 'adapter_config.json': …,
+   * 'adapter_model.safetensors': … }`, or in Node its path) — checked
+   * against it (every mismatch an error naming it); resolves to its id.
+   * A generation runs the adapters its `adapters` option lists
+   * (`[{ id, scale }]`), else each at its `scale` here (default 0).
+   */
+  loadAdapter(source, options = {}) {
+    return this.#b.call('loadAdapter', source, options);
+  }
+
   /** Forget the cached prefix (the next generation prefills everything). */
   reset() {
     return this.#b.call('reset');

@@ -13,7 +13,7 @@ const fail = (id, e) => post({ id, type: 'error', error: TernError.from(e).toJSO
 let engine = null;
 let encoder = null;
 const cancelled = new Set();
-const CALLS = new Set(['info', 'encode', 'decode', 'applyChatTemplate', 'memoryBytes', 'reset', 'setContextSize']);
+const CALLS = new Set(['info', 'encode', 'decode', 'applyChatTemplate', 'memoryBytes', 'reset', 'setContextSize', 'loadAdapter']);
 
 function disposeAll() {
   engine?.dispose();
@@ -57,7 +57,7 @@ async function handle(m) {
     case 'call': {
       if (!engine) throw new TernError('invalid_argument', 'no model loaded');
       if (!CALLS.has(m.method)) throw new TernError('invalid_argument', `unknown method ${m.method}`);
-      return post({ id: m.id, type: 'result', value: engine[m.method](...m.args) });
+      return post({ id: m.id, type: 'result', value: await engine[m.method](...m.args) });
     }
     case 'run': {
       if (!engine) throw new TernError('invalid_argument', 'no model loaded');

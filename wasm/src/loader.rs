@@ -7,7 +7,9 @@
 use wasm_bindgen::prelude::*;
 
 use crate::encoder::TernEncoder;
-use crate::errors::js_error;
+use tern_core::Adapter;
+
+use crate::errors::{from_core, js_error};
 use crate::model::TernModel;
 use crate::WASM32_MEMORY_LIMIT;
 
@@ -77,6 +79,15 @@ impl ModelLoader {
         TernModel::from_bytes(self.into_bytes()?, widen)
     }
 
+    /// Read the file as a llama.cpp GGUF LoRA adapter for `model` (`name`
+    /// names it in errors), kept beside it; its id (from 0, in loading
+    /// order). Generations whose options list no `adapters` run it at
+    /// `scale`.
+    pub fn into_adapter(self, model: &mut TernModel, name: &str, scale: f32) -> Result<usize, JsValue> {
+        let bytes = self.into_bytes()?;
+        model.add_adapter(|m| Adapter::from_gguf(&bytes, name, m), scale)
+    }
+
     /// Parse the file as an embedding model (a `bert` GGUF, or a decoder
     /// pooled as `pooling` (mean, cls, last) or its `*.pooling_type` says).
     pub fn finish_encoder(self, pooling: Option<String>) -> Result<TernEncoder, JsValue> {
@@ -132,6 +143,21 @@ impl DirLoader {
         }
         self.files.push((name, bytes));
         Ok(())
+    }
+
+    /// Read the directory as a PEFT LoRA adapter (`adapter_config.json`,
+    /// `adapter_model.safetensors`) for `model`, as
+    /// `ModelLoader::into_adapter`.
+    pub fn into_adapter(self, model: &mut TernModel, name: &str, scale: f32) -> Result<usize, JsValue> {
+        let file = |f: &str| {
+            self.files.iter().find(|x| x.0 == f).map(|x| &x.1[..]).ok_or_else(|| {
+                let what =
+                    format!("a PEFT directory holds adapter_config.json and adapter_model.safetensors; {f} is missing");
+                from_core(tern_core::Error::Adapter { adapter: name.into(), what })
+            })
+        };
+        let (config, tensors) = (file("adapter_config.json")?, file("adapter_model.safetensors")?);
+        model.add_adapter(|m| Adapter::from_peft(config, tensors, name, m), scale)
     }
 
     /// Load the directory into a model (`widen` as for a GGUF file).

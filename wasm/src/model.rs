@@ -4,6 +4,9 @@
 //! of its prompt the session's cache already holds (a chat's earlier turns).
 
 use serde_json::json;
+use std::sync::Arc;
+
+use tern_core::Adapter;
 use tern_core::Widened;
 use tern_core::{runtime::calls_json, ToolFormat};
 use tern_core::{runtime::messages_from_json, ChatTemplate, Message};
@@ -60,6 +63,17 @@ pub struct TernModel {
 }
 
 impl TernModel {
+    /// Keep `a` (read for this model: `ModelLoader::into_adapter`) beside
+    /// it at default scale `scale`; its id.
+    pub(crate) fn add_adapter(
+        &mut self,
+        a: impl FnOnce(&tern_core::Model<Vec<u8>>) -> tern_core::Result<Adapter>,
+        scale: f32,
+    ) -> Result<usize, JsValue> {
+        let a = a(&self.b.model).map_err(from_core)?;
+        self.b.add_adapter(Arc::new(a), scale).map_err(from_core)
+    }
+
     fn chat_input(&self, messages_json: &str) -> Result<(&ChatTemplate, Vec<Message>), JsValue> {
         let t = self.b.template().map_err(|e| js_error("unsupported", &e.to_string()))?;
         let v: serde_json::Value =

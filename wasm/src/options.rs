@@ -146,6 +146,12 @@ pub fn parse(json: &str, prompt: Prompt, n_vocab: usize) -> Result<Options, JsVa
                 s.samplers = Some(order);
             }
             "minTokens" => r.min_tokens = count(v, k)?,
+            // the model's adapters by id (`loadAdapter`'s), each at a scale
+            "adapters" => {
+                let list: Vec<tern_core::LoraScale> =
+                    serde_json::from_value(v.clone()).map_err(|_| bad(k, "an array of { id, scale }"))?;
+                r.lora = Some(list);
+            }
             "spec" if v.as_str() == Some("ngram") => {
                 r.speculative.get_or_insert_default();
             }
