@@ -73,8 +73,13 @@ fn tiny_with(key: &str, v: Value<'static>) -> Vec<u8> {
 /// The tiny Gemma 3n GGUF with `key` set to `v` (None: removed) and
 /// tensor `drop` left out.
 fn gemma3n_with(key: &str, v: Option<Value<'static>>, drop: &str) -> Vec<u8> {
-    let file = std::fs::read(tern_tests::tiny_oracle::test_model("tiny-gemma3n.gguf")).unwrap();
-    let g = Gguf::parse(&file).unwrap();
+    gguf_with(&std::fs::read(tern_tests::tiny_oracle::test_model("tiny-gemma3n.gguf")).unwrap(), key, v, drop)
+}
+
+/// The GGUF file `file` with `key` set to `v` (None: removed) and tensor
+/// `drop` left out.
+fn gguf_with(file: &[u8], key: &str, v: Option<Value<'static>>, drop: &str) -> Vec<u8> {
+    let g = Gguf::parse(file).unwrap();
     let mut meta: Vec<(&str, Value)> =
         g.metadata.iter().filter(|(k, _)| *k != key).map(|(k, v)| (*k, v.clone())).collect();
     meta.extend(v.map(|v| (key, v)));
@@ -329,18 +334,7 @@ fn peft_with(
 /// The GGUF twin of `tiny-qwen3-yarn-a` with metadata key `key` set to `v`
 /// (None: removed) and tensor `drop` left out.
 fn lora_gguf_with(key: &str, v: Option<Value<'static>>, drop: &str) -> Vec<u8> {
-    let file = lora_fixture("tiny-qwen3-yarn-a/adapter.gguf");
-    let g = Gguf::parse(&file).unwrap();
-    let mut meta: Vec<(&str, Value)> =
-        g.metadata.iter().filter(|(k, _)| *k != key).map(|(k, v)| (*k, v.clone())).collect();
-    meta.extend(v.map(|v| (key, v)));
-    let ts: Vec<TensorData> = g
-        .tensors
-        .iter()
-        .filter(|t| t.name != drop)
-        .map(|t| TensorData { name: t.name, dims: t.dims.clone(), ty: t.ty, data: t.data.to_vec() })
-        .collect();
-    tern_core::runtime::write::gguf(&meta, &ts)
+    gguf_with(&lora_fixture("tiny-qwen3-yarn-a/adapter.gguf"), key, v, drop)
 }
 
 fn lora_cases(r: &mut Vec<Row>) {

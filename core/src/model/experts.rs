@@ -5,7 +5,7 @@
 
 use super::engine::Engine;
 use super::matmul::{each_fits, matmul, matmul_each};
-use super::mlp::{activate, mlp, mlp_of, MlpBufs};
+use super::mlp::{activate, matrices, mlp, MlpBufs};
 use super::moe::route;
 use super::scratch::Scratch;
 use super::weights::{Experts, TensorRef};
@@ -66,7 +66,7 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize, l
         // (interleaved if a decode step has packed it; prompts do not pack)
         let w = [(&w.gate, ExpertPart::Gate), (&w.up, ExpertPart::Up), (&w.down, ExpertPart::Down)]
             .map(|(t, p)| m.expert(l, id, p, t, false));
-        mlp_of(e, w, act, &bufs.x[..nt * ne], nt, b, &mut s.y);
+        mlp(e, w, act, None, &bufs.x[..nt * ne], nt, b, &mut s.y, None);
         for (j, &slot) in group.iter().enumerate() {
             bufs.out[slot * ne..(slot + 1) * ne].copy_from_slice(&s.y[j * ne..(j + 1) * ne]);
         }
@@ -75,7 +75,7 @@ pub(super) fn ffn(m: View, e: &Engine, s: &mut Scratch, x: &Experts, n: usize, l
     // the shared expert, gated by sigmoid(x · g)
     if let Some(sh) = &x.shared {
         let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-        mlp(m, e, &sh.mlp, act, None, &s.xn[..n * ne], n, b, &mut bufs.shared, None);
+        mlp(e, matrices(m, &sh.mlp), act, None, &s.xn[..n * ne], n, b, &mut bufs.shared, None);
     }
 
     combine(s, x, n, k, ne);
@@ -122,7 +122,7 @@ fn one_token(m: View, e: &Engine, s: &mut Scratch, x: &Experts, k: usize, l: usi
     matmul_each(e, &downs[..k], &s.gate[..k * ff], &mut s.acts, &mut s.moe.out[..k * ne]);
     if let Some(sh) = &x.shared {
         let b = MlpBufs { gate: &mut s.gate, up: &mut s.up, acts: &mut s.acts, mm: &mut s.mm };
-        mlp(m, e, &sh.mlp, m.config.act, None, &s.xn[..ne], 1, b, &mut s.moe.shared, None);
+        mlp(e, matrices(m, &sh.mlp), m.config.act, None, &s.xn[..ne], 1, b, &mut s.moe.shared, None);
     }
     true
 }

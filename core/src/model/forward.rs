@@ -9,7 +9,7 @@ use super::attention::attention;
 use super::engine::Engine;
 use super::lora;
 use super::matmul::matmul;
-use super::mlp::{mlp, MlpBufs};
+use super::mlp::{matrices, mlp, MlpBufs};
 use super::scratch::{Scratch, HEAD_TOKENS};
 use super::seq::Seq;
 use super::weights::Ffn;
@@ -207,7 +207,7 @@ fn layer(m: View, e: &Engine, s: &mut Scratch, seqs: &mut [Seq], l: usize, lw: &
             let sparsity = c.gemma3n.as_ref().and_then(|g| g.sparsity[l]);
             let (seqs, bufs) = (&*seqs, &mut s.lora);
             let mut delta = |p: Proj, x: &[f32], out: &mut [f32]| lora::add(e, seqs, l, p, x, out, bufs);
-            mlp(m, e, w, c.act, sparsity, &s.xn, n, b, &mut s.y, Some(&mut delta));
+            mlp(e, matrices(m, w), c.act, sparsity, &s.xn, n, b, &mut s.y, Some(&mut delta));
         }
         Ffn::Moe(x) => experts::ffn(m, e, s, x, n, l),
     }

@@ -23,33 +23,16 @@ pub(super) struct MlpBufs<'a> {
 /// LoRA adapters add to projection `p` of input `x`.
 pub(super) type Delta<'a> = &'a mut dyn FnMut(Proj, &[f32], &mut [f32]);
 
-/// `y = down(act(gate(x)) · up(x))` for `n` rows of `x`; with a
-/// `sparsity` multiplier, the gate through the Gaussian top-k first;
-/// each projection's output plus its `delta`.
+/// An MLP's matrices as the kernels take them: `[gate, up, down]`.
+pub(super) fn matrices<'a>(m: View<'a>, w: &Mlp) -> [QMatrix<'a>; 3] {
+    [m.matrix(&w.gate), m.matrix(&w.up), m.matrix(&w.down)]
+}
+
+/// `y = down(act(gate(x)) · up(x))` for `n` rows of `x` through `w`
+/// (`[gate, up, down]`); with a `sparsity` multiplier, the gate through
+/// the Gaussian top-k first; each projection's output plus its `delta`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn mlp(
-    m: View,
-    e: &Engine,
-    w: &Mlp,
-    act: Act,
-    sparsity: Option<f32>,
-    x: &[f32],
-    n: usize,
-    b: MlpBufs,
-    y: &mut [f32],
-    delta: Option<Delta>,
-) {
-    let w = [m.matrix(&w.gate), m.matrix(&w.up), m.matrix(&w.down)];
-    run(e, w, act, sparsity, x, n, b, y, delta);
-}
-
-/// The same, of matrices at hand: `[gate, up, down]`.
-pub(super) fn mlp_of(e: &Engine, w: [QMatrix; 3], act: Act, x: &[f32], n: usize, b: MlpBufs, y: &mut [f32]) {
-    run(e, w, act, None, x, n, b, y, None);
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run(
     e: &Engine,
     w: [QMatrix; 3],
     act: Act,
