@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::generate::Vocab;
 use crate::grammar::{GrammarCompiler, LazyCompiler};
 use crate::hf::{self, CheckpointInfo, GenerationDefaults};
-use crate::model::{Adapter, AdapterSet, Applied, Model};
+use crate::model::{Adapter, Applied, Model};
 use crate::tokenizer::Tokenizer;
 
 /// Which format the model came in.
@@ -80,7 +80,7 @@ impl<B: AsRef<[u8]>> Bundle<B> {
     /// `scale`; its id.
     pub fn add_adapter(&mut self, adapter: Arc<Adapter>, scale: f32) -> Result<usize> {
         self.model.check_adapter(&adapter)?;
-        AdapterSet::new().with(adapter.clone(), scale)?;
+        crate::model::check_scale(&adapter, scale)?;
         self.adapters.push(Applied { adapter, scale });
         Ok(self.adapters.len() - 1)
     }

@@ -208,11 +208,7 @@ impl AdapterSet {
     /// not finite or past [`MAX_SCALE`], or more than [`MAX_ADAPTERS`],
     /// is an error.
     pub fn with(mut self, adapter: Arc<Adapter>, scale: f32) -> Result<AdapterSet> {
-        if !scale.is_finite() || scale.abs() > MAX_SCALE {
-            return Err(Error::InvalidArgument {
-                what: alloc::format!("LoRA scale {scale} for {} (finite, within ±{MAX_SCALE})", adapter.name),
-            });
-        }
+        check_scale(&adapter, scale)?;
         if scale == 0.0 {
             return Ok(self);
         }
@@ -240,6 +236,17 @@ impl AdapterSet {
     pub fn key(&self) -> u64 {
         self.key
     }
+}
+
+/// An error unless `scale` is one `a` may be applied at: finite, within
+/// ±[`MAX_SCALE`].
+pub(crate) fn check_scale(a: &Adapter, scale: f32) -> Result<()> {
+    if scale.is_finite() && scale.abs() <= MAX_SCALE {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        what: alloc::format!("LoRA scale {scale} for {} (finite, within ±{MAX_SCALE})", a.name),
+    })
 }
 
 impl PartialEq for AdapterSet {

@@ -25,11 +25,13 @@ pub(crate) struct LoraBufs {
     /// the matmul's (rows, tokens) scratch
     mm: Vec<f32>,
     acts: ActBufs,
+    /// a group's sequences: first token's row, tokens, their scale
+    group: Vec<(usize, usize, f32)>,
 }
 
 impl LoraBufs {
     pub(crate) fn new() -> LoraBufs {
-        LoraBufs { x: Vec::new(), mid: Vec::new(), mm: Vec::new(), acts: ActBufs::new(0, 0) }
+        LoraBufs { x: Vec::new(), mid: Vec::new(), mm: Vec::new(), acts: ActBufs::new(0, 0), group: Vec::new() }
     }
 
     pub(crate) fn bytes(&self) -> usize {
@@ -62,22 +64,24 @@ pub(super) fn add(e: &Engine, seqs: &[Seq], l: usize, p: Proj, x: &[f32], out: &
             let Some((a, bt, own)) = ap.adapter.pair(l, p) else { continue };
             // the group: the sequences running this adapter in this slot,
             // with their first token's row
-            let mut starts = Vec::new();
+            // (kept in the buffers: a decode step allocates nothing)
+            b.group.clear();
             let mut t = 0;
             for q in seqs {
-                if same(ap, q.lora.get(slot)) {
-                    starts.push((t, q));
+                if let Some(mine) = q.lora.get(slot).filter(|o| same(ap, Some(o))) {
+                    b.group.push((t, q.tokens.len(), mine.scale * own));
                 }
                 t += q.tokens.len();
             }
-            let ng: usize = starts.iter().map(|(_, q)| q.tokens.len()).sum();
-            let (t0, whole) = (starts[0].0, starts.windows(2).all(|w| w[0].0 + w[0].1.tokens.len() == w[1].0));
+            let group = &b.group;
+            let ng: usize = group.iter().map(|g| g.1).sum();
+            let (t0, whole) = (group[0].0, group.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
             let xin = if whole {
                 &x[t0 * n_in..(t0 + ng) * n_in]
             } else {
                 b.x.clear();
-                for (t, q) in &starts {
-                    b.x.extend_from_slice(&x[t * n_in..(t + q.tokens.len()) * n_in]);
+                for &(t, n, _) in group {
+                    b.x.extend_from_slice(&x[t * n_in..(t + n) * n_in]);
                 }
                 &b.x[..]
             };
@@ -88,8 +92,7 @@ pub(super) fn add(e: &Engine, seqs: &[Seq], l: usize, p: Proj, x: &[f32], out: &
             let e = if ng * r * (n_in + n_out) < SERIAL_MACS { &serial } else { e };
             matmul(e, &[(a, None)], xin, ng, &mut b.acts, &mut b.mm, &mut [&mut b.mid[..ng * r]]);
             let mut row = 0;
-            for (t, q) in &starts {
-                let (n, s) = (q.tokens.len(), q.lora[slot].scale * own);
+            for &(t, n, s) in &b.group {
                 up(e, &bt, &b.mid[row * r..(row + n) * r], s, &mut out[t * n_out..(t + n) * n_out]);
                 row += n;
             }

@@ -35,8 +35,8 @@ pub(crate) mod weights;
 
 use alloc::vec::Vec;
 
+pub(crate) use adapter::{check_scale, Mat, Pair};
 pub use adapter::{Adapter, AdapterSet, Applied, Proj, MAX_ADAPTERS, MAX_SCALE};
-pub(crate) use adapter::{Mat, Pair};
 pub use config::Config;
 pub use engine::Engine;
 pub use family::Arch;
